@@ -1,0 +1,81 @@
+"""Everything a worker loads once: the decoder session, the text codec and what the manifest says."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import onnxruntime as ort
+
+from inference.engine import CPU, Decoder, ModelShape
+from inference.text import TextCodec
+
+MANIFEST = "manifest.json"
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What every run reports about the model it ran on."""
+
+    name: str
+    manifest_sha256: str
+    execution_provider: str
+    onnxruntime_version: str
+    context_window: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "manifest_sha256": self.manifest_sha256,
+            "execution_provider": self.execution_provider,
+            "onnxruntime_version": self.onnxruntime_version,
+            "context_window": self.context_window,
+        }
+
+
+@dataclass(frozen=True)
+class Runtime:
+    decoder: Decoder
+    codec: TextCodec
+    info: ModelInfo
+
+    @property
+    def shape(self) -> ModelShape:
+        return self.decoder.shape
+
+
+def load_runtime(model_dir: Path, providers: Sequence[str] = (CPU,), intra_op_threads: int = 2) -> Runtime:
+    """Loads a built model directory; raises FileNotFoundError when it has not been built."""
+    manifest_path = model_dir / MANIFEST
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"no built model in {model_dir} (missing {MANIFEST}); run `python manage.py build_model`")
+    manifest_bytes = manifest_path.read_bytes()
+    manifest = json.loads(manifest_bytes)
+    shapes = manifest["shapes"]
+    shape = ModelShape(
+        num_layers=int(shapes["num_layers"]),
+        kv_heads=int(shapes["num_key_value_heads"]),
+        head_dim=int(shapes["head_dim"]),
+        vocab_size=int(shapes["vocab_size"]),
+        context_window=int(shapes["context_window"]),
+    )
+    decoder = Decoder(model_dir / MODEL_FILE, shape, providers, intra_op_threads)
+    codec = TextCodec.from_file(model_dir / TOKENIZER_FILE, frozenset(int(i) for i in manifest["special_tokens"]["eos_ids"]))
+    info = ModelInfo(
+        name=str(manifest["model_name"]),
+        manifest_sha256=_sha256(manifest_bytes),
+        execution_provider=decoder.provider,
+        onnxruntime_version=ort.__version__,
+        context_window=shape.context_window,
+    )
+    return Runtime(decoder, codec, info)
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()

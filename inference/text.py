@@ -1,0 +1,195 @@
+"""Text in and out of the model: prompt encoding, token display text and UTF-8-safe streaming.
+
+The served tokenizer is the built ``tokenizer.json`` read by the ``tokenizers`` library. It is a
+byte-level BPE: every token stands for a run of bytes, and a token may end in the middle of a UTF-8
+character. Streaming therefore works on bytes and releases only complete characters.
+
+Prompts:
+- completion: the text is encoded as it is, with no special token added. The tokenizer rebuilt
+  from the GGUF would prepend ``<|im_start|>``; SmolLM2's own tokenizer does not do that for plain
+  text, and neither do we.
+- chat: the user's message in SmolLM2's ChatML template, ending where the assistant's turn starts.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from tokenizers import Tokenizer
+
+Mode = Literal["completion", "chat"]
+
+DEFAULT_SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+
+
+def chat_prompt(user_message: str, system: str | None = None) -> str:
+    """SmolLM2's ChatML rendering of one user turn, ready for the assistant's answer."""
+    system_text = DEFAULT_SYSTEM_PROMPT if system is None else system
+    return (
+        f"<|im_start|>system\n{system_text}<|im_end|>\n"
+        f"<|im_start|>user\n{user_message}<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+
+
+@lru_cache(maxsize=1)
+def _unicode_to_byte() -> dict[str, int]:
+    """The inverse of byte-level BPE's byte → printable character table (GPT-2's scheme).
+
+    Printable Latin-1 bytes stand for themselves; the other 68 bytes are shifted to code points
+    from 256 upward, in byte order.
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    table: dict[str, int] = {chr(b): b for b in printable}
+    shifted = 0
+    for b in range(256):
+        if b not in printable:
+            table[chr(256 + shifted)] = b
+            shifted += 1
+    return table
+
+
+@dataclass(frozen=True)
+class TokenView:
+    """A token as the page shows it: its id and its own text (bytes of partial characters as ``<0xNN>``)."""
+
+    id: int
+    text: str
+
+
+class TextCodec:
+    """Encodes prompts to ids and turns ids back into bytes and text."""
+
+    def __init__(self, tokenizer: Tokenizer, eos_ids: frozenset[int]) -> None:
+        self._tokenizer = tokenizer
+        self.eos_ids = eos_ids
+        self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+        self._special = {token.content for token in tokenizer.get_added_tokens_decoder().values() if token.special}
+        self._bytes_cache: dict[int, bytes] = {}
+
+    @classmethod
+    def from_file(cls, path: Path, eos_ids: frozenset[int]) -> "TextCodec":
+        return cls(Tokenizer.from_file(str(path)), eos_ids)
+
+    def encode(self, prompt: str, mode: Mode, system: str | None = None) -> list[int]:
+        """The exact ids fed to the model for this prompt; special tokens in chat markup are kept."""
+        text = chat_prompt(prompt, system) if mode == "chat" else prompt
+        return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def token_id(self, token: str) -> int | None:
+        return self._tokenizer.token_to_id(token)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes a token stands for; a special token stands for its own markup text."""
+        cached = self._bytes_cache.get(token_id)
+        if cached is not None:
+            return cached
+        piece = self._tokenizer.id_to_token(token_id)
+        if piece is None:
+            raise ValueError(f"token id {token_id} is not in the vocabulary (0..{self.vocab_size - 1})")
+        if piece in self._special:
+            data = piece.encode("utf-8")
+        else:
+            table = _unicode_to_byte()
+            data = bytes(table[ch] for ch in piece) if all(ch in table for ch in piece) else piece.encode("utf-8")
+        self._bytes_cache[token_id] = data
+        return data
+
+    def token_text(self, token_id: int) -> str:
+        """A token's own text; bytes that are not a whole UTF-8 character show as ``<0xNN>``."""
+        data = self.token_bytes(token_id)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return _decode_with_byte_escapes(data)
+
+    def view(self, token_id: int) -> TokenView:
+        return TokenView(token_id, self.token_text(token_id))
+
+    def decode(self, ids: list[int]) -> str:
+        """The text of a whole id sequence, as the streamed pieces concatenate to."""
+        return b"".join(self.token_bytes(i) for i in ids).decode("utf-8", errors="replace")
+
+
+def _decode_with_byte_escapes(data: bytes) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(data):
+        for width in (4, 3, 2, 1):
+            chunk = data[i : i + width]
+            try:
+                out.append(chunk.decode("utf-8"))
+                i += width
+                break
+            except UnicodeDecodeError:
+                continue
+        else:
+            out.append(f"<0x{data[i]:02X}>")
+            i += 1
+    return "".join(out)
+
+
+class Utf8Stream:
+    """Turns a stream of token bytes into text pieces that never split a character.
+
+    Bytes of an unfinished character wait for the next token; bytes that can never form a
+    character become U+FFFD, exactly as ``bytes.decode("utf-8", errors="replace")`` would.
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def push(self, data: bytes) -> str:
+        return self._decoder.decode(data)
+
+    def finish(self) -> str:
+        return self._decoder.decode(b"", final=True)
+
+
+class StopStringMatcher:
+    """Finds stop strings across token boundaries and holds back text that may start one.
+
+    ``push`` returns the text that is safe to release and, when a stop string has appeared,
+    which one. Text from the stop string on is never released.
+    """
+
+    def __init__(self, stops: tuple[str, ...]) -> None:
+        self._stops = stops
+        self._pending = ""
+
+    def push(self, text: str) -> tuple[str, str | None]:
+        self._pending += text
+        if not self._stops:
+            released, self._pending = self._pending, ""
+            return released, None
+        first: tuple[int, str] | None = None
+        for stop in self._stops:
+            at = self._pending.find(stop)
+            if at >= 0 and (first is None or at < first[0]):
+                first = (at, stop)
+        if first is not None:
+            released = self._pending[: first[0]]
+            self._pending = ""
+            return released, first[1]
+        hold = self._longest_stop_prefix_suffix()
+        cut = len(self._pending) - hold
+        released, self._pending = self._pending[:cut], self._pending[cut:]
+        return released, None
+
+    def finish(self) -> str:
+        """Releases what was held back when the run ends without a stop string."""
+        released, self._pending = self._pending, ""
+        return released
+
+    def _longest_stop_prefix_suffix(self) -> int:
+        best = 0
+        for stop in self._stops:
+            for length in range(min(len(stop) - 1, len(self._pending)), best, -1):
+                if self._pending.endswith(stop[:length]):
+                    best = length
+                    break
+        return best

@@ -1,0 +1,102 @@
+"""The ``/ws/generate/`` websocket: checks each frame, hands requests to a worker, relays its events.
+
+The consumer never touches the model. It speaks to inference workers only through the channel
+layer (see ``playground.worker``), so workers may live in this process or on other machines.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from playground import protocol
+from playground.worker import INFERENCE_CHANNEL, ensure_embedded_worker
+
+
+class GenerateConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        ensure_embedded_worker()
+        # request_id → the worker channel serving it (None until the worker has queued it)
+        self.requests: dict[str, str | None] = {}
+        self.cancel_asked: set[str] = set()
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        """Closing the socket cancels every request it started."""
+        for request_id in list(self.requests):
+            await self._cancel(request_id)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data is None:
+            await self._send(protocol.error_event("binary_frame", "binary frames are not understood; send JSON text frames"))
+            return
+        try:
+            command = protocol.parse_client_frame(text_data)
+        except protocol.ProtocolError as error:
+            await self._send(error.to_event())
+            return
+        if isinstance(command, protocol.Generate):
+            await self._generate(command)
+        else:
+            await self._cancel_requested(command.request_id)
+
+    async def _generate(self, command: protocol.Generate) -> None:
+        if command.request_id in self.requests:
+            await self._send(protocol.error_event(
+                "duplicate_request", f"request {command.request_id!r} is still running", "request_id", command.request_id
+            ))
+            return
+        limit = settings.INFERENCE["MAX_REQUESTS_PER_CONNECTION"]
+        if len(self.requests) >= limit:
+            await self._send(protocol.error_event(
+                "too_many_requests", f"at most {limit} requests may run or wait per connection", None, command.request_id
+            ))
+            return
+        self.requests[command.request_id] = None
+        await self.channel_layer.send(INFERENCE_CHANNEL, {
+            "type": "inference.generate",
+            "reply_channel": self.channel_name,
+            "request_id": command.request_id,
+            "request": protocol.request_to_dict(command.request),
+        })
+
+    async def _cancel_requested(self, request_id: str) -> None:
+        if request_id not in self.requests:
+            await self._send(protocol.error_event(
+                "unknown_request", f"no running request has request_id {request_id!r}", "request_id", request_id
+            ))
+            return
+        await self._cancel(request_id)
+
+    async def _cancel(self, request_id: str) -> None:
+        worker_channel = self.requests.get(request_id)
+        if worker_channel is None:
+            self.cancel_asked.add(request_id)  # sent once the worker says where
+            return
+        await self.channel_layer.send(worker_channel, {
+            "type": "inference.cancel", "request_id": request_id, "reply_channel": self.channel_name,
+        })
+
+    async def inference_queued(self, message: dict[str, Any]) -> None:
+        """A worker took the request; a cancel asked for meanwhile goes to it now."""
+        request_id = message["request_id"]
+        if request_id not in self.requests:
+            return
+        self.requests[request_id] = message["worker_channel"]
+        if request_id in self.cancel_asked:
+            self.cancel_asked.discard(request_id)
+            await self._cancel(request_id)
+
+    async def inference_event(self, message: dict[str, Any]) -> None:
+        """Passes a worker's event on to the client; ``done`` and ``error`` end the request."""
+        event = message["event"]
+        if event["type"] in ("done", "error"):
+            self.requests.pop(message["request_id"], None)
+            self.cancel_asked.discard(message["request_id"])
+        await self._send(event)
+
+    async def _send(self, event: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(event, ensure_ascii=False, allow_nan=False))

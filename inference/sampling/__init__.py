@@ -1,0 +1,46 @@
+"""The sampler chain: how the next token is picked from the model's logits, stage by stage.
+
+Pure numpy; nothing here imports Django. Definitions, ranges and a worked example:
+docs/sampling.md.
+
+Default order (``DEFAULT_ORDER``; ``SamplingParams.sampler_order`` may permute it, e.g. with
+temperature last as llama.cpp does). Only enabled stages are in a chain:
+
+    1. logit_bias          logit += bias[id]
+    2. repetition_penalty  CTRL: seen logits / penalty if > 0, x penalty if <= 0
+    3. frequency_penalty   logit -= count x value
+    4. presence_penalty    logit -= value if count > 0
+    5. dry                 penalize tokens that would extend a repeated sequence
+    6. no_repeat_ngram     remove tokens that would repeat an n-gram
+    7. top_n_sigma         keep logit >= max - n x sigma
+    8. temperature         logit / T  (T = 0: one-hot on the top token; the chain ends here)
+    9. dynamic_temperature entropy-scaled T (replaces 8 when dynatemp_range > 0)
+   10. top_k               keep the k most likely
+   11. top_p               keep the smallest prefix with cumulative probability >= top_p
+   12. min_p               keep p >= min_p x p_max
+   13. typical_p           locally typical: keep the most typical tokens up to typical_p mass
+   14. epsilon_cutoff      remove p < epsilon
+   15. eta_cutoff          remove p < min(eta, sqrt(eta) exp(-H))
+   16. xtc                 sometimes remove all top choices but the least likely of them
+   17. mirostat            mirostat v2: keep surprise <= mu, then adapt mu to the target tau
+   then the final pick: one u = rng.random() per token, inverse CDF over the tokens sorted by
+   final probability descending (ties: lower id first); greedy draws nothing.
+
+Penalties come first so they act on the model's own scores; the filters that look at logits
+(top_n_sigma) come before temperature, which is what makes them temperature-independent; the
+probability filters come after temperature, so they see the distribution actually sampled.
+
+Where the trace measures things: ``raw_prob`` is the softmax of the model's logits before any
+stage; ``prob`` is the final distribution the token is drawn from. The alternatives shown to
+users are the top-N tokens by raw probability.
+"""
+
+from inference.sampling.chain import SamplerChain, pick
+from inference.sampling.params import DEFAULT_ORDER, SamplingParams
+from inference.sampling.stages import XTC_STREAM, breaker_ids_for
+from inference.sampling.trace import Alternative, StageCount, StepTrace
+
+__all__ = [
+    "SamplingParams", "SamplerChain", "StepTrace", "Alternative", "StageCount", "DEFAULT_ORDER",
+    "XTC_STREAM", "breaker_ids_for", "pick",
+]

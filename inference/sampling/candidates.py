@@ -1,0 +1,188 @@
+"""The candidate set a stage works on, and the few numeric helpers every stage shares.
+
+A ``Candidates`` is the list of tokens still in the running: their ids (ascending) and their
+current logits (float64). A token that a stage removes leaves the set; in the full-vocabulary view
+(``to_full``) its logit is -inf and its probability exactly 0. Keeping only the live tokens makes
+every stage after the first truncation cost O(kept) instead of O(vocabulary), as in llama.cpp's
+candidate array. Both arrays are read-only: a stage returns a new ``Candidates``, never edits one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Logits are kept within +-LOGIT_LIMIT so that no multiplication overflows to inf (and no NaN).
+LOGIT_LIMIT = 1e300
+# exp(d) for d below this is subnormal or 0; numpy's fast exp path stops there, so those few
+# entries are evaluated separately.
+_EXP_FAST_FLOOR = -708.0
+# Sorting whole vocabularies is slow (ms); prefix searches first try these nested subsets.
+_PROB_LADDER = (2.0**-6, 2.0**-14, 2.0**-30)
+_LOGIT_LADDER = (2.0, 8.0, 32.0)
+
+
+def frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+class Softmax:
+    """Probabilities of a logit vector, computed once: ``p = e / z``, ``e = exp(logit - max)``."""
+
+    __slots__ = ("d", "e", "z", "log_z", "entropy", "_p")
+
+    def __init__(self, logits: np.ndarray) -> None:
+        d = logits - logits.max()  # <= 0; -inf only if logits spanned more than the float range
+        low = d < _EXP_FAST_FLOOR
+        if low.any():
+            d = np.maximum(d, -1e4)  # exp underflows to 0 long before; avoids 0 * -inf below
+            e = np.exp(np.maximum(d, _EXP_FAST_FLOOR))
+            e[low] = np.exp(d[low])
+        else:
+            e = np.exp(d)
+        self.d = d
+        self.e = e
+        self.z = float(e.sum())
+        self.log_z = float(np.log(self.z))
+        # H = -sum p log p with log p = d - log z; in nats.
+        self.entropy = max(0.0, self.log_z - float(np.dot(e, d)) / self.z)
+        self._p: np.ndarray | None = None
+
+    @property
+    def p(self) -> np.ndarray:
+        if self._p is None:
+            self._p = frozen(self.e / self.z)
+        return self._p
+
+
+class Candidates:
+    """Token ids (ascending, unique) still in the running and their logits (float64)."""
+
+    __slots__ = ("ids", "logits", "vocab_size", "_soft")
+
+    def __init__(self, ids: np.ndarray, logits: np.ndarray, vocab_size: int) -> None:
+        self.ids = ids
+        self.logits = frozen(logits)
+        self.vocab_size = vocab_size
+        self._soft: Softmax | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def full(self) -> bool:
+        """True while no token has been removed: position == token id."""
+        return len(self.ids) == self.vocab_size
+
+    @property
+    def softmax(self) -> Softmax:
+        if self._soft is None:
+            self._soft = Softmax(self.logits)
+        return self._soft
+
+    def positions(self, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For token ids ``tokens``: (positions here of those present, mask of which are present)."""
+        tokens = np.asarray(tokens, dtype=np.int64)
+        if self.full:
+            return tokens, np.ones(len(tokens), dtype=bool)
+        pos = np.minimum(np.searchsorted(self.ids, tokens), len(self.ids) - 1)
+        hit = self.ids[pos] == tokens
+        return pos[hit], hit
+
+    def position(self, token: int) -> int | None:
+        pos, _ = self.positions(np.array([token]))
+        return int(pos[0]) if len(pos) else None
+
+    def with_logits(self, logits: np.ndarray) -> "Candidates":
+        """Same tokens, new logits (clipped to +-LOGIT_LIMIT so later arithmetic stays finite)."""
+        np.clip(logits, -LOGIT_LIMIT, LOGIT_LIMIT, out=logits)
+        return Candidates(self.ids, logits, self.vocab_size)
+
+    def keep(self, mask: np.ndarray) -> "Candidates":
+        """The tokens where ``mask`` is true; if none, the single most likely one (lowest id on ties)."""
+        if not mask.any():
+            mask = np.zeros(len(self.ids), dtype=bool)
+            mask[int(np.argmax(self.logits))] = True
+        elif mask.all():
+            return self
+        return Candidates(frozen(self.ids[mask]), self.logits[mask], self.vocab_size)
+
+    def keep_positions(self, positions: np.ndarray) -> "Candidates":
+        mask = np.zeros(len(self.ids), dtype=bool)
+        mask[positions] = True
+        return self.keep(mask)
+
+    def to_full(self, values: np.ndarray, fill: float) -> np.ndarray:
+        out = np.full(self.vocab_size, fill, dtype=np.float64)
+        out[self.ids] = values
+        return out
+
+
+def _stable_order(key: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """``sel`` (ascending positions) sorted by ``key`` ascending, ties keeping the lower position."""
+    return sel[np.argsort(key[sel], kind="stable")]
+
+
+def prob_prefix(p: np.ndarray, target: float, strict: bool) -> np.ndarray | None:
+    """Positions in order of probability descending (ties: lower position first), up to and
+    including the first where the running sum reaches ``target`` (``> target`` if ``strict``,
+    else ``>= target``). None if the sum never gets there.
+
+    Only a head of the order is sorted: if the tokens with p >= t already carry enough mass, the
+    answer lies among them, because every other token is less likely than all of them.
+    """
+    n = len(p)
+    neg = -p
+    if n > 2048:
+        pmax = float(p.max())
+        for frac in _PROB_LADDER:
+            sel = np.flatnonzero(p >= pmax * frac)
+            mass = float(p[sel].sum())
+            if (mass > target if strict else mass >= target) and len(sel) < n:
+                found = _prefix_in(_stable_order(neg, sel), p, target, strict)
+                if found is not None:
+                    return found
+    return _prefix_in(np.argsort(neg, kind="stable"), p, target, strict)
+
+
+def _prefix_in(order: np.ndarray, p: np.ndarray, target: float, strict: bool) -> np.ndarray | None:
+    cum = np.cumsum(p[order])
+    k = int(np.searchsorted(cum, target, side="right" if strict else "left"))
+    return order[: k + 1] if k < len(order) else None
+
+
+def key_prefix(key: np.ndarray, p: np.ndarray, target: float) -> np.ndarray:
+    """Positions sorted by ``key`` ascending (ties: lower position first), up to the first where
+    the running probability sum is >= ``target``; all of them if it never is."""
+    n = len(key)
+    if n > 2048:
+        for size in (64, 1024, 8192):
+            if size >= n:
+                break
+            v = np.partition(key, size - 1)[size - 1]
+            sel = np.flatnonzero(key <= v)
+            if float(p[sel].sum()) >= target:
+                found = _prefix_in(_stable_order(key, sel), p, target, strict=False)
+                if found is not None:
+                    return found
+    order = np.argsort(key, kind="stable")
+    found = _prefix_in(order, p, target, strict=False)
+    return order if found is None else found
+
+
+def top_positions(logits: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest logits, largest first, ties: lower position first."""
+    n = len(logits)
+    if k >= n:
+        return np.argsort(-logits, kind="stable")
+    neg = -logits
+    top = float(logits.max())
+    for width in _LOGIT_LADDER:
+        sel = np.flatnonzero(logits >= top - width)
+        if len(sel) >= k:
+            if len(sel) <= 4096:
+                return _stable_order(neg, sel)[:k]
+            break
+    v = np.partition(logits, n - k)[n - k]  # the k-th largest value
+    sel = np.flatnonzero(logits >= v)  # every tie of v included, so lower ids can win
+    return _stable_order(neg, sel)[:k]

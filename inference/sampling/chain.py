@@ -1,0 +1,127 @@
+"""``SamplerChain``: the enabled stages as a list, then the final inverse-CDF pick."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from inference.sampling.candidates import Candidates, frozen, prob_prefix, top_positions
+from inference.sampling.params import SamplingParams
+from inference.sampling.stages import Stage, StepContext, build_stages
+from inference.sampling.trace import StageCount, StepTrace, TokenLookup
+
+
+class SamplerChain:
+    """The stages for ``params`` (disabled ones are not added) and the final pick.
+
+    ``token_texts``: the decoded text of every token id, indexed by id; only DRY reads it, to find
+    the tokens whose text contains a sequence breaker. Without it DRY has no breakers.
+    ``distribution`` and ``trace`` are pure; ``step`` also advances the stateful stages.
+    """
+
+    def __init__(self, params: SamplingParams, token_texts: Sequence[str] | None = None) -> None:
+        self.params = params
+        self.stages: list[Stage] = build_stages(params, token_texts)
+        self.greedy = params.greedy
+        self._ids: np.ndarray | None = None  # arange(V), shared by every full candidate set
+
+    @property
+    def stage_names(self) -> tuple[str, ...]:
+        return tuple(stage.name for stage in self.stages)
+
+    def reset(self) -> None:
+        """Back to a fresh run: mirostat's mu and XTC's stream start over."""
+        for stage in self.stages:
+            stage.reset()
+
+    # -- public calls --------------------------------------------------------------------------
+
+    def distribution(self, logits: np.ndarray, history: Sequence[int] = ()) -> np.ndarray:
+        """The float64 [V] distribution the next token is drawn from (removed tokens exactly 0)."""
+        raw, outputs = self._run(logits, history)
+        final = outputs[-1][1] if outputs else raw
+        return final.to_full(final.softmax.p, 0.0)
+
+    def trace(self, logits: np.ndarray, history: Sequence[int] = (), top_n: int = 5) -> StepTrace:
+        """What each stage would do for these logits, without picking or changing any state."""
+        raw, outputs = self._run(logits, history)
+        return self._trace(raw, outputs, top_n, token=None, draw=None)
+
+    def step(self, logits: np.ndarray, history: Sequence[int], rng: np.random.Generator,
+             top_n: int = 5) -> StepTrace:
+        """Run the stages, draw one u = rng.random() (none when greedy), pick, let stateful stages
+        accept the token, and return the trace of the step."""
+        raw, outputs = self._run(logits, history)
+        final = outputs[-1][1] if outputs else raw
+        draw = None if self.greedy else float(rng.random())
+        token = int(final.ids[0]) if draw is None else pick(final, draw)
+        for stage, (_, out) in zip(self.stages, outputs):
+            stage.accept(token, out)
+        return self._trace(raw, outputs, top_n, token=token, draw=draw)
+
+    def sample(self, logits: np.ndarray, history: Sequence[int], rng: np.random.Generator) -> int:
+        return self.step(logits, history, rng, top_n=0).token  # type: ignore[return-value]
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _run(self, logits, history) -> tuple[Candidates, list[tuple[str, Candidates]]]:
+        raw = self._raw_candidates(logits)
+        ctx = StepContext(history, raw.vocab_size)
+        outputs: list[tuple[str, Candidates]] = []
+        cand = raw
+        for stage in self.stages:
+            cand = stage.apply(cand, ctx)
+            outputs.append((stage.name, cand))
+        return raw, outputs
+
+    def _raw_candidates(self, logits) -> Candidates:
+        x = np.asarray(logits)
+        if x.ndim != 1 or x.size == 0 or x.dtype.kind not in "fiu":
+            raise ValueError(f"logits must be a non-empty 1-D array of numbers; got shape {x.shape}, {x.dtype}")
+        top = x.max()
+        if np.isnan(top) or top == np.inf:
+            raise ValueError("logits must not contain NaN or +inf")
+        if top == -np.inf:
+            raise ValueError("logits are all -inf: no token can be drawn")
+        vocab = x.size
+        if self._ids is None or len(self._ids) != vocab:
+            self._ids = frozen(np.arange(vocab, dtype=np.int64))
+        values = x.astype(np.float64)  # always a copy: the caller's array is never touched
+        if x.min() == -np.inf:  # tokens the model itself rules out are never candidates
+            keep = np.isfinite(values)
+            return Candidates(frozen(self._ids[keep]), values[keep], vocab)
+        return Candidates(self._ids, values, vocab)
+
+    def _trace(self, raw, outputs, top_n, token, draw) -> StepTrace:
+        if not isinstance(top_n, int) or isinstance(top_n, bool) or top_n < 0:
+            raise ValueError(f"top_n must be an integer >= 0; got {top_n!r}")
+        lookup = TokenLookup(raw, outputs)
+        final = lookup.final
+        top = raw.ids[top_positions(raw.logits, top_n)] if top_n > 0 else ()
+        chosen = None if token is None else lookup.describe(token)
+        return StepTrace(
+            token=token,
+            draw=draw,
+            raw_prob=None if chosen is None else chosen.raw_prob,
+            prob=None if chosen is None else chosen.prob,
+            alternatives=lookup.describe_many(top),
+            chosen=chosen,
+            stages=tuple(StageCount(name, len(out)) for name, out in outputs),
+            entropy_before=raw.softmax.entropy,
+            entropy_after=final.softmax.entropy,
+            greedy=self.greedy,
+            lookup=lookup,
+        )
+
+
+def pick(final: Candidates, u: float) -> int:
+    """Inverse CDF: tokens sorted by probability descending (ties: lower id first); the first
+    whose cumulative probability exceeds u. If rounding keeps the total at or below u, the last
+    token with nonzero probability."""
+    p = final.softmax.p
+    head = prob_prefix(p, u, strict=True)
+    if head is None:
+        order = np.argsort(-p, kind="stable")
+        head = order[p[order] > 0]
+    return int(final.ids[head[-1]])

@@ -1,0 +1,112 @@
+"""Stages that look for repeated sequences in the history: DRY and no-repeat n-gram."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from inference.sampling.candidates import Candidates
+from inference.sampling.stages.base import Stage, StepContext
+from inference.sampling.stages.penalties import require
+
+# llama.cpp clamps DRY's exponent so that base**exponent stays below FLT_MAX: log(FLT_MAX).
+_FLT_MAX_LOG = 88.7228391
+
+
+class Dry(Stage):
+    """DRY, "don't repeat yourself" (p-e-w; llama.cpp's definition).
+
+    Let n be the length of the longest suffix of the (windowed) history that also occurs earlier,
+    immediately followed by token t. If n >= allowed_length, t's logit -= multiplier *
+    base ** (n - allowed_length) (exponent clamped as llama.cpp does). A match never reaches back
+    past the last sequence-breaker token, and breaker tokens themselves are never penalized.
+    ``breaker_ids`` are the token ids whose text contains a breaker string (``breaker_ids_for``).
+    """
+
+    name = "dry"
+
+    def __init__(self, multiplier: float, base: float, allowed_length: int, last_n: int,
+                 breaker_ids: Iterable[int] = ()) -> None:
+        require(multiplier >= 0, "dry_multiplier", "dry_multiplier must be >= 0")
+        require(base >= 1, "dry_base", "dry_base must be >= 1")
+        require(allowed_length >= 1, "dry_allowed_length", "dry_allowed_length must be >= 1")
+        require(last_n >= -1, "dry_penalty_last_n", "dry_penalty_last_n must be >= -1")
+        self.multiplier, self.base = multiplier, base
+        self.allowed_length, self.last_n = allowed_length, last_n
+        self._breakers = np.array(sorted(set(breaker_ids)), dtype=np.int64)
+        self._max_exponent = int(_FLT_MAX_LOG / math.log(base)) if base > 1.000001 else 0
+        # Beyond this match length the (clamped) penalty no longer grows.
+        if self._max_exponent > 0:
+            self._max_len = allowed_length + self._max_exponent
+        else:
+            self._max_len = allowed_length if base == 1 else 2**62
+
+    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
+        h = ctx.history if self.last_n == -1 else ctx.history[-self.last_n:]
+        n = len(h)
+        if n <= self.allowed_length:
+            return cand
+        breaks = np.flatnonzero(np.isin(h, self._breakers)) if len(self._breakers) else ()
+        limit = n - 1 - int(breaks[-1]) if len(breaks) else n  # tokens after the last breaker
+        if limit < self.allowed_length:
+            return cand
+        # match[j]: length of the common suffix of h[: j + 1] and h, for each earlier end j.
+        match = np.zeros(n - 1, dtype=np.int64)
+        live = np.arange(n - 1)
+        for t in range(min(limit, self._max_len)):
+            live = live[live >= t]
+            live = live[h[live - t] == h[n - 1 - t]]
+            if not len(live):
+                break
+            match[live] = t + 1
+        ends = np.flatnonzero(match >= self.allowed_length)
+        if not len(ends):
+            return cand
+        followers, lengths = h[ends + 1], match[ends]
+        order = np.lexsort((lengths, followers))  # per follower, its longest match last
+        followers, lengths = followers[order], lengths[order]
+        last = np.r_[followers[1:] != followers[:-1], True]
+        tokens, longest = followers[last], lengths[last]
+        keep = ~np.isin(tokens, self._breakers)
+        tokens, longest = tokens[keep], longest[keep]
+        exponent = longest - self.allowed_length
+        if self._max_exponent > 0:
+            exponent = np.minimum(exponent, self._max_exponent)
+        pos, hit = cand.positions(tokens)
+        logits = cand.logits.copy()
+        logits[pos] -= self.multiplier * np.power(self.base, exponent[hit].astype(np.float64))
+        return cand.with_logits(logits)
+
+
+def breaker_ids_for(token_texts, breakers: Iterable[str]) -> frozenset[int]:
+    """Ids of the tokens whose decoded text contains any of the breaker strings."""
+    breakers = tuple(breakers)
+    return frozenset(i for i, text in enumerate(token_texts) if any(b in text for b in breakers))
+
+
+class NoRepeatNgram(Stage):
+    """Hugging Face's no_repeat_ngram_size: remove every token that would complete an n-gram
+    already present in the history (n = size; n = 1 removes every token of the history)."""
+
+    name = "no_repeat_ngram"
+
+    def __init__(self, size: int) -> None:
+        require(size >= 1, "no_repeat_ngram_size", "no_repeat_ngram_size must be >= 1")
+        self.size = size
+
+    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
+        h, n = ctx.history, self.size
+        if len(h) < n:  # no n-gram in the history yet
+            return cand
+        grams = sliding_window_view(h, n)
+        prefix = h[len(h) - n + 1:]
+        banned = grams[(grams[:, :-1] == prefix).all(axis=1), -1]
+        if not len(banned):
+            return cand
+        pos, _ = cand.positions(np.unique(banned))
+        mask = np.ones(len(cand), dtype=bool)
+        mask[pos] = False
+        return cand.keep(mask)

@@ -1,0 +1,125 @@
+"""Stages that remove tokens by a rule on their logits or probabilities.
+
+Each sees the distribution renormalized over the tokens still in the running, keeps at least one
+token, and breaks ties in favour of the lower token id.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from inference.sampling.candidates import Candidates, key_prefix, prob_prefix, top_positions
+from inference.sampling.stages.base import Stage, StepContext
+from inference.sampling.stages.penalties import require
+
+
+class TopK(Stage):
+    """Keep the k most likely tokens (ties: lower id first)."""
+
+    name = "top_k"
+
+    def __init__(self, k: int) -> None:
+        require(k >= 1, "top_k", "top_k must be >= 1 (0 = off)")
+        self.k = k
+
+    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
+        if self.k >= len(cand):
+            return cand
+        return cand.keep_positions(top_positions(cand.logits, self.k))
+
+
+class TopP(Stage):
+    """Nucleus (Holtzman et al.): sorted by probability descending (ties: lower id first), keep the
+    smallest prefix whose cumulative probability is >= top_p."""
+
+    name = "top_p"
+
+    def __init__(self, top_p: float) -> None:
+        require(0 < top_p <= 1, "top_p", "top_p must be in (0, 1]")
+        self.top_p = top_p
+
+    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
+        head = prob_prefix(cand.softmax.p, self.top_p, strict=False)
+        return cand if head is None else cand.keep_positions(head)
+
+
+class MinP(Stage):
+    """Keep tokens whose probability is >= min_p x the highest probability (Nguyen et al.).
+    p / p_max = exp(logit - max), so the test is logit - max >= ln(min_p)."""
+
+    name = "min_p"
+
+    def __init__(self, min_p: float) -> None:
+        require(0 <= min_p <= 1, "min_p", "min_p must be in [0, 1]")
+        self.min_p = min_p
+        self._log_min_p = math.log(min_p) if min_p > 0 else -math.inf
+
+    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
+        return cand.keep(cand.logits - cand.logits.max() >= self._log_min_p)
+
+
+class TypicalP(Stage):
+    """Locally typical sampling (Meister et al.): sort by |-ln p - H| ascending (H the entropy,
+    ties: lower id first) and keep the smallest prefix with cumulative probability >= typical_p."""
+
+    name = "typical_p"
+
+    def __init__(self, typical_p: float) -> None:
+        require(0 < typical_p <= 1, "typical_p", "typical_p must be in (0, 1]")
+        self.typical_p = typical_p
+
+    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
+        soft = cand.softmax
+        surprise = soft.log_z - soft.d  # -ln p
+        head = key_prefix(np.abs(surprise - soft.entropy), soft.p, self.typical_p)
+        return cand.keep_positions(head)
+
+
+class TopNSigma(Stage):
+    """Top-n-sigma (Tang et al.): keep tokens whose logit is >= max - n x sigma, sigma the
+    population standard deviation of the candidates' logits."""
+
+    name = "top_n_sigma"
+
+    def __init__(self, n: float) -> None:
+        require(n > 0, "top_n_sigma", "top_n_sigma must be > 0 (0 = off)")
+        self.n = n
+
+    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
+        logits = cand.logits
+        top = float(logits.max())
+        scale = max(abs(top), abs(float(logits.min())), 1.0)  # std of huge values without overflow
+        sigma = float(np.std(logits / scale)) * scale if scale > 1e150 else float(np.std(logits))
+        return cand.keep(logits >= top - self.n * sigma)
+
+
+class EpsilonCutoff(Stage):
+    """Hugging Face's epsilon sampling (Hewitt et al.): remove tokens with probability < epsilon."""
+
+    name = "epsilon_cutoff"
+
+    def __init__(self, epsilon: float) -> None:
+        require(0 < epsilon < 1, "epsilon_cutoff", "epsilon_cutoff must be in (0, 1) (0 = off)")
+        self.epsilon = epsilon
+
+    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
+        return cand.keep(cand.softmax.p >= self.epsilon)
+
+
+class EtaCutoff(Stage):
+    """Hugging Face's eta sampling (Hewitt et al.): remove tokens with probability <
+    min(eta, sqrt(eta) x exp(-H)), H the entropy of the distribution (nats)."""
+
+    name = "eta_cutoff"
+
+    def __init__(self, eta: float) -> None:
+        require(0 < eta < 1, "eta_cutoff", "eta_cutoff must be in (0, 1) (0 = off)")
+        self.eta = eta
+
+    def threshold(self, cand: Candidates) -> float:
+        return min(self.eta, math.sqrt(self.eta) * math.exp(-cand.softmax.entropy))
+
+    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
+        return cand.keep(cand.softmax.p >= self.threshold(cand))

@@ -1,0 +1,111 @@
+"""What one step did, for users to inspect: ``StepTrace`` and its parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from inference.sampling.candidates import Candidates
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One token: raw probability (softmax of the model's logits), final probability (0.0 if
+    removed) and the name of the stage that removed it (None if it was kept)."""
+
+    id: int
+    raw_prob: float
+    prob: float
+    removed_by: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "raw_prob": self.raw_prob, "prob": self.prob, "removed_by": self.removed_by}
+
+
+@dataclass(frozen=True)
+class StageCount:
+    """A stage's name and how many tokens were still in the running after it."""
+
+    name: str
+    kept: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kept": self.kept}
+
+
+class TokenLookup:
+    """Answers ``Alternative`` questions about any token id for one step, from references to the
+    step's candidate sets (nothing is copied: a stage that removes nothing shares its input's ids)."""
+
+    def __init__(self, raw: Candidates, outputs: list[tuple[str, Candidates]]) -> None:
+        self.raw = raw
+        self.outputs = outputs
+        self.final = outputs[-1][1] if outputs else raw
+
+    @staticmethod
+    def _prob(cand: Candidates, token: int) -> float:
+        pos = cand.position(token)
+        return 0.0 if pos is None else float(cand.softmax.e[pos] / cand.softmax.z)
+
+    def removed_by(self, token: int) -> str | None:
+        ids = self.raw.ids
+        if self.raw.position(token) is None:
+            return None  # -inf from the model itself: never a candidate
+        for name, out in self.outputs:
+            if out.ids is not ids:
+                if out.position(token) is None:
+                    return name
+                ids = out.ids
+        return None
+
+    def describe(self, token: int) -> Alternative:
+        token = int(token)
+        if not 0 <= token < self.raw.vocab_size:
+            raise ValueError(f"token id must be in [0, {self.raw.vocab_size - 1}]; got {token}")
+        return Alternative(token, self._prob(self.raw, token), self._prob(self.final, token), self.removed_by(token))
+
+    def describe_many(self, tokens: np.ndarray) -> tuple[Alternative, ...]:
+        return tuple(self.describe(int(t)) for t in tokens)
+
+
+@dataclass(frozen=True)
+class StepTrace:
+    """One step of the chain. ``alternatives`` are the top-N tokens by raw probability (highest
+    first, ties lower id first); ``chosen`` describes the picked token even if it is not among
+    them. ``token``, ``draw``, ``chosen``, ``raw_prob`` and ``prob`` are None for ``chain.trace``
+    (nothing picked); ``draw`` is None when greedy. ``describe(id)`` / ``removed_by(id)`` answer
+    for any token id (e.g. a forced one); the trace keeps references to the step's arrays for
+    that, so keep ``to_dict()`` rather than the trace itself when storing many steps."""
+
+    token: int | None
+    draw: float | None
+    raw_prob: float | None
+    prob: float | None
+    alternatives: tuple[Alternative, ...]
+    chosen: Alternative | None
+    stages: tuple[StageCount, ...]
+    entropy_before: float
+    entropy_after: float
+    greedy: bool
+    lookup: TokenLookup = field(repr=False, compare=False)
+
+    def describe(self, token: int) -> Alternative:
+        return self.lookup.describe(token)
+
+    def removed_by(self, token: int) -> str | None:
+        return self.lookup.removed_by(int(token))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "token": self.token,
+            "greedy": self.greedy,
+            "draw": self.draw,
+            "raw_prob": self.raw_prob,
+            "prob": self.prob,
+            "entropy": {"before": self.entropy_before, "after": self.entropy_after},
+            "stages": [s.to_dict() for s in self.stages],
+            "alternatives": [a.to_dict() for a in self.alternatives],
+            "chosen": None if self.chosen is None else self.chosen.to_dict(),
+        }

@@ -1,0 +1,229 @@
+"""The heavy steps of the recipe: GGUF → transformers → ONNX (with KV cache) → 4-bit → checked.
+
+Importing this module is cheap; each step imports its tools (torch, transformers, optimum, onnx)
+when it runs, so nothing here is loaded by a server that only serves a built model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import logging
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import recipe
+
+ONNX_DTYPES = {"tensor(float)": "float32", "tensor(int64)": "int64", "tensor(float16)": "float16"}
+
+
+def go_offline() -> None:
+    """No machine here reaches a model hub: make sure nothing tries (set before tools are imported)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+@contextlib.contextmanager
+def quiet_tools(verbosity: int) -> Iterator[None]:
+    """Keep the tools' noise in check while a build runs; undo their changes to logging afterwards.
+
+    Below verbosity 2 their logs, warnings, prints and progress bars are held back and shown only if
+    the block fails. (This swaps the ``sys`` streams process-wide: bind the progress display's
+    stream before entering.) At any verbosity, handlers the tools add to the root logger on import
+    (onnxruntime's quantizer calls ``logging.basicConfig(level=INFO)``) are removed at the end.
+    """
+    root = logging.getLogger()
+    root_handlers, root_level = list(root.handlers), root.level
+    try:
+        if verbosity >= 2:
+            yield
+        else:
+            with _held_back_output():
+                yield
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in root_handlers:
+                root.removeHandler(handler)
+        root.setLevel(root_level)
+
+
+@contextlib.contextmanager
+def _held_back_output() -> Iterator[None]:
+    names = ("transformers", "optimum", "onnxruntime", "onnxruntime.quantization.matmul_nbits_quantizer", "torch", "onnx_ir")
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    captured = io.StringIO()
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            warnings.simplefilter("ignore")
+            yield
+    except BaseException:
+        sys.stderr.write(captured.getvalue()[-20000:])
+        raise
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+def _quiet_transformers(verbosity: int) -> None:
+    if verbosity < 2:
+        from transformers.utils import logging as tf_logging
+
+        tf_logging.set_verbosity_error()
+        tf_logging.disable_progress_bar()
+
+
+def convert_gguf(gguf_path: Path, dest: Path, verbosity: int = 1) -> None:
+    """Dequantize the GGUF to an fp32 transformers checkpoint (weights, config, tokenizer) in ``dest``.
+
+    The tokenizer transformers rebuilds from a GGUF prepends its BOS (``<|im_start|>``) to every
+    encoding although the GGUF says ``tokenizer.ggml.add_bos_token = false`` (and the original
+    SmolLM2 tokenizer adds nothing): the flag from the GGUF is applied before saving, so the saved
+    ``tokenizer.json`` adds no special token; callers prepend one explicitly when they want it.
+    """
+    save_gguf_tokenizer(gguf_path, dest, verbosity)
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, local_files_only=True)
+    model.save_pretrained(dest)
+    del model
+    gc.collect()
+
+
+def save_gguf_tokenizer(gguf_path: Path, dest: Path, verbosity: int = 1) -> None:
+    """The tokenizer transformers rebuilds from the GGUF, with the GGUF's BOS flag, saved in ``dest``."""
+    go_offline()
+    from transformers import AutoTokenizer
+
+    _quiet_transformers(verbosity)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, local_files_only=True)
+    tokenizer.add_bos_token = gguf_add_bos_token(gguf_path)  # rebuilds the post-processor
+    tokenizer.save_pretrained(dest)
+
+
+def gguf_add_bos_token(gguf_path: Path) -> bool:
+    """The GGUF's ``tokenizer.ggml.add_bos_token`` flag (llama.cpp's default, true, when absent)."""
+    from gguf import GGUFReader
+
+    field = GGUFReader(gguf_path).fields.get("tokenizer.ggml.add_bos_token")
+    return True if field is None else bool(field.contents())
+
+
+def export_onnx(checkpoint: Path, out_dir: Path, verbosity: int = 1, validate: bool = True) -> Path:
+    """optimum's export of ``checkpoint`` as a decoder with KV cache; returns the fp32 ``model.onnx``.
+
+    ``validate`` compares the ONNX outputs with PyTorch's (optimum warns, not fails, on a mismatch).
+    """
+    go_offline()
+    _quiet_transformers(verbosity)
+    from optimum.exporters.onnx import main_export
+
+    main_export(
+        model_name_or_path=str(checkpoint),
+        output=str(out_dir),
+        task=recipe.EXPORT_TASK,
+        framework="pt",
+        library_name="transformers",
+        device="cpu",
+        local_files_only=True,
+        do_validation=validate,
+    )
+    path = out_dir / "model.onnx"
+    if not path.is_file():
+        raise RuntimeError(f"the ONNX export wrote no model.onnx into {out_dir}: {sorted(os.listdir(out_dir))}")
+    return path
+
+
+def quantize_4bit(src: Path, dest: Path) -> dict[str, Any]:
+    """4-bit weight-only quantization of every MatMul with a constant weight (``MatMulNBits``).
+
+    Writes one self-contained ``dest`` (the model stays far below protobuf's 2 GB limit).
+    Returns what the manifest records about the graph: opsets and operator counts.
+    """
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    q = recipe.QUANTIZATION
+    quantizer = MatMulNBitsQuantizer(
+        onnx.load(str(src)),
+        bits=q["bits"],
+        block_size=q["block_size"],
+        is_symmetric=q["symmetric"],
+        accuracy_level=q["accuracy_level"],
+    )
+    quantizer.process()
+    model = quantizer.model.model
+    quantizer.model.save_model_to_file(str(dest), use_external_data_format=False)
+    ops: dict[str, int] = {}
+    for node in model.graph.node:
+        ops[node.op_type] = ops.get(node.op_type, 0) + 1
+    return {
+        "opsets": {(o.domain or "ai.onnx"): o.version for o in model.opset_import},
+        "matmul_nbits_nodes": ops.get("MatMulNBits", 0),
+        "matmul_nodes_left": ops.get("MatMul", 0),
+    }
+
+
+def _io_spec(args) -> list[dict[str, Any]]:
+    return [
+        {"name": a.name, "dtype": ONNX_DTYPES.get(a.type, a.type), "shape": list(a.shape)} for a in args
+    ]
+
+
+def verify_onnx(model_path: Path, tokenizer_path: Path, shapes: dict[str, int], bos_token_id: int | None) -> dict[str, Any]:
+    """Load the model in ONNX Runtime, run prefills and a decode step, and check every shape.
+
+    Returns the session's inputs and outputs, and the greedy next token after ``VERIFY_PROMPT``
+    (encoded with no special token), alone and with the BOS prepended, for the manifest.
+    Raises ``RuntimeError`` on a missing input or a wrong shape.
+    """
+    import numpy as np
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = min(2, os.cpu_count() or 1)
+    session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    inputs, outputs = session.get_inputs(), session.get_outputs()
+    layers, kv_heads, head_dim = shapes["num_layers"], shapes["num_key_value_heads"], shapes["head_dim"]
+    past_names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    expected = {"input_ids", "attention_mask", "position_ids", *past_names}
+    if {i.name for i in inputs} != expected:
+        raise RuntimeError(f"unexpected ONNX inputs: {sorted({i.name for i in inputs} ^ expected)}")
+    output_names = [o.name for o in outputs]
+
+    def run(ids: list[int], past: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """One forward pass; checks and returns the logits [1, n, vocab] and the new cache."""
+        offset, n = next(iter(past.values())).shape[2], len(ids)
+        feed = {
+            "input_ids": np.array([ids], dtype=np.int64),
+            "attention_mask": np.ones((1, offset + n), dtype=np.int64),
+            "position_ids": np.arange(offset, offset + n, dtype=np.int64)[None, :],
+            **past,
+        }
+        result = dict(zip(output_names, session.run(None, feed)))
+        logits = result["logits"]
+        if logits.shape != (1, n, shapes["vocab_size"]) or not np.isfinite(logits).all():
+            raise RuntimeError(f"bad logits: shape {logits.shape}, all finite {np.isfinite(logits).all()}")
+        present = {name: result[name.replace("past_key_values", "present")] for name in past_names}
+        for name, value in present.items():
+            if value.shape != (1, kv_heads, offset + n, head_dim):
+                raise RuntimeError(f"bad shape {value.shape} for {name} after {offset} + {n} tokens")
+        return logits, present
+
+    empty = {n: np.zeros((1, kv_heads, 0, head_dim), dtype=np.float32) for n in past_names}
+    ids = Tokenizer.from_file(str(tokenizer_path)).encode(recipe.VERIFY_PROMPT, add_special_tokens=False).ids
+    checks = []
+    for prefix in ([], [] if bos_token_id is None else [bos_token_id]):
+        logits, past = run(prefix + ids, empty)
+        next_id = int(logits[0, -1].argmax())
+        checks.append({"prompt": recipe.VERIFY_PROMPT, "prompt_ids": prefix + ids, "greedy_next_id": next_id})
+    run([next_id], past)  # one decode step on top of a cache
+    return {"inputs": _io_spec(inputs), "outputs": _io_spec(outputs), "checks": checks}

@@ -1,0 +1,57 @@
+"""Where the built model lives and what is inside it.
+
+Deliberately light (standard library only): the server imports it to find the model and read its
+manifest without pulling in the export tool chain. Building is ``inference.build``'s job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+MODEL_DIR_ENV = "PLAYGROUND_MODEL_DIR"
+"""Environment variable that overrides the model directory."""
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MODELS_ROOT = REPO_ROOT / ".models"  # git-ignored
+DEFAULT_MODEL_DIR_NAME = "smollm2-135m-instruct"
+
+# Files inside a model directory.
+MODEL_FILE = "model.onnx"  # the 4-bit MatMulNBits decoder with KV cache that is served
+TOKENIZER_FILE = "tokenizer.json"  # for the `tokenizers` library
+CONFIG_FILE = "config.json"  # the transformers config the model was exported from
+GENERATION_CONFIG_FILE = "generation_config.json"
+CHAT_TEMPLATE_FILE = "chat_template.jinja"  # present when the source carries a chat template
+MANIFEST_FILE = "manifest.json"  # written last: a directory without it is not a model
+
+
+class ModelNotBuiltError(FileNotFoundError):
+    """The model directory has no manifest: the model has not been built there (yet)."""
+
+
+def default_model_dir() -> Path:
+    """``$PLAYGROUND_MODEL_DIR`` if set, else ``<repo>/.models/smollm2-135m-instruct``."""
+    override = os.environ.get(MODEL_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
+    return MODELS_ROOT / DEFAULT_MODEL_DIR_NAME
+
+
+def read_manifest(model_dir: Path | None = None) -> dict[str, Any]:
+    """The parsed ``manifest.json`` of ``model_dir`` (default: :func:`default_model_dir`).
+
+    Raises :class:`ModelNotBuiltError` when there is none. Reads JSON only: it does not check the
+    files against the recorded hashes (``inference.build.check_model`` does).
+    """
+    model_dir = default_model_dir() if model_dir is None else Path(model_dir)
+    path = model_dir / MANIFEST_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ModelNotBuiltError(
+            f"no model in {model_dir} (missing {MANIFEST_FILE}); "
+            "build it with `python manage.py build_model` or `python -m inference.build`"
+        ) from None
+    return json.loads(text)

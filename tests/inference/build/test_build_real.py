@@ -1,0 +1,96 @@
+"""The real build: SmolLM2-135M-Instruct's shapes in the manifest, and greedy decoding with ONNX Runtime.
+
+Builds the model into the configured model dir first if it is missing or out of date (about a minute).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from tokenizers import Tokenizer
+
+from inference import model_dir as md
+from inference.build import ensure_model, inspect_model, read_manifest
+
+pytestmark = pytest.mark.real_model
+
+PARIS = 7042  # " Paris"
+IM_START, ENDOFTEXT = 1, 0
+
+
+@pytest.fixture(scope="module")
+def real_dir():
+    return ensure_model()
+
+
+@pytest.fixture(scope="module")
+def session(real_dir):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    return ort.InferenceSession(str(real_dir / md.MODEL_FILE), options, providers=["CPUExecutionProvider"])
+
+
+@pytest.fixture(scope="module")
+def tokenizer(real_dir):
+    return Tokenizer.from_file(str(real_dir / md.TOKENIZER_FILE))
+
+
+def greedy(session, ids: list[int], n: int) -> list[int]:
+    """A minimal decode loop: prefill, then feed each present.* back as past_key_values.*."""
+    pasts = [i.name for i in session.get_inputs() if i.name.startswith("past_key_values.")]
+    names = [o.name for o in session.get_outputs()]
+    past = {p: np.zeros((1, 3, 0, 64), dtype=np.float32) for p in pasts}  # [batch, kv_heads, past_len, head_dim]
+    out, step, done = [], ids, 0
+    for _ in range(n):
+        feed = {
+            "input_ids": np.array([step], dtype=np.int64),  # [1, n]
+            "attention_mask": np.ones((1, done + len(step)), dtype=np.int64),  # [1, past + n]
+            "position_ids": np.arange(done, done + len(step), dtype=np.int64)[None, :],  # [1, n]
+            **past,
+        }
+        result = dict(zip(names, session.run(None, feed)))
+        done += len(step)
+        step = [int(result["logits"][0, -1].argmax())]
+        out.append(step[0])
+        past = {p: result[p.replace("past_key_values", "present")] for p in pasts}
+    return out
+
+
+def test_real_model_is_up_to_date(real_dir):
+    assert inspect_model(real_dir).up_to_date
+
+
+def test_manifest_shapes(real_dir):
+    m = read_manifest(real_dir)
+    assert m["model_name"] == "SmolLM2-135M-Instruct"
+    s = m["shapes"]
+    assert (s["num_layers"], s["num_attention_heads"], s["num_key_value_heads"], s["head_dim"]) == (30, 9, 3, 64)
+    assert (s["vocab_size"], s["hidden_size"], s["context_window"]) == (49152, 576, 8192)
+    assert m["source"]["file"] == "SmolLM2-135M-Instruct.Q4_1.gguf" and m["source"]["license"] == "Apache-2.0"
+    assert m["special_tokens"]["eos_token_ids"] == [2, 0]
+    assert len(m["onnx"]["inputs"]) == 3 + 60 and len(m["onnx"]["outputs"]) == 1 + 60
+    assert m["onnx"]["matmul_nbits_nodes"] == 30 * 7 and m["onnx"]["matmul_nodes_left"] == 2 * 30 + 2
+
+
+def test_tokenizer_adds_no_special_token(tokenizer):
+    assert tokenizer.encode("The capital of France is").ids == [504, 3575, 282, 4649, 314]
+    assert tokenizer.encode(" Paris").ids == [PARIS]
+
+
+@pytest.mark.parametrize("prefix", [[IM_START], [ENDOFTEXT]], ids=["im_start", "endoftext"])
+def test_greedy_paris_after_a_leading_special_token(session, tokenizer, prefix):
+    ids = prefix + tokenizer.encode("The capital of France is", add_special_tokens=False).ids
+    out = greedy(session, ids, 3)
+    assert out[0] == PARIS
+    assert tokenizer.decode(out).startswith(" Paris")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the 4-bit requantization (MatMulNBits, symmetric, block 32) of the Q4_1 weights loses this one: "
+    "with no leading token the greedy continuation is ' capitalised as it is capitalised.' "
+    "(the fp32 export says ' Paris.'). Strict: a recipe change that fixes it must update this test."
+))
+def test_greedy_paris_with_no_special_token(session, tokenizer):
+    ids = tokenizer.encode("The capital of France is", add_special_tokens=False).ids
+    assert greedy(session, ids, 1) == [PARIS]

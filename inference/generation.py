@@ -87,7 +87,7 @@ class Generation:
         self.runtime = runtime
         self.request = request.with_seed()
         self.seed: int = self.request.sampling.seed  # type: ignore[assignment]
-        self.chain = SamplerChain(self.request.sampling, token_text=runtime.codec.token_text)
+        self.chain = SamplerChain(self.request.sampling, token_texts=runtime.codec.token_texts())
         self._rng = np.random.default_rng(self.seed)
         self._stopping = self.request.stopping
         self._state = runtime.decoder.new_state(batch_size=1, use_cache=request.use_cache)
@@ -110,7 +110,7 @@ class Generation:
         codec = self.runtime.codec
         self.prompt_ids = codec.encode(self.request.prompt, self.request.mode, self.request.system)
         self._stopping.check_context(len(self.prompt_ids), self.runtime.shape.context_window)
-        self.chain.check_vocab(self.runtime.shape.vocab_size)
+        self.request.sampling.validate_for_vocab(self.runtime.shape.vocab_size)
         self._logits = self._state.append_tokens(self.prompt_ids)[0]
         return Started(self.request, self.prompt_ids)
 

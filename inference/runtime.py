@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,11 +11,8 @@ from typing import Any, Sequence
 import onnxruntime as ort
 
 from inference.engine import CPU, Decoder, ModelShape
+from inference.model_dir import MANIFEST_FILE, ModelNotBuiltError, MODEL_FILE, TOKENIZER_FILE
 from inference.text import TextCodec
-
-MANIFEST = "manifest.json"
-MODEL_FILE = "model.onnx"
-TOKENIZER_FILE = "tokenizer.json"
 
 
 @dataclass(frozen=True)
@@ -50,9 +48,9 @@ class Runtime:
 
 def load_runtime(model_dir: Path, providers: Sequence[str] = (CPU,), intra_op_threads: int = 2) -> Runtime:
     """Loads a built model directory; raises FileNotFoundError when it has not been built."""
-    manifest_path = model_dir / MANIFEST
+    manifest_path = model_dir / MANIFEST_FILE
     if not manifest_path.is_file():
-        raise FileNotFoundError(f"no built model in {model_dir} (missing {MANIFEST}); run `python manage.py build_model`")
+        raise ModelNotBuiltError(f"no built model in {model_dir} (missing {MANIFEST_FILE}); run `python manage.py build_model`")
     manifest_bytes = manifest_path.read_bytes()
     manifest = json.loads(manifest_bytes)
     shapes = manifest["shapes"]
@@ -64,18 +62,12 @@ def load_runtime(model_dir: Path, providers: Sequence[str] = (CPU,), intra_op_th
         context_window=int(shapes["context_window"]),
     )
     decoder = Decoder(model_dir / MODEL_FILE, shape, providers, intra_op_threads)
-    codec = TextCodec.from_file(model_dir / TOKENIZER_FILE, frozenset(int(i) for i in manifest["special_tokens"]["eos_ids"]))
+    codec = TextCodec.from_file(model_dir / TOKENIZER_FILE, frozenset(int(i) for i in manifest["special_tokens"]["eos_token_ids"]))
     info = ModelInfo(
         name=str(manifest["model_name"]),
-        manifest_sha256=_sha256(manifest_bytes),
+        manifest_sha256=hashlib.sha256(manifest_bytes).hexdigest(),
         execution_provider=decoder.provider,
         onnxruntime_version=ort.__version__,
         context_window=shape.context_window,
     )
     return Runtime(decoder, codec, info)
-
-
-def _sha256(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()

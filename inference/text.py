@@ -5,9 +5,11 @@ byte-level BPE: every token stands for a run of bytes, and a token may end in th
 character. Streaming therefore works on bytes and releases only complete characters.
 
 Prompts:
-- completion: the text is encoded as it is, with no special token added. The tokenizer rebuilt
-  from the GGUF would prepend ``<|im_start|>``; SmolLM2's own tokenizer does not do that for plain
-  text, and neither do we.
+- completion: ``<|endoftext|>`` followed by the text. SmolLM2 was pre-trained on documents
+  separated by ``<|endoftext|>``, so it marks the start of a fresh document; without any leading
+  special token the model is lost (greedy "The capital of France is" → " capitalised as it is…",
+  against " Paris, the capital of…" with it). The tokenizer rebuilt from the GGUF would prepend
+  ``<|im_start|>`` instead, which opens a chat turn; that is the chat template's job.
 - chat: the user's message in SmolLM2's ChatML template, ending where the assistant's turn starts.
 """
 
@@ -23,6 +25,7 @@ from tokenizers import Tokenizer
 
 Mode = Literal["completion", "chat"]
 
+DOCUMENT_START = "<|endoftext|>"
 DEFAULT_SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
 
@@ -70,6 +73,7 @@ class TextCodec:
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         self._special = {token.content for token in tokenizer.get_added_tokens_decoder().values() if token.special}
         self._bytes_cache: dict[int, bytes] = {}
+        self._all_texts: list[str] | None = None
 
     @classmethod
     def from_file(cls, path: Path, eos_ids: frozenset[int]) -> "TextCodec":
@@ -77,7 +81,7 @@ class TextCodec:
 
     def encode(self, prompt: str, mode: Mode, system: str | None = None) -> list[int]:
         """The exact ids fed to the model for this prompt; special tokens in chat markup are kept."""
-        text = chat_prompt(prompt, system) if mode == "chat" else prompt
+        text = chat_prompt(prompt, system) if mode == "chat" else DOCUMENT_START + prompt
         return self._tokenizer.encode(text, add_special_tokens=False).ids
 
     def token_id(self, token: str) -> int | None:
@@ -106,6 +110,12 @@ class TextCodec:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             return _decode_with_byte_escapes(data)
+
+    def token_texts(self) -> list[str]:
+        """Every token's own text, indexed by id (computed once)."""
+        if self._all_texts is None:
+            self._all_texts = [self.token_text(i) for i in range(self.vocab_size)]
+        return self._all_texts
 
     def view(self, token_id: int) -> TokenView:
         return TokenView(token_id, self.token_text(token_id))
@@ -148,48 +158,3 @@ class Utf8Stream:
 
     def finish(self) -> str:
         return self._decoder.decode(b"", final=True)
-
-
-class StopStringMatcher:
-    """Finds stop strings across token boundaries and holds back text that may start one.
-
-    ``push`` returns the text that is safe to release and, when a stop string has appeared,
-    which one. Text from the stop string on is never released.
-    """
-
-    def __init__(self, stops: tuple[str, ...]) -> None:
-        self._stops = stops
-        self._pending = ""
-
-    def push(self, text: str) -> tuple[str, str | None]:
-        self._pending += text
-        if not self._stops:
-            released, self._pending = self._pending, ""
-            return released, None
-        first: tuple[int, str] | None = None
-        for stop in self._stops:
-            at = self._pending.find(stop)
-            if at >= 0 and (first is None or at < first[0]):
-                first = (at, stop)
-        if first is not None:
-            released = self._pending[: first[0]]
-            self._pending = ""
-            return released, first[1]
-        hold = self._longest_stop_prefix_suffix()
-        cut = len(self._pending) - hold
-        released, self._pending = self._pending[:cut], self._pending[cut:]
-        return released, None
-
-    def finish(self) -> str:
-        """Releases what was held back when the run ends without a stop string."""
-        released, self._pending = self._pending, ""
-        return released
-
-    def _longest_stop_prefix_suffix(self) -> int:
-        best = 0
-        for stop in self._stops:
-            for length in range(min(len(stop) - 1, len(self._pending)), best, -1):
-                if self._pending.endswith(stop[:length]):
-                    best = length
-                    break
-        return best

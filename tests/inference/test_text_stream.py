@@ -2,7 +2,8 @@
 
 from hypothesis import given, strategies as st
 
-from inference.text import StopStringMatcher, Utf8Stream, _decode_with_byte_escapes, _unicode_to_byte
+from inference.stopping import StopStringMatcher
+from inference.text import Utf8Stream, _decode_with_byte_escapes, _unicode_to_byte
 
 
 def test_unicode_to_byte_table_covers_every_byte_once():

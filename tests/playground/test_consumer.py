@@ -1,0 +1,192 @@
+"""The /ws/generate/ consumer through Channels' WebsocketCommunicator, with the real model behind
+the embedded worker: full streams, cancel, every class of bad input, and the origin check."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from playground.asgi import application
+
+pytestmark = [pytest.mark.real_model, pytest.mark.asyncio]
+
+ORIGIN = (b"origin", b"http://localhost")
+TIMEOUT = 60
+
+
+async def connect(headers=(ORIGIN,)):
+    communicator = WebsocketCommunicator(application, "/ws/generate/", headers=list(headers))
+    connected, _ = await communicator.connect(timeout=TIMEOUT)
+    assert connected
+    return communicator
+
+
+async def events_until_end(communicator, request_id):
+    """Every event of one request up to and including its done (or error)."""
+    events = []
+    while True:
+        event = await communicator.receive_json_from(timeout=TIMEOUT)
+        if event.get("request_id") != request_id:
+            continue
+        events.append(event)
+        if event["type"] in ("done", "error"):
+            return events
+
+
+async def expect_error(communicator, frame, code, param):
+    if isinstance(frame, bytes):
+        await communicator.send_to(bytes_data=frame)
+    else:
+        await communicator.send_to(text_data=frame if isinstance(frame, str) else json.dumps(frame))
+    event = await communicator.receive_json_from(timeout=TIMEOUT)
+    assert event["type"] == "error", event
+    assert event["error"]["code"] == code, event
+    assert event["error"]["param"] == param, event
+    assert event["error"]["message"]
+    return event
+
+
+async def test_full_stream_greedy():
+    communicator = await connect()
+    await communicator.send_json_to({
+        "type": "generate", "request_id": "g1", "prompt": "The capital of France is",
+        "params": {"temperature": 0, "max_tokens": 5}, "top_n": 3,
+    })
+    events = await events_until_end(communicator, "g1")
+    started, tokens, done = events[0], events[1:-1], events[-1]
+    assert started["type"] == "started"
+    assert isinstance(started["seed"], int)
+    assert "".join(t["text"] for t in started["prompt_tokens"]) == "<|endoftext|>The capital of France is"
+    assert started["params"]["temperature"] == 0 and started["params"]["max_tokens"] == 5
+    assert started["model"]["execution_provider"] == "CPUExecutionProvider"
+    assert len(started["model"]["manifest_sha256"]) == 64
+    assert [t["index"] for t in tokens] == list(range(5))
+    first = tokens[0]
+    assert first["text"] == " Paris" and first["prob"] == 1.0
+    assert len(first["alternatives"]) == 3
+    raws = [a["raw_prob"] for a in first["alternatives"]]
+    assert raws == sorted(raws, reverse=True) and raws[0] == first["raw_prob"]
+    assert done["type"] == "done" and done["reason"] == "max_tokens"
+    assert done["text"] == "".join(t["text"] for t in tokens) + done["tail"]
+    assert done["usage"] == {"prompt_tokens": len(started["prompt_tokens"]), "completion_tokens": 5}
+    assert done["timing"]["time_to_first_token_ms"] > 0
+    await communicator.disconnect()
+
+
+async def test_cancel_keeps_what_was_generated():
+    communicator = await connect()
+    await communicator.send_json_to({
+        "type": "generate", "request_id": "c1", "prompt": "Once upon a time",
+        "params": {"temperature": 0.8, "seed": 3, "max_tokens": 500},
+    })
+    tokens = []
+    while len(tokens) < 3:
+        event = await communicator.receive_json_from(timeout=TIMEOUT)
+        if event["type"] == "token":
+            tokens.append(event)
+    await communicator.send_json_to({"type": "cancel", "request_id": "c1"})
+    rest = await events_until_end(communicator, "c1")
+    done = rest[-1]
+    assert done["type"] == "done" and done["reason"] == "cancelled"
+    assert 3 <= done["usage"]["completion_tokens"] < 500
+    tokens += [e for e in rest if e["type"] == "token"]
+    assert done["text"] == "".join(t["text"] for t in tokens) + done["tail"]
+    # the connection still works afterwards
+    await communicator.send_json_to({"type": "generate", "request_id": "c2", "prompt": "Hi", "params": {"max_tokens": 1}})
+    assert (await events_until_end(communicator, "c2"))[-1]["type"] == "done"
+    await communicator.disconnect()
+
+
+@pytest.mark.parametrize("frame, code, param", [
+    ("{not json", "invalid_json", None),
+    ("[1, 2]", "invalid_json", None),
+    ('{"type": "generate", "request_id": "n", "prompt": "x", "params": {"temperature": NaN}}', "invalid_json", None),
+    ({"type": "dance"}, "unknown_type", "type"),
+    ({"request_id": "x"}, "unknown_type", "type"),
+    ({"type": "generate", "request_id": "e1"}, "missing_field", "prompt"),
+    ({"type": "generate", "prompt": "hi"}, "missing_field", "request_id"),
+    ({"type": "generate", "request_id": "bad id!", "prompt": "hi"}, "invalid_value", "request_id"),
+    ({"type": "generate", "request_id": "e2", "prompt": ""}, "invalid_value", "prompt"),
+    ({"type": "generate", "request_id": "e3", "prompt": 42}, "invalid_value", "prompt"),
+    ({"type": "generate", "request_id": "e4", "prompt": "hi", "mode": "poem"}, "invalid_value", "mode"),
+    ({"type": "generate", "request_id": "e5", "prompt": "hi", "top_n": 21}, "invalid_value", "top_n"),
+    ({"type": "generate", "request_id": "e6", "prompt": "hi", "top_n": True}, "invalid_value", "top_n"),
+    ({"type": "generate", "request_id": "e7", "prompt": "hi", "params": {"temperature": 3.5}}, "invalid_value", "params.temperature"),
+    ({"type": "generate", "request_id": "e8", "prompt": "hi", "params": {"top_p": 0}}, "invalid_value", "params.top_p"),
+    ({"type": "generate", "request_id": "e9", "prompt": "hi", "params": {"max_tokens": 0}}, "invalid_value", "params.max_tokens"),
+    ({"type": "generate", "request_id": "e10", "prompt": "hi", "params": {"temprature": 1}}, "unknown_param", "params.temprature"),
+    ({"type": "generate", "request_id": "e11", "prompt": "hi", "params": []}, "invalid_value", "params"),
+    ({"type": "generate", "request_id": "e12", "prompt": "hi", "colour": "red"}, "unknown_param", "colour"),
+    ({"type": "cancel", "request_id": "nothing-running"}, "unknown_request", "request_id"),
+])
+async def test_bad_input_gets_a_named_error_and_the_connection_survives(frame, code, param):
+    communicator = await connect()
+    event = await expect_error(communicator, frame, code, param)
+    if isinstance(frame, dict) and isinstance(frame.get("request_id"), str) and frame["request_id"] != "bad id!":
+        assert event["request_id"] == frame["request_id"]
+    await communicator.send_json_to({"type": "generate", "request_id": "after", "prompt": "Hi", "params": {"max_tokens": 1}})
+    assert (await events_until_end(communicator, "after"))[-1]["type"] == "done"
+    await communicator.disconnect()
+
+
+async def test_binary_frame_is_refused():
+    communicator = await connect()
+    await expect_error(communicator, b"\x00\x01", "binary_frame", None)
+    await communicator.disconnect()
+
+
+async def test_out_of_range_message_names_the_range():
+    communicator = await connect()
+    event = await expect_error(
+        communicator, {"type": "generate", "request_id": "r", "prompt": "hi", "params": {"temperature": 9}},
+        "invalid_value", "params.temperature",
+    )
+    assert "0" in event["error"]["message"] and "2" in event["error"]["message"]
+    await communicator.disconnect()
+
+
+async def test_prompt_longer_than_the_context_window():
+    communicator = await connect()
+    # 9,000 characters but at least 9,000 tokens (each emoji is one or more): over the 8,192 window
+    await communicator.send_json_to({"type": "generate", "request_id": "long", "prompt": "🎉" * 9000})
+    events = await events_until_end(communicator, "long")
+    assert events[-1]["type"] == "error"
+    assert events[-1]["error"]["code"] == "prompt_too_long"
+    assert events[-1]["error"]["param"] == "prompt"
+    await communicator.disconnect()
+
+
+async def test_max_tokens_beyond_what_the_window_leaves_names_the_room_left():
+    communicator = await connect()
+    await communicator.send_json_to({
+        "type": "generate", "request_id": "room", "prompt": "hello " * 1000, "params": {"max_tokens": 8000},
+    })
+    error = (await events_until_end(communicator, "room"))[-1]["error"]
+    assert error["code"] == "prompt_too_long" and error["param"] == "params.max_tokens"
+    # <|endoftext|>, "hello", 999 × " hello", the trailing " ": 1002 tokens; 8192 - 1002 = 7190
+    assert "between 1 and 7190" in error["message"]
+    await communicator.disconnect()
+
+
+async def test_foreign_origin_is_refused():
+    communicator = WebsocketCommunicator(application, "/ws/generate/", headers=[(b"origin", b"http://evil.example")])
+    connected, _ = await communicator.connect(timeout=TIMEOUT)
+    assert not connected
+
+
+async def test_disconnect_mid_stream_stops_generation():
+    communicator = await connect()
+    await communicator.send_json_to({
+        "type": "generate", "request_id": "d1", "prompt": "Once upon a time", "params": {"max_tokens": 8000, "ignore_eos": True},
+    })
+    while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
+        pass
+    await communicator.disconnect()
+    # The worker is free again: were it still decoding 8000 tokens (minutes), this would time out.
+    other = await connect()
+    await other.send_json_to({"type": "generate", "request_id": "d2", "prompt": "Hi", "params": {"max_tokens": 1}})
+    events = await events_until_end(other, "d2")
+    assert events[-1]["type"] == "done"
+    await other.disconnect()

@@ -16,8 +16,8 @@ LOGIT_LIMIT = 1e300
 # exp(d) for d below this is subnormal or 0; numpy's fast exp path stops there, so those few
 # entries are evaluated separately.
 _EXP_FAST_FLOOR = -708.0
-# Sorting whole vocabularies is slow (ms); prefix searches first try these nested subsets.
-_PROB_LADDER = (2.0**-6, 2.0**-14, 2.0**-30)
+# Sorting a whole vocabulary costs milliseconds; searches first try a head of the likeliest tokens.
+_HEAD_FRACTION = 2.0**-6
 _LOGIT_LADDER = (2.0, 8.0, 32.0)
 
 
@@ -44,8 +44,9 @@ class Softmax:
         self.e = e
         self.z = float(e.sum())
         self.log_z = float(np.log(self.z))
-        # H = -sum p log p with log p = d - log z; in nats.
-        self.entropy = max(0.0, self.log_z - float(np.dot(e, d)) / self.z)
+        # H = -sum p log p with log p = d - log z; in nats. (einsum, not np.dot: a multithreaded
+        # BLAS call stalls for milliseconds when the cores are busy with the model.)
+        self.entropy = max(0.0, self.log_z - float(np.einsum("i,i->", e, d)) / self.z)
         self._p: np.ndarray | None = None
 
     @property
@@ -93,9 +94,13 @@ class Candidates:
         pos, _ = self.positions(np.array([token]))
         return int(pos[0]) if len(pos) else None
 
-    def with_logits(self, logits: np.ndarray) -> "Candidates":
-        """Same tokens, new logits (clipped to +-LOGIT_LIMIT so later arithmetic stays finite)."""
-        np.clip(logits, -LOGIT_LIMIT, LOGIT_LIMIT, out=logits)
+    def with_logits(self, logits: np.ndarray, touched: np.ndarray | None = None) -> "Candidates":
+        """Same tokens, new logits (a fresh array the caller gives up). Values are clipped to
+        +-LOGIT_LIMIT so later arithmetic stays finite; ``touched``: the only positions changed."""
+        if touched is not None:
+            logits[touched] = np.clip(logits[touched], -LOGIT_LIMIT, LOGIT_LIMIT)
+        elif len(logits) and (logits.max() > LOGIT_LIMIT or logits.min() < -LOGIT_LIMIT):
+            np.clip(logits, -LOGIT_LIMIT, LOGIT_LIMIT, out=logits)
         return Candidates(self.ids, logits, self.vocab_size)
 
     def keep(self, mask: np.ndarray) -> "Candidates":
@@ -123,26 +128,40 @@ def _stable_order(key: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return sel[np.argsort(key[sel], kind="stable")]
 
 
-def prob_prefix(p: np.ndarray, target: float, strict: bool) -> np.ndarray | None:
-    """Positions in order of probability descending (ties: lower position first), up to and
-    including the first where the running sum reaches ``target`` (``> target`` if ``strict``,
-    else ``>= target``). None if the sum never gets there.
+def prob_prefix(w: np.ndarray, target: float, strict: bool) -> np.ndarray | None:
+    """The tokens of the order "weight descending, ties lower position first" up to and including
+    the first where the running sum of ``w`` reaches ``target`` (``> target`` if ``strict``, else
+    ``>= target``); that crossing token comes last. None if the sum never gets there.
+    ``w`` is a probability vector or ``Softmax.e`` (then ``target`` is scaled by ``z``).
 
-    Only a head of the order is sorted: if the tokens with p >= t already carry enough mass, the
-    answer lies among them, because every other token is less likely than all of them.
+    Large sets avoid a full sort: first the head w >= max/64 is tried; failing that, tokens are
+    put in narrow bands by the binary exponent of w (4 bands per octave, ordered like w), the
+    band where the running sum crosses the target is found from band sums, and only that band is
+    sorted. Tokens of earlier bands all come before it in the order, whatever their own order.
     """
-    n = len(p)
-    neg = -p
-    if n > 2048:
-        pmax = float(p.max())
-        for frac in _PROB_LADDER:
-            sel = np.flatnonzero(p >= pmax * frac)
-            mass = float(p[sel].sum())
-            if (mass > target if strict else mass >= target) and len(sel) < n:
-                found = _prefix_in(_stable_order(neg, sel), p, target, strict)
-                if found is not None:
-                    return found
-    return _prefix_in(np.argsort(neg, kind="stable"), p, target, strict)
+    n = len(w)
+    if n > 4096:
+        head = np.flatnonzero(w >= float(w.max()) * _HEAD_FRACTION)
+        mass = float(w[head].sum())
+        if mass > target if strict else mass >= target:
+            found = _prefix_in(head[np.argsort(-w[head], kind="stable")], w, target, strict)
+            if found is not None:
+                return found
+        mantissa, exponent = np.frexp(w / float(w.max()))  # w/max in (0, 1]: exponent <= 1
+        band = (1 - exponent) * 4 + ((1.0 - mantissa) * 8).astype(np.int64)
+        band[w == 0] = 4 * 1100  # frexp(0) has exponent 0: send zeros after every positive weight
+        sums = np.cumsum(np.bincount(band, weights=w))
+        k = int(np.searchsorted(sums, target, side="right" if strict else "left"))
+        if k < len(sums):
+            before = np.flatnonzero(band < k)
+            crossing = np.flatnonzero(band == k)
+            order = crossing[np.argsort(-w[crossing], kind="stable")]
+            base = float(sums[k - 1]) if k else 0.0
+            cum = base + np.cumsum(w[order])
+            j = int(np.searchsorted(cum, target, side="right" if strict else "left"))
+            if j < len(order):
+                return np.concatenate([before, order[: j + 1]])
+    return _prefix_in(np.argsort(-w, kind="stable"), w, target, strict)
 
 
 def _prefix_in(order: np.ndarray, p: np.ndarray, target: float, strict: bool) -> np.ndarray | None:

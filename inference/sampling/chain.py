@@ -119,9 +119,9 @@ def pick(final: Candidates, u: float) -> int:
     """Inverse CDF: tokens sorted by probability descending (ties: lower id first); the first
     whose cumulative probability exceeds u. If rounding keeps the total at or below u, the last
     token with nonzero probability."""
-    p = final.softmax.p
-    head = prob_prefix(p, u, strict=True)
+    soft = final.softmax  # cumulative sums of e = p * z, compared with u * z: no [V] division
+    head = prob_prefix(soft.e, u * soft.z, strict=True)
     if head is None:
-        order = np.argsort(-p, kind="stable")
-        head = order[p[order] > 0]
+        order = np.argsort(-soft.e, kind="stable")
+        head = order[soft.e[order] > 0]
     return int(final.ids[head[-1]])

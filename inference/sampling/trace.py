@@ -41,8 +41,9 @@ class TokenLookup:
 
     def __init__(self, raw: Candidates, outputs: list[tuple[str, Candidates]]) -> None:
         self.raw = raw
-        self.outputs = outputs
         self.final = outputs[-1][1] if outputs else raw
+        # Only the ids of intermediate sets are kept; their logits can be freed.
+        self.kept_ids = [(name, out.ids) for name, out in outputs]
 
     @staticmethod
     def _prob(cand: Candidates, token: int) -> float:
@@ -53,11 +54,12 @@ class TokenLookup:
         ids = self.raw.ids
         if self.raw.position(token) is None:
             return None  # -inf from the model itself: never a candidate
-        for name, out in self.outputs:
-            if out.ids is not ids:
-                if out.position(token) is None:
+        for name, kept in self.kept_ids:
+            if kept is not ids:  # the stage removed something
+                pos = int(np.searchsorted(kept, token))
+                if pos == len(kept) or kept[pos] != token:
                     return name
-                ids = out.ids
+                ids = kept
         return None
 
     def describe(self, token: int) -> Alternative:

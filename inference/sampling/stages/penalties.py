@@ -35,7 +35,7 @@ class LogitBias(Stage):
         pos, hit = cand.positions(self._ids)
         logits = cand.logits.copy()
         logits[pos] += self._values[hit]
-        return cand.with_logits(logits)
+        return cand.with_logits(logits, touched=pos)
 
 
 class RepetitionPenalty(Stage):
@@ -55,7 +55,7 @@ class RepetitionPenalty(Stage):
         logits = cand.logits.copy()
         seen = logits[pos]
         logits[pos] = np.where(seen > 0, seen / self.penalty, seen * self.penalty)
-        return cand.with_logits(logits)
+        return cand.with_logits(logits, touched=pos)
 
 
 class FrequencyPenalty(Stage):
@@ -73,7 +73,7 @@ class FrequencyPenalty(Stage):
         pos, hit = cand.positions(tokens)
         logits = cand.logits.copy()
         logits[pos] -= counts[hit] * self.penalty
-        return cand.with_logits(logits)
+        return cand.with_logits(logits, touched=pos)
 
 
 class PresencePenalty(Stage):
@@ -91,4 +91,4 @@ class PresencePenalty(Stage):
         pos, _ = cand.positions(tokens)
         logits = cand.logits.copy()
         logits[pos] -= self.penalty
-        return cand.with_logits(logits)
+        return cand.with_logits(logits, touched=pos)

@@ -78,7 +78,7 @@ class Dry(Stage):
         pos, hit = cand.positions(tokens)
         logits = cand.logits.copy()
         logits[pos] -= self.multiplier * np.power(self.base, exponent[hit].astype(np.float64))
-        return cand.with_logits(logits)
+        return cand.with_logits(logits, touched=pos)
 
 
 def breaker_ids_for(token_texts, breakers: Iterable[str]) -> frozenset[int]:

@@ -41,7 +41,8 @@ class TopP(Stage):
         self.top_p = top_p
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
-        head = prob_prefix(cand.softmax.p, self.top_p, strict=False)
+        soft = cand.softmax
+        head = prob_prefix(soft.e, self.top_p * soft.z, strict=False)
         return cand if head is None else cand.keep_positions(head)
 
 
@@ -90,8 +91,13 @@ class TopNSigma(Stage):
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
         logits = cand.logits
         top = float(logits.max())
-        scale = max(abs(top), abs(float(logits.min())), 1.0)  # std of huge values without overflow
-        sigma = float(np.std(logits / scale)) * scale if scale > 1e150 else float(np.std(logits))
+        # sigma^2 = mean(s^2) - mean(s)^2 with s = (logit - max) / scale: shifting by the max avoids
+        # cancellation, scaling avoids overflow for huge logits.
+        s = logits - top
+        scale = max(-float(s.min()), 1e-300)
+        s /= scale
+        mean = float(s.sum()) / len(s)
+        sigma = scale * math.sqrt(max(0.0, float(np.einsum("i,i->", s, s)) / len(s) - mean * mean))
         return cand.keep(logits >= top - self.n * sigma)
 
 
@@ -105,7 +111,8 @@ class EpsilonCutoff(Stage):
         self.epsilon = epsilon
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
-        return cand.keep(cand.softmax.p >= self.epsilon)
+        soft = cand.softmax
+        return cand.keep(soft.e >= self.epsilon * soft.z)
 
 
 class EtaCutoff(Stage):
@@ -122,4 +129,5 @@ class EtaCutoff(Stage):
         return min(self.eta, math.sqrt(self.eta) * math.exp(-cand.softmax.entropy))
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
-        return cand.keep(cand.softmax.p >= self.threshold(cand))
+        soft = cand.softmax
+        return cand.keep(soft.e >= self.threshold(cand) * soft.z)

@@ -26,13 +26,13 @@ from inference.generation import Finished, GenerationRequest, TokenStep, run
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
-from inference.stopping import StoppingParams
+from inference.loop_params import LoopParams
 
 PROMPT = "The capital of France is"
 
 
 def ours(runtime: Runtime, prompt: str, tokens: int, sampling: SamplingParams) -> dict[str, float]:
-    request = GenerationRequest(prompt, sampling=sampling, stopping=StoppingParams(max_tokens=tokens, ignore_eos=True))
+    request = GenerationRequest(prompt, sampling=sampling, loop=LoopParams(max_tokens=tokens, ignore_eos=True))
     steps: list[float] = []
     finished: Finished | None = None
     for item in run(runtime, request):

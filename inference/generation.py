@@ -1,12 +1,16 @@
 """One run: prompt in, a stream of traced tokens out, until a stopping rule ends it.
 
-The loop follows the seed texts' pipeline, one token per ``step``:
+The loop follows the seed texts' pipeline, one token per sample per ``step``:
 
-1. feed the token chosen last time to the decoder (the prompt once, at the start) → logits [V];
-2. hand the logits and the history to the sampler chain, which picks a token with the run's own
-   ``numpy.random.Generator`` and says what each stage did;
+1. feed the tokens chosen last time to the decoder (the prompt once, at the start) → logits [n, V];
+2. hand each sample's logits and history to its own sampler chain, which picks a token with the
+   sample's own ``numpy.random.Generator`` and says what each stage did;
 3. turn the token's bytes into text that never splits a character and never shows a stop string;
-4. end on the model's end-of-sequence token, a stop string, ``max_tokens``, or a cancel.
+4. end a sample on the model's end-of-sequence token, a stop string, ``max_tokens``, or a cancel.
+
+``n`` samples of one prompt run as one batch through the decoder; sample i is seeded with
+seed + i. A sample that has ended is fed an end-of-sequence token to keep the batch rectangular
+and its logits are ignored.
 
 ``Generation`` has the shape ``start`` / ``step`` / ``is_done`` / ``finish``; whoever drives it
 checks its cancel flag between steps, so a cancel ends the run within one token.
@@ -21,13 +25,14 @@ from typing import Any, Callable, Iterator, Literal
 
 import numpy as np
 
+from inference.loop_params import LoopParams
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
-from inference.stopping import StoppingParams, StopStringMatcher
+from inference.stopping import StopStringMatcher
 from inference.text import Mode, Utf8Stream
 
 StopReason = Literal["eos", "stop", "max_tokens", "cancelled"]
-SEED_BITS = 63
+SEED_BITS = 62  # seed + i stays below 2**63 for every sample
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,7 @@ class GenerationRequest:
     mode: Mode = "completion"
     system: str | None = None
     sampling: SamplingParams = field(default_factory=SamplingParams)
-    stopping: StoppingParams = field(default_factory=StoppingParams)
+    loop: LoopParams = field(default_factory=LoopParams)
     top_n: int = 5
     use_cache: bool = True
 
@@ -47,7 +52,7 @@ class GenerationRequest:
         return replace(self, sampling=replace(self.sampling, seed=secrets.randbits(SEED_BITS)))
 
     def params_dict(self) -> dict[str, Any]:
-        return {**self.sampling.to_dict(), **self.stopping.to_dict()}
+        return {**self.sampling.to_dict(), **self.loop.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class Started:
 
 @dataclass(frozen=True)
 class TokenStep:
+    sample: int
     index: int
     token_id: int
     text: str  # the output text this token releases; may be empty
@@ -70,138 +76,188 @@ class TokenStep:
 
 
 @dataclass(frozen=True)
-class Finished:
+class SampleResult:
+    sample: int
     reason: StopReason
     stop_string: str | None
     text: str
     tail: str  # text released only at the end: held back by an unfinished character or stop-string prefix
-    prompt_tokens: int
     completion_tokens: int
+    token_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Finished:
+    samples: tuple[SampleResult, ...]
+    prompt_tokens: int
     time_to_first_token_ms: float | None
     decode_tokens_per_s: float | None
     total_ms: float
+
+    @property
+    def first(self) -> SampleResult:
+        return self.samples[0]
+
+    # The single-sample view most callers want.
+    reason = property(lambda self: self.first.reason)
+    stop_string = property(lambda self: self.first.stop_string)
+    text = property(lambda self: self.first.text)
+    tail = property(lambda self: self.first.tail)
+    completion_tokens = property(lambda self: self.first.completion_tokens)
+
+
+class _Sample:
+    """One sample's own state: its chain, its random stream, its text so far and why it ended."""
+
+    def __init__(self, runtime: Runtime, request: GenerationRequest, index: int) -> None:
+        self.index = index
+        self.codec = runtime.codec
+        self.loop = request.loop
+        seed = int(request.sampling.seed) + index  # type: ignore[arg-type]
+        self.chain = SamplerChain(replace(request.sampling, seed=seed), token_texts=runtime.codec.token_texts())
+        self.rng = np.random.default_rng(seed)
+        self.utf8 = Utf8Stream()
+        self.stops = StopStringMatcher(request.loop.stop)
+        self.generated: list[int] = []
+        self.texts: list[str] = []
+        self.reason: StopReason | None = None
+        self.stop_string: str | None = None
+        self.tail = ""
+
+    def pick(self, logits: np.ndarray, prompt_ids: list[int], top_n: int) -> tuple[int, str, StepTrace]:
+        """Chooses this sample's next token from its logits [V] and returns what it releases."""
+        position = len(self.generated)
+        if position < self.loop.min_tokens:
+            logits = self._without_eos(logits)
+        history = prompt_ids + self.generated if self.loop.penalize_prompt else self.generated
+        trace = self.chain.step(logits, history, self.rng, top_n=top_n)
+        token = int(trace.token)  # type: ignore[arg-type]
+        self.generated.append(token)
+        text = self._release(token, position)
+        if self.reason is None and len(self.generated) >= self.loop.max_tokens:
+            self.reason = "max_tokens"
+            text += self._flush()
+        self.texts.append(text)
+        return token, text, trace
+
+    def cancel(self) -> None:
+        if self.reason is None:
+            self.reason = "cancelled"
+            self.tail = self._flush()
+
+    def result(self) -> SampleResult:
+        return SampleResult(
+            sample=self.index,
+            reason=self.reason or "cancelled",
+            stop_string=self.stop_string,
+            text="".join(self.texts) + self.tail,
+            tail=self.tail,
+            completion_tokens=len(self.generated),
+            token_ids=tuple(self.generated),
+        )
+
+    def _without_eos(self, logits: np.ndarray) -> np.ndarray:
+        masked = logits.copy()
+        masked[list(self.codec.eos_ids)] = -np.inf
+        return masked
+
+    def _release(self, token: int, position: int) -> str:
+        """The text this token lets out, ending the sample on end-of-sequence or a stop string."""
+        if token in self.codec.eos_ids and not self.loop.ignore_eos:
+            self.reason = "eos"
+            return self._flush()
+        text = self.utf8.push(self.codec.token_bytes(token))
+        if position + 1 < self.loop.min_tokens:
+            return text  # stop strings count only from min_tokens on
+        released, stop = self.stops.push(text)
+        if stop is not None:
+            self.reason = "stop"
+            self.stop_string = stop
+        return released
+
+    def _flush(self) -> str:
+        released, stop = self.stops.push(self.utf8.finish())
+        if stop is not None:
+            self.stop_string = stop
+            self.reason = "stop"
+            return released
+        return released + self.stops.finish()
 
 
 class Generation:
     def __init__(self, runtime: Runtime, request: GenerationRequest) -> None:
         self.runtime = runtime
         self.request = request.with_seed()
-        self.seed: int = self.request.sampling.seed  # type: ignore[assignment]
-        self.chain = SamplerChain(self.request.sampling, token_texts=runtime.codec.token_texts())
-        self._rng = np.random.default_rng(self.seed)
-        self._stopping = self.request.stopping
-        self._state = runtime.decoder.new_state(batch_size=1, use_cache=request.use_cache)
-        self._utf8 = Utf8Stream()
-        self._stops = StopStringMatcher(self._stopping.stop)
+        self.seed: int = int(self.request.sampling.seed)  # type: ignore[arg-type]
+        n = self.request.loop.n
+        self.samples = [_Sample(runtime, self.request, i) for i in range(n)]
+        self._state = runtime.decoder.new_state(batch_size=n, use_cache=request.use_cache)
+        self._filler = min(runtime.codec.eos_ids)  # fed to samples that have ended
         self.prompt_ids: list[int] = []
-        self.generated: list[int] = []
-        self._text: list[str] = []
-        self._logits: np.ndarray | None = None  # [V] for the next position
-        self._pending: int | None = None  # chosen but not yet fed to the decoder
-        self._reason: StopReason | None = None
-        self._stop_string: str | None = None
+        self._logits: np.ndarray | None = None  # [n, V] for the next position
+        self._pending: list[int] | None = None  # chosen but not yet fed to the decoder
         self._started_at = 0.0
         self._first_token_at: float | None = None
         self._last_token_at: float | None = None
+        self._steps = 0
 
     def start(self) -> Started:
         """Encodes the prompt, checks it fits, and runs the prefill."""
         self._started_at = time.perf_counter()
-        codec = self.runtime.codec
-        self.prompt_ids = codec.encode(self.request.prompt, self.request.mode, self.request.system)
-        self._stopping.check_context(len(self.prompt_ids), self.runtime.shape.context_window)
+        self.prompt_ids = self.runtime.codec.encode(self.request.prompt, self.request.mode, self.request.system)
+        self.request.loop.check_context(len(self.prompt_ids), self.runtime.shape.context_window)
         self.request.sampling.validate_for_vocab(self.runtime.shape.vocab_size)
-        self._logits = self._state.append_tokens(self.prompt_ids)[0]
+        self._logits = self._state.append_tokens(self.prompt_ids)
         return Started(self.request, self.prompt_ids)
 
     def is_done(self) -> bool:
-        return self._reason is not None
+        return all(sample.reason is not None for sample in self.samples)
 
     def cancel(self) -> None:
-        if self._reason is None:
-            self._reason = "cancelled"
+        for sample in self.samples:
+            sample.cancel()
 
-    def step(self) -> TokenStep:
-        """Picks the next token and says what it releases."""
-        if self._reason is not None or self._logits is None:
+    def step(self) -> list[TokenStep]:
+        """One token for every sample still running."""
+        if self.is_done() or self._logits is None:
             raise RuntimeError("step() after the run ended or before start()")
         began = time.perf_counter()
         if self._pending is not None:
-            self._logits = self._state.append_tokens([self._pending])[0]
+            self._logits = self._state.append_tokens(np.array(self._pending, dtype=np.int64)[:, None])
             self._pending = None
-        index = len(self.generated)
-        logits = self._suppress_eos(self._logits) if index < self._stopping.min_tokens else self._logits
-        trace = self.chain.step(logits, self._history(), self._rng, top_n=self.request.top_n)
-        token = int(trace.token)
-        self.generated.append(token)
-        text = self._release(token, index)
-        if self._reason is None and len(self.generated) >= self._stopping.max_tokens:
-            self._reason = "max_tokens"
-            text += self._flush()
-        if self._reason is None:
-            self._pending = token
+        picked: list[tuple[_Sample, int, str, StepTrace]] = []
+        for sample, logits in zip(self.samples, self._logits):
+            if sample.reason is None:
+                picked.append((sample, *sample.pick(logits, self.prompt_ids, self.request.top_n)))
+        if not self.is_done():
+            self._pending = [s.generated[-1] if s.reason is None else self._filler for s in self.samples]
         now = time.perf_counter()
         if self._first_token_at is None:
             self._first_token_at = now
         self._last_token_at = now
-        self._text.append(text)
-        return TokenStep(index, token, text, trace, (now - began) * 1000.0)
+        self._steps += 1
+        elapsed = (now - began) * 1000.0
+        return [
+            TokenStep(sample.index, len(sample.generated) - 1, token, text, trace, elapsed)
+            for sample, token, text, trace in picked
+        ]
 
     def finish(self) -> Finished:
         """The summary once the run has ended; a cancelled run releases what it held back."""
-        if self._reason is None:
+        if not self.is_done():
             raise RuntimeError("finish() before the run ended")
-        tail = self._flush() if self._reason == "cancelled" else ""
-        text = "".join(self._text) + tail
         first, last = self._first_token_at, self._last_token_at
         ttft = None if first is None else (first - self._started_at) * 1000.0
         decode_rate = None
-        if first is not None and last is not None and len(self.generated) > 1 and last > first:
-            decode_rate = (len(self.generated) - 1) / (last - first)
+        if first is not None and last is not None and self._steps > 1 and last > first:
+            decode_rate = (self._steps - 1) / (last - first)
         return Finished(
-            reason=self._reason,
-            stop_string=self._stop_string,
-            text=text,
-            tail=tail,
+            samples=tuple(sample.result() for sample in self.samples),
             prompt_tokens=len(self.prompt_ids),
-            completion_tokens=len(self.generated),
             time_to_first_token_ms=ttft,
             decode_tokens_per_s=decode_rate,
             total_ms=(time.perf_counter() - self._started_at) * 1000.0,
         )
-
-    def _history(self) -> list[int]:
-        if self._stopping.penalize_prompt:
-            return self.prompt_ids + self.generated
-        return self.generated
-
-    def _suppress_eos(self, logits: np.ndarray) -> np.ndarray:
-        masked = logits.copy()
-        masked[list(self.runtime.codec.eos_ids)] = -np.inf
-        return masked
-
-    def _release(self, token: int, index: int) -> str:
-        """The text this token lets out, ending the run on end-of-sequence or a stop string."""
-        is_eos = token in self.runtime.codec.eos_ids and not self._stopping.ignore_eos
-        if is_eos:
-            self._reason = "eos"
-            return self._flush()
-        text = self._utf8.push(self.runtime.codec.token_bytes(token))
-        if index + 1 < self._stopping.min_tokens:
-            return text  # stop strings count only from min_tokens on
-        released, stop = self._stops.push(text)
-        if stop is not None:
-            self._reason = "stop"
-            self._stop_string = stop
-        return released
-
-    def _flush(self) -> str:
-        released, stop = self._stops.push(self._utf8.finish())
-        if stop is not None:
-            self._stop_string = stop
-            self._reason = "stop"
-            return released
-        return released + self._stops.finish()
 
 
 def run(
@@ -216,5 +272,5 @@ def run(
         if is_cancelled():
             generation.cancel()
             break
-        yield generation.step()
+        yield from generation.step()
     yield generation.finish()

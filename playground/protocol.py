@@ -15,7 +15,7 @@ from inference.errors import ParamError
 from inference.generation import Finished, GenerationRequest, Started, TokenStep
 from inference.runtime import ModelInfo
 from inference.sampling import SamplingParams
-from inference.stopping import StoppingParams
+from inference.loop_params import LoopParams
 from inference.text import TextCodec
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9_\-.:]{1,64}$")
@@ -103,18 +103,18 @@ def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:
     return GenerationRequest(prompt, mode, system, sampling, stopping, top_n, use_cache)
 
 
-def parse_params(params: Any) -> tuple[SamplingParams, StoppingParams]:
+def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:
     """Splits the flat ``params`` object between the sampler chain and the stopping rules."""
     if not isinstance(params, dict):
         raise ProtocolError("invalid_value", "params must be an object", "params")
     sampling_keys = SamplingParams.field_names()
-    stopping_keys = StoppingParams.field_names()
+    stopping_keys = LoopParams.field_names()
     unknown = sorted(set(params) - sampling_keys - stopping_keys)
     if unknown:
         raise ProtocolError("unknown_param", f"unknown parameter params.{unknown[0]}", f"params.{unknown[0]}")
     try:
         sampling = SamplingParams.from_dict({k: v for k, v in params.items() if k in sampling_keys})
-        stopping = StoppingParams.from_dict({k: v for k, v in params.items() if k in stopping_keys})
+        stopping = LoopParams.from_dict({k: v for k, v in params.items() if k in stopping_keys})
     except ParamError as error:
         prefixed = error.prefixed("params.")
         raise ProtocolError(prefixed.code, prefixed.message, prefixed.param) from None
@@ -187,6 +187,7 @@ def token_event(request_id: str, step: TokenStep, codec: TextCodec) -> dict[str,
     return {
         "type": "token",
         "request_id": request_id,
+        "sample": step.sample,
         "index": step.index,
         "id": step.token_id,
         "token": codec.token_text(step.token_id),
@@ -205,6 +206,7 @@ def token_event(request_id: str, step: TokenStep, codec: TextCodec) -> dict[str,
 
 
 def done_event(request_id: str, finished: Finished) -> dict[str, Any]:
+    """Sample 0's outcome at the top level; every sample's in ``samples``."""
     return {
         "type": "done",
         "request_id": request_id,
@@ -212,7 +214,18 @@ def done_event(request_id: str, finished: Finished) -> dict[str, Any]:
         "stop_string": finished.stop_string,
         "text": finished.text,
         "tail": finished.tail,
-        "usage": {"prompt_tokens": finished.prompt_tokens, "completion_tokens": finished.completion_tokens},
+        "samples": [
+            {
+                "sample": s.sample, "reason": s.reason, "stop_string": s.stop_string, "text": s.text,
+                "tail": s.tail, "completion_tokens": s.completion_tokens,
+            }
+            for s in finished.samples
+        ],
+        "usage": {
+            "prompt_tokens": finished.prompt_tokens,
+            "completion_tokens": finished.completion_tokens,
+            "total_completion_tokens": sum(s.completion_tokens for s in finished.samples),
+        },
         "timing": {
             "time_to_first_token_ms": _round(finished.time_to_first_token_ms),
             "decode_tokens_per_s": _round(finished.decode_tokens_per_s),

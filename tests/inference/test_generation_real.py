@@ -6,7 +6,7 @@ import pytest
 
 from inference.generation import Finished, Generation, GenerationRequest, Started, TokenStep, run
 from inference.sampling import SamplingParams
-from inference.stopping import StoppingParams
+from inference.loop_params import LoopParams
 
 pytestmark = pytest.mark.real_model
 
@@ -22,7 +22,7 @@ def collect(runtime, request, is_cancelled=lambda: False):
 
 def greedy(prompt, max_tokens=8, **stopping):
     return GenerationRequest(
-        prompt, sampling=SamplingParams(temperature=0.0), stopping=StoppingParams(max_tokens=max_tokens, **stopping)
+        prompt, sampling=SamplingParams(temperature=0.0), loop=LoopParams(max_tokens=max_tokens, **stopping)
     )
 
 
@@ -43,7 +43,7 @@ def test_completion_prompt_starts_a_fresh_document(real_runtime):
 def test_chat_mode_wraps_the_message_and_ends_on_im_end(real_runtime):
     request = GenerationRequest(
         "What is the capital of France?", mode="chat",
-        sampling=SamplingParams(temperature=0.0), stopping=StoppingParams(max_tokens=64),
+        sampling=SamplingParams(temperature=0.0), loop=LoopParams(max_tokens=64),
     )
     started, steps, finished = collect(real_runtime, request)
     prompt_text = real_runtime.codec.decode(started.prompt_ids)
@@ -57,7 +57,7 @@ def test_chat_mode_wraps_the_message_and_ends_on_im_end(real_runtime):
 def test_same_seed_same_tokens_and_different_seed_differs(real_runtime):
     def tokens(seed):
         request = GenerationRequest(
-            "Once upon a time", sampling=SamplingParams(temperature=1.0, seed=seed), stopping=StoppingParams(max_tokens=24)
+            "Once upon a time", sampling=SamplingParams(temperature=1.0, seed=seed), loop=LoopParams(max_tokens=24)
         )
         return [s.token_id for s in collect(real_runtime, request)[1]]
 
@@ -66,9 +66,9 @@ def test_same_seed_same_tokens_and_different_seed_differs(real_runtime):
 
 
 def test_a_seed_is_drawn_and_reported_when_none_is_given(real_runtime):
-    request = GenerationRequest("Hello", sampling=SamplingParams(temperature=1.0), stopping=StoppingParams(max_tokens=4))
+    request = GenerationRequest("Hello", sampling=SamplingParams(temperature=1.0), loop=LoopParams(max_tokens=4))
     started, steps, _ = collect(real_runtime, request)
-    replay = GenerationRequest("Hello", sampling=SamplingParams(temperature=1.0, seed=started.seed), stopping=StoppingParams(max_tokens=4))
+    replay = GenerationRequest("Hello", sampling=SamplingParams(temperature=1.0, seed=started.seed), loop=LoopParams(max_tokens=4))
     assert [s.token_id for s in collect(real_runtime, replay)[1]] == [s.token_id for s in steps]
 
 
@@ -79,7 +79,7 @@ def test_a_seed_is_drawn_and_reported_when_none_is_given(real_runtime):
     "Write three emoji that mean happy:",
 ])
 def test_pieces_concatenate_to_the_decoded_output(real_runtime, prompt):
-    request = GenerationRequest(prompt, sampling=SamplingParams(temperature=1.2, seed=7), stopping=StoppingParams(max_tokens=40))
+    request = GenerationRequest(prompt, sampling=SamplingParams(temperature=1.2, seed=7), loop=LoopParams(max_tokens=40))
     _, steps, finished = collect(real_runtime, request)
     pieces = "".join(s.text for s in steps) + finished.tail
     assert pieces == finished.text
@@ -89,7 +89,7 @@ def test_pieces_concatenate_to_the_decoded_output(real_runtime, prompt):
 
 def test_multibyte_tokens_are_never_split(real_runtime):
     """A prompt whose answer needs characters of several tokens: no piece ends mid-character."""
-    request = GenerationRequest("🎉🎉🎉 🎊🎊🎊 🎉🎉", sampling=SamplingParams(temperature=0.0), stopping=StoppingParams(max_tokens=24))
+    request = GenerationRequest("🎉🎉🎉 🎊🎊🎊 🎉🎉", sampling=SamplingParams(temperature=0.0), loop=LoopParams(max_tokens=24))
     _, steps, finished = collect(real_runtime, request)
     partial = [s for s in steps if s.text == "" and s.token_id not in real_runtime.codec.eos_ids]
     assert partial, "expected at least one token that is only part of a character"
@@ -110,10 +110,10 @@ def test_stop_string_across_tokens_ends_the_run_and_never_appears(real_runtime):
 
 def test_min_tokens_holds_off_end_of_sequence(real_runtime):
     chat = dict(mode="chat", sampling=SamplingParams(temperature=0.0))
-    short = collect(real_runtime, GenerationRequest("Say hi.", stopping=StoppingParams(max_tokens=64), **chat))[2]
+    short = collect(real_runtime, GenerationRequest("Say hi.", loop=LoopParams(max_tokens=64), **chat))[2]
     assert short.reason == "eos"
     longer = collect(real_runtime, GenerationRequest(
-        "Say hi.", stopping=StoppingParams(max_tokens=64, min_tokens=short.completion_tokens + 3), **chat,
+        "Say hi.", loop=LoopParams(max_tokens=64, min_tokens=short.completion_tokens + 3), **chat,
     ))
     steps = longer[1]
     assert len(steps) >= short.completion_tokens + 3
@@ -126,7 +126,7 @@ def test_cancel_ends_within_one_token(real_runtime):
     def cancelled():
         return len(produced) >= 3
 
-    request = GenerationRequest("Once upon a time", sampling=SamplingParams(temperature=0.0), stopping=StoppingParams(max_tokens=200))
+    request = GenerationRequest("Once upon a time", sampling=SamplingParams(temperature=0.0), loop=LoopParams(max_tokens=200))
     for item in run(real_runtime, request, cancelled):
         if isinstance(item, TokenStep):
             produced.append(item)
@@ -139,7 +139,7 @@ def test_cancel_ends_within_one_token(real_runtime):
 def test_no_kv_cache_gives_the_same_greedy_tokens(real_runtime):
     with_cache = collect(real_runtime, greedy("The quick brown fox", max_tokens=10))[1]
     without = collect(real_runtime, GenerationRequest(
-        "The quick brown fox", sampling=SamplingParams(temperature=0.0), stopping=StoppingParams(max_tokens=10), use_cache=False,
+        "The quick brown fox", sampling=SamplingParams(temperature=0.0), loop=LoopParams(max_tokens=10), use_cache=False,
     ))[1]
     assert [s.token_id for s in with_cache] == [s.token_id for s in without]
 
@@ -152,3 +152,21 @@ def test_prompt_too_long_is_refused_naming_the_field(real_runtime):
     with pytest.raises(ParamError) as raised:
         generation.start()
     assert raised.value.code == "prompt_too_long" and raised.value.param == "params.max_tokens"
+
+
+def test_n_samples_run_as_one_batch_each_seeded_seed_plus_i(real_runtime):
+    def request(n, seed):
+        return GenerationRequest(
+            "My favourite animal is", sampling=SamplingParams(temperature=1.0, seed=seed),
+            loop=LoopParams(max_tokens=12, n=n),
+        )
+
+    _, steps, finished = collect(real_runtime, request(3, 100))
+    assert len(finished.samples) == 3
+    by_sample = {i: [s.token_id for s in steps if s.sample == i] for i in range(3)}
+    # each sample equals the single run seeded seed + i
+    for i in range(3):
+        alone = collect(real_runtime, request(1, 100 + i))[2]
+        assert finished.samples[i].token_ids == alone.samples[0].token_ids == tuple(by_sample[i])
+        assert finished.samples[i].text == alone.text
+    assert len({finished.samples[i].token_ids for i in range(3)}) > 1

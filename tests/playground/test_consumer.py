@@ -70,7 +70,7 @@ async def test_full_stream_greedy():
     assert raws == sorted(raws, reverse=True) and raws[0] == first["raw_prob"]
     assert done["type"] == "done" and done["reason"] == "max_tokens"
     assert done["text"] == "".join(t["text"] for t in tokens) + done["tail"]
-    assert done["usage"] == {"prompt_tokens": len(started["prompt_tokens"]), "completion_tokens": 5}
+    assert done["usage"] == {"prompt_tokens": len(started["prompt_tokens"]), "completion_tokens": 5, "total_completion_tokens": 5}
     assert done["timing"]["time_to_first_token_ms"] > 0
     await communicator.disconnect()
 

@@ -1,0 +1,105 @@
+"""The generation loop's own parameters, apart from the sampler chain's: length, stopping, search."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping
+
+from inference.errors import ParamError
+
+MAX_STOP_STRINGS = 8
+STOP_STRING_LENGTH = (1, 64)
+MAX_SAMPLES = 8
+MAX_BEAMS = 8
+LENGTH_PENALTY = (-5.0, 5.0)
+
+
+@dataclass(frozen=True)
+class LoopParams:
+    """``max_tokens`` generated tokens at most; ``min_tokens`` before end-of-sequence or a stop
+    string may end the run; ``stop`` strings matched on the decoded text; ``ignore_eos`` keeps going
+    past the model's end-of-sequence token; ``penalize_prompt`` lets the penalties see the prompt's
+    tokens as well as the generated ones; ``n`` independent samples decoded as one batch, sample i
+    seeded with seed + i; ``num_beams`` > 1 runs beam search instead of sampling, ranking finished
+    beams by cumulative log-probability / length ** ``length_penalty``."""
+
+    max_tokens: int = 256
+    min_tokens: int = 0
+    stop: tuple[str, ...] = ()
+    ignore_eos: bool = False
+    penalize_prompt: bool = False
+    n: int = 1
+    num_beams: int = 1
+    length_penalty: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_int("max_tokens", self.max_tokens, 1, None)
+        _check_int("min_tokens", self.min_tokens, 0, None)
+        if self.min_tokens > self.max_tokens:
+            raise ParamError("min_tokens", f"min_tokens must be at most max_tokens ({self.max_tokens}), got {self.min_tokens}")
+        if not isinstance(self.stop, tuple) or len(self.stop) > MAX_STOP_STRINGS:
+            raise ParamError("stop", f"stop must be a list of at most {MAX_STOP_STRINGS} strings")
+        low, high = STOP_STRING_LENGTH
+        for i, item in enumerate(self.stop):
+            if not isinstance(item, str) or not low <= len(item) <= high:
+                raise ParamError(f"stop.{i}", f"stop.{i} must be a string of {low} to {high} characters, got {item!r}")
+        for name in ("ignore_eos", "penalize_prompt"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParamError(name, f"{name} must be true or false, got {getattr(self, name)!r}")
+        _check_int("n", self.n, 1, MAX_SAMPLES)
+        _check_int("num_beams", self.num_beams, 1, MAX_BEAMS)
+        if self.n > 1 and self.num_beams > 1:
+            raise ParamError("num_beams", "num_beams must be 1 when n is above 1: choose sampling or beam search")
+        low_lp, high_lp = LENGTH_PENALTY
+        lp = self.length_penalty
+        if isinstance(lp, bool) or not isinstance(lp, (int, float)) or not low_lp <= lp <= high_lp:
+            raise ParamError("length_penalty", f"length_penalty must be a number from {low_lp:g} to {high_lp:g}, got {lp!r}")
+
+    @classmethod
+    def field_names(cls) -> frozenset[str]:
+        return frozenset(f.name for f in fields(cls))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "LoopParams":
+        unknown = sorted(set(data) - cls.field_names())
+        if unknown:
+            raise ParamError(unknown[0], f"unknown parameter {unknown[0]!r}", code="unknown_param")
+        values = dict(data)
+        if "stop" in values:
+            stop = values["stop"]
+            if isinstance(stop, str):
+                stop = [stop]
+            if not isinstance(stop, (list, tuple)):
+                raise ParamError("stop", f"stop must be a string or a list of at most {MAX_STOP_STRINGS} strings")
+            values["stop"] = tuple(stop)
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["stop"] = list(self.stop)
+        return data
+
+    def check_context(self, prompt_tokens: int, context_window: int) -> None:
+        """Raises when the prompt and ``max_tokens`` do not fit in the context window."""
+        room = context_window - prompt_tokens
+        if room < 1:
+            raise ParamError(
+                "prompt",
+                f"the prompt is {prompt_tokens} tokens; the context window of {context_window} leaves no room to generate",
+                code="prompt_too_long",
+            )
+        if self.max_tokens > room:
+            raise ParamError(
+                "params.max_tokens",
+                f"params.max_tokens must be between 1 and {room} for this {prompt_tokens}-token prompt "
+                f"(context window {context_window}), got {self.max_tokens}",
+                code="prompt_too_long",
+            )
+
+
+def _check_int(name: str, value: object, low: int, high: int | None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ParamError(name, f"{name} must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        upper = "" if high is None else f" and at most {high}"
+        raise ParamError(name, f"{name} must be at least {low}{upper}, got {value}")

@@ -140,3 +140,27 @@ def test_leftovers_of_a_killed_build_are_cleared(tiny_dir, tmp_path):
     (leftover / "model").mkdir(parents=True)
     build_tiny_model(tmp_path / "tiny", progress=RecordingProgress())
     assert not leftover.exists()
+
+
+def test_serving_only_install_uses_an_intact_model_as_it_is(monkeypatch, tiny_dir, tmp_path):
+    from inference.build import recipe
+
+    target = tmp_path / "tiny"
+    shutil.copytree(tiny_dir, target)
+    manifest = json.loads((target / md.MANIFEST_FILE).read_text())
+    manifest["tools"]["torch"] = "0.0"  # built elsewhere, with other tools
+    (target / md.MANIFEST_FILE).write_text(json.dumps(manifest))
+    monkeypatch.setattr(recipe, "missing_build_tools", lambda: ["torch"])
+    progress = RecordingProgress()
+    assert build_tiny_model(target, progress=progress) == target
+    assert any("using the model as it is" in msg and "torch 0.0 ->" in msg for msg in progress.messages)
+    assert len(progress.started) == 1
+
+
+def test_serving_only_install_without_a_model_is_an_error(monkeypatch, tmp_path):
+    from inference.build import BuildError, recipe
+
+    monkeypatch.setattr(recipe, "missing_build_tools", lambda: ["torch"])
+    with pytest.raises(BuildError, match="build tools not installed: torch"):
+        build_tiny_model(tmp_path / "tiny", progress=RecordingProgress())
+    assert not (tmp_path / "tiny").exists()

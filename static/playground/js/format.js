@@ -1,0 +1,48 @@
+// Number and text formatting shared by the views. Pure functions: no DOM.
+
+/** A probability as a percentage with two decimals ("65.12%"); tiny non-zero values as "<0.01%". */
+export function formatProb(p) {
+  if (typeof p !== "number" || !Number.isFinite(p)) return "–";
+  if (p === 0) return "0%";
+  if (p < 0.00005) return "<0.01%";
+  return `${(p * 100).toFixed(2)}%`;
+}
+
+/** Milliseconds, rounded for people: "41 ms", "1.25 s". */
+export function formatMs(ms) {
+  if (typeof ms !== "number" || !Number.isFinite(ms)) return "–";
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
+}
+
+/** Tokens per second with one decimal. */
+export function formatRate(perSecond) {
+  if (typeof perSecond !== "number" || !Number.isFinite(perSecond)) return "–";
+  return `${perSecond.toFixed(1)} tokens/s`;
+}
+
+/** A token's own text, quoted and escaped like a JSON string, so spaces and newlines show. */
+export function quoteToken(text) {
+  return JSON.stringify(String(text));
+}
+
+/** Prompt-token display text: newlines and tabs get visible marks, everything else is kept. */
+export function visibleWhitespace(text) {
+  return String(text).replaceAll("\r", "␍").replaceAll("\n", "↵").replaceAll("\t", "⇥");
+}
+
+/** Special tokens of the tokenizer look like <|im_start|>. */
+export function isSpecialToken(text) {
+  return /^<\|[^|]*\|>$/.test(text);
+}
+
+const REASONS = {
+  eos: "end of sequence (the model's end token)",
+  stop: "a stop string matched",
+  max_tokens: "max tokens reached",
+  cancelled: "stopped on request; the output so far is kept",
+};
+
+/** Why a run ended, in words; the wire value always appears first. */
+export function describeReason(reason) {
+  return REASONS[reason] ? `${reason} — ${REASONS[reason]}` : String(reason);
+}

@@ -1,0 +1,258 @@
+// The inspector: a token's alternatives as a small bar chart, beside the token.
+//
+// For each of the top-N alternatives (by the model's raw probability) two bars side by side: the
+// raw probability (softmax of the logits) and the final one the token was sampled with (after
+// every sampling stage; 0 when a stage removed it, which is named). The chosen token is marked in
+// text, not by colour alone. Under the chart: the entropy before and after the sampling stages,
+// how many tokens each stage kept, and the random draw.
+//
+// `Inspector` renders; `InspectorController` decides when it shows (hover, focus, tap, Escape).
+
+import { formatProb, quoteToken } from "./format.js";
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function bar(kind, p) {
+  const cell = el("td", `num ${kind}`);
+  const track = el("span", "bar");
+  const fill = el("span", `fill ${kind}`);
+  fill.style.width = `${Math.max(0, Math.min(1, p)) * 100}%`;
+  track.append(fill);
+  cell.append(track, el("span", "value", formatProb(p)));
+  return cell;
+}
+
+export class Inspector {
+  constructor(root) {
+    this.root = root;
+    this.index = null;
+    this.anchor = null;
+  }
+
+  get open() {
+    return !this.root.hidden;
+  }
+
+  /** Shows token event `token` next to `anchor`. */
+  show(token, anchor) {
+    this.#render(token);
+    this.root.hidden = false;
+    this.index = token.index;
+    if (this.anchor && this.anchor !== anchor) this.#unlink(this.anchor);
+    this.anchor = anchor;
+    anchor.setAttribute("aria-describedby", "inspector-summary");
+    anchor.setAttribute("aria-expanded", "true");
+    this.place();
+  }
+
+  hide() {
+    this.root.hidden = true;
+    document.body.style.paddingBottom = "";
+    if (this.anchor) this.#unlink(this.anchor);
+    this.anchor = null;
+    this.index = null;
+  }
+
+  #unlink(anchor) {
+    anchor.removeAttribute("aria-describedby");
+    anchor.setAttribute("aria-expanded", "false");
+  }
+
+  /** True when the panel is docked to the bottom of the screen (narrow windows, see the CSS). */
+  get docked() {
+    return getComputedStyle(this.root).position === "fixed";
+  }
+
+  /** Puts the panel under its token (above when there is no room below). When docked, makes
+   *  room below the page and scrolls so the panel never covers its token. */
+  place() {
+    const style = this.root.style;
+    document.body.style.paddingBottom = "";
+    if (!this.anchor || !this.open) return;
+    if (this.docked) {
+      style.left = style.top = "";
+      const height = this.root.offsetHeight;
+      document.body.style.paddingBottom = `${height}px`;
+      const covered = this.anchor.getBoundingClientRect().bottom - (window.innerHeight - height) + 8;
+      if (covered > 0) window.scrollBy(0, covered);
+      return;
+    }
+    const frame = this.root.offsetParent ?? document.body;
+    const box = frame.getBoundingClientRect();
+    const r = this.anchor.getBoundingClientRect();
+    const width = this.root.offsetWidth;
+    const height = this.root.offsetHeight;
+    const left = Math.max(0, Math.min(r.left - box.left, frame.clientWidth - width));
+    const below = r.bottom - box.top + 6;
+    const above = r.top - box.top - height - 6;
+    const fitsBelow = r.bottom + 6 + height <= window.innerHeight;
+    style.left = `${left}px`;
+    style.top = `${!fitsBelow && r.top - height - 6 >= 0 ? above : below}px`;
+  }
+
+  #render(token) {
+    const title = el("p", "inspector-title");
+    title.append(`Token ${token.index + 1}: `, el("code", "token-text", quoteToken(token.token)), ` (id ${token.id})`);
+
+    const summary = el("p", "inspector-summary");
+    summary.id = "inspector-summary";
+    summary.append("Chosen with ", el("strong", "chosen-prob", formatProb(token.prob)),
+      "; model alone: ", el("span", "chosen-raw", formatProb(token.raw_prob)));
+
+    const table = el("table", "alternatives");
+    const caption = el("caption", null, `Top ${token.alternatives.length} alternatives by model probability`);
+    const head = el("thead");
+    const headRow = el("tr");
+    for (const [label, cls] of [["Token", "tok"], ["Model (raw)", "num raw"], ["Sampled with (final)", "num final"]]) {
+      const th = el("th", cls, label);
+      th.scope = "col";
+      headRow.append(th);
+    }
+    head.append(headRow);
+    const body = el("tbody");
+    let chosenListed = false;
+    for (const alt of token.alternatives) {
+      const chosen = alt.id === token.id;
+      chosenListed ||= chosen;
+      body.append(this.#row(alt, chosen));
+    }
+    if (!chosenListed) {
+      // Sampling can pick a token ranked below the top N: show it anyway, marked.
+      const row = this.#row({ id: token.id, token: token.token, raw_prob: token.raw_prob, prob: token.prob, removed_by: null }, true);
+      row.classList.add("outside");
+      body.append(row);
+    }
+    table.append(caption, head, body);
+
+    const details = el("dl", "step-details");
+    const add = (term, value) => details.append(el("dt", null, term), el("dd", null, value));
+    if (token.entropy) add("Entropy (before → after sampling)", `${num(token.entropy.before)} → ${num(token.entropy.after)}`);
+    if (Array.isArray(token.stages) && token.stages.length) {
+      add("Kept by each stage", token.stages.map((s) => `${s.name}: ${s.kept}`).join(", "));
+    }
+    if (typeof token.draw === "number") add("Random draw u", num(token.draw, 4));
+
+    const close = el("button", "inspector-close", "×");
+    close.type = "button";
+    close.setAttribute("aria-label", "Close alternatives");
+    close.dataset.action = "close-inspector";
+
+    this.root.replaceChildren(close, title, summary, table, details);
+    this.root.dataset.index = String(token.index);
+  }
+
+  #row(alt, chosen) {
+    const row = el("tr");
+    row.dataset.id = String(alt.id);
+    row.dataset.rawProb = String(alt.raw_prob);
+    row.dataset.prob = String(alt.prob);
+    const name = el("th", "tok");
+    name.scope = "row";
+    name.append(el("code", "token-text", quoteToken(alt.token)));
+    if (chosen) {
+      row.classList.add("chosen");
+      row.setAttribute("aria-current", "true");
+      name.append(el("span", "chosen-mark", " ✓ chosen"));
+    }
+    const final = bar("final", alt.prob);
+    if (alt.removed_by) final.append(el("span", "removed-by", `removed by ${alt.removed_by}`));
+    row.append(name, bar("raw", alt.raw_prob), final);
+    return row;
+  }
+}
+
+function num(x, digits = 2) {
+  return typeof x === "number" && Number.isFinite(x) ? x.toFixed(digits) : "–";
+}
+
+/** Shows the inspector on hover and focus, pins it on click/tap/Enter, closes it on Escape. */
+export class InspectorController {
+  #pinned = null;
+  #hideTimer = 0;
+  #returningFocus = false;
+
+  /** @param streamRoot  the token container; @param getToken  index → that token's event or null */
+  constructor(inspector, streamRoot, getToken) {
+    this.inspector = inspector;
+    this.streamRoot = streamRoot;
+    this.getToken = getToken;
+    const root = inspector.root;
+    root.addEventListener("pointerenter", () => clearTimeout(this.#hideTimer));
+    root.addEventListener("pointerleave", () => this.#pinned === null && this.#hideSoon());
+    root.addEventListener("click", (e) => {
+      if (e.target.closest("[data-action=close-inspector]")) this.close(true);
+    });
+    root.addEventListener("keydown", (e) => e.key === "Escape" && this.close(true));
+    document.addEventListener("pointerdown", (e) => {
+      if (!root.contains(e.target) && !e.target.closest?.(".token")) this.close(false);
+    });
+    window.addEventListener("resize", () => inspector.place());
+  }
+
+  /** The callbacks for TokenStream. */
+  get handlers() {
+    return {
+      // Hover previews only beside the token; a docked panel opens on focus and tap alone.
+      enter: (i, el) => this.#pinned === null && !this.inspector.docked && this.#show(i, el),
+      leave: () => {
+        if (this.#pinned !== null || this.inspector.docked) return;
+        const focused = document.activeElement?.closest?.(".token");
+        if (focused && this.streamRoot.contains(focused)) this.#show(Number(focused.dataset.index), focused);
+        else this.#hideSoon();
+      },
+      focus: (i, el) => {
+        if (this.#returningFocus) return;
+        if (this.#pinned !== i) this.#pinned = null;
+        this.#show(i, el);
+      },
+      blur: (i, el, next) => {
+        if (this.#pinned !== null || (next && (this.inspector.root.contains(next) || next.closest?.(".token")))) return;
+        this.#hideSoon();
+      },
+      activate: (i, el) => {
+        if (this.#pinned === i) {
+          this.#pinned = null;
+          this.inspector.hide();
+        } else {
+          this.#pinned = i;
+          this.#show(i, el);
+        }
+      },
+      escape: () => this.close(false),
+    };
+  }
+
+  /** Hides and unpins; `returnFocus` puts focus back on the token it was about. */
+  close(returnFocus) {
+    const anchor = this.inspector.anchor;
+    this.#pinned = null;
+    this.inspector.hide();
+    if (returnFocus && anchor) {
+      this.#returningFocus = true;
+      anchor.focus();
+      this.#returningFocus = false;
+    }
+  }
+
+  reset() {
+    clearTimeout(this.#hideTimer);
+    this.#pinned = null;
+    this.inspector.hide();
+  }
+
+  #show(i, el) {
+    clearTimeout(this.#hideTimer);
+    const token = this.getToken(i);
+    if (token) this.inspector.show(token, el);
+  }
+
+  #hideSoon() {
+    clearTimeout(this.#hideTimer);
+    this.#hideTimer = setTimeout(() => this.#pinned === null && this.inspector.hide(), 250);
+  }
+}

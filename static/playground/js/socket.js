@@ -1,0 +1,139 @@
+// The websocket client for /ws/generate/ (docs/websocket-api.md).
+//
+// One socket per page, opened on demand. Each `generate` gets a fresh request id; the server's
+// events are routed back to the handler given for that id until its `done` or `error`. Events that
+// name no running request (e.g. an error about a frame the server could not read) go to the
+// `unrouted` listeners. The client knows nothing about the page.
+
+/** ws:// or wss:// on this page's host, path /ws/generate/. */
+export function socketUrl(loc = window.location) {
+  const scheme = loc.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${loc.host}/ws/generate/`;
+}
+
+// Seeds are integers up to 2^63 − 1: more than a JS number holds exactly. They are kept as
+// decimal strings when read (using the reviver's source text) and sent as raw JSON numbers.
+const HAS_SOURCE_TEXT = (() => {
+  let seen = false;
+  JSON.parse("1", (key, value, context) => {
+    seen = typeof context?.source === "string";
+    return value;
+  });
+  return seen;
+})();
+
+function reviveSeed(key, value, context) {
+  if (key === "seed" && typeof value === "number") {
+    return HAS_SOURCE_TEXT ? context.source : String(value);
+  }
+  return value;
+}
+
+/** Parses a server frame; any `seed` comes back as a decimal string. */
+export function parseEvent(text) {
+  return JSON.parse(text, reviveSeed);
+}
+
+/** A value for `params.seed`: a number literal is sent as written (exactly), anything else as a
+ *  string, so the server — the one judge of valid values — can name the problem. */
+export function seedValue(text) {
+  const trimmed = text.trim();
+  if (/^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(trimmed)) {
+    return typeof JSON.rawJSON === "function" ? JSON.rawJSON(trimmed) : Number(trimmed);
+  }
+  return trimmed;
+}
+
+export class GenerateClient extends EventTarget {
+  #url;
+  #socket = null;
+  #opening = null;
+  #handlers = new Map(); // request id → function(event)
+  #prefix = Math.random().toString(36).slice(2, 8);
+  #counter = 0;
+
+  constructor(url = socketUrl()) {
+    super();
+    this.#url = url;
+  }
+
+  get connected() {
+    return this.#socket?.readyState === WebSocket.OPEN;
+  }
+
+  /** Opens the socket unless it is open; resolves once it is. */
+  connect() {
+    if (this.connected) return Promise.resolve();
+    if (this.#opening) return this.#opening;
+    this.#opening = new Promise((resolve, reject) => {
+      const socket = new WebSocket(this.#url);
+      socket.addEventListener("open", () => {
+        this.#socket = socket;
+        this.#opening = null;
+        this.#emit("statechange", { connected: true });
+        resolve();
+      });
+      socket.addEventListener("message", (message) => this.#receive(message.data));
+      socket.addEventListener("close", () => {
+        const wasOpen = this.#socket === socket;
+        if (wasOpen) this.#socket = null;
+        if (this.#opening) {
+          this.#opening = null;
+          reject(new Error("could not connect to the server"));
+        }
+        this.#failAll("the connection to the server closed");
+        this.#emit("statechange", { connected: false });
+      });
+    });
+    return this.#opening;
+  }
+
+  /** Sends a `generate` frame; `onEvent` receives this request's events. Returns the request id. */
+  async generate(body, onEvent) {
+    await this.connect();
+    const requestId = `${this.#prefix}-${++this.#counter}`;
+    this.#handlers.set(requestId, onEvent);
+    this.#send({ type: "generate", request_id: requestId, ...body });
+    return requestId;
+  }
+
+  /** Asks the server to stop a request; its `done` (reason "cancelled") still arrives. */
+  cancel(requestId) {
+    if (this.#handlers.has(requestId) && this.connected) {
+      this.#send({ type: "cancel", request_id: requestId });
+    }
+  }
+
+  #send(frame) {
+    this.#socket.send(JSON.stringify(frame));
+  }
+
+  #receive(data) {
+    let event;
+    try {
+      event = parseEvent(data);
+    } catch {
+      this.#emit("unrouted", { event: { type: "error", error: { code: "bad_frame", message: "the server sent a frame that is not JSON", param: null } } });
+      return;
+    }
+    const handler = this.#handlers.get(event.request_id);
+    if (!handler) {
+      this.#emit("unrouted", { event });
+      return;
+    }
+    if (event.type === "done" || event.type === "error") this.#handlers.delete(event.request_id);
+    handler(event);
+  }
+
+  #failAll(message) {
+    const handlers = [...this.#handlers];
+    this.#handlers.clear();
+    for (const [requestId, handler] of handlers) {
+      handler({ type: "error", request_id: requestId, error: { code: "connection_lost", message, param: null } });
+    }
+  }
+
+  #emit(type, detail) {
+    this.dispatchEvent(new CustomEvent(type, { detail }));
+  }
+}

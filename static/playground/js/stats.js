@@ -1,0 +1,60 @@
+// The run's numbers and status line: seed used, time to first token, tokens/s, token count, why it
+// stopped, and the model that ran. The status line is an aria-live region; it announces state
+// changes, not every token.
+
+import { describeReason, formatMs, formatRate } from "./format.js";
+
+export class RunStats {
+  constructor(root, statusEl) {
+    this.root = root;
+    this.statusEl = statusEl;
+    this.fields = Object.fromEntries([...root.querySelectorAll("[data-stat]")].map((n) => [n.dataset.stat, n]));
+  }
+
+  #set(name, text) {
+    if (this.fields[name]) this.fields[name].textContent = text;
+  }
+
+  status(text, state) {
+    this.statusEl.textContent = text;
+    this.statusEl.dataset.state = state;
+  }
+
+  reset() {
+    for (const name of Object.keys(this.fields)) this.#set(name, "–");
+    delete this.fields.reason?.dataset.reason;
+  }
+
+  waiting() {
+    this.reset();
+    this.status("Waiting for the model…", "waiting");
+  }
+
+  started(event, requestedSeed) {
+    const drawn = requestedSeed === null ? " (drawn at random)" : "";
+    this.#set("seed", `${event.seed}${drawn}`);
+    this.#set("tokens", "0");
+    const model = event.model ?? {};
+    this.#set("model", [model.name, model.execution_provider].filter(Boolean).join(" on "));
+    this.status("Generating…", "streaming");
+  }
+
+  progress(count) {
+    this.#set("tokens", String(count));
+  }
+
+  done(event) {
+    const timing = event.timing ?? {};
+    this.#set("ttft", formatMs(timing.time_to_first_token_ms));
+    this.#set("rate", formatRate(timing.decode_tokens_per_s));
+    this.#set("tokens", String(event.usage?.completion_tokens ?? "–"));
+    this.#set("reason", describeReason(event.reason));
+    if (this.fields.reason) this.fields.reason.dataset.reason = event.reason;
+    const stopString = event.stop_string ? ` (“${event.stop_string}”)` : "";
+    this.status(`Done: ${describeReason(event.reason)}${stopString}.`, "done");
+  }
+
+  failed(message) {
+    this.status(`Error: ${message}`, "error");
+  }
+}

@@ -1,0 +1,116 @@
+// The output: one focusable element per generated token, tinted by the probability it was chosen
+// with. Token text goes in with textContent only.
+//
+// Keyboard: the output is one tab stop (a roving tabindex); arrow keys move between tokens,
+// Home/End jump to the ends. The view reports pointer, focus and tap interest through callbacks;
+// what to show is the inspector's business.
+
+import { probColors } from "./colors.js";
+
+export class TokenStream {
+  /**
+   * @param {HTMLElement} root  the output container
+   * @param {object} on  callbacks: enter(index, el), leave(index, el), focus(index, el),
+   *                     blur(index, el, next), activate(index, el), escape(index, el)
+   */
+  constructor(root, on) {
+    this.root = root;
+    this.on = on;
+    this.elements = [];
+    root.addEventListener("pointerover", (e) => this.#withToken(e, on.enter));
+    root.addEventListener("pointerout", (e) => this.#withToken(e, on.leave));
+    root.addEventListener("focusin", (e) => this.#withToken(e, (i, el) => {
+      this.#makeTabStop(el);
+      on.focus(i, el);
+    }));
+    root.addEventListener("focusout", (e) => this.#withToken(e, (i, el) => on.blur(i, el, e.relatedTarget)));
+    root.addEventListener("click", (e) => this.#withToken(e, on.activate));
+    root.addEventListener("keydown", (e) => this.#key(e));
+  }
+
+  clear() {
+    this.elements = [];
+    this.root.replaceChildren();
+  }
+
+  /** Adds the element for a `token` event and returns it. */
+  append(token) {
+    const el = document.createElement("span");
+    el.className = "token";
+    el.dataset.index = String(token.index);
+    el.tabIndex = this.elements.length === 0 ? 0 : -1;
+    const { tint, strong } = probColors(token.prob);
+    el.style.setProperty("--tint", tint);
+    el.style.setProperty("--tint-strong", strong);
+    el.dataset.prob = String(token.prob);
+    if (token.text === "") {
+      // Part of a character: its bytes show up with the token that completes it.
+      el.classList.add("pending");
+      el.title = "part of a character; the text appears with the next token";
+    } else {
+      el.textContent = token.text;
+      if (token.text.includes("\n")) el.classList.add("newline");
+    }
+    // A token is a button: activating it pins its alternatives open. Its name is its text; the
+    // inspector describes it (aria-describedby) while open.
+    el.setAttribute("role", "button");
+    if (token.text === "") el.setAttribute("aria-label", "partial character");
+    this.elements[token.index] = el;
+    this.root.append(el);
+    return el;
+  }
+
+  /** Text released only when the run ended (held back for an unfinished character). */
+  appendTail(text) {
+    if (!text) return;
+    const el = document.createElement("span");
+    el.className = "tail";
+    el.textContent = text;
+    el.title = "released at the end of the run";
+    this.root.append(el);
+  }
+
+  element(index) {
+    return this.elements[index] ?? null;
+  }
+
+  focus(index) {
+    const el = this.element(index);
+    el?.focus();
+    return el;
+  }
+
+  #makeTabStop(el) {
+    for (const other of this.root.querySelectorAll(".token[tabindex='0']")) {
+      if (other !== el) other.tabIndex = -1;
+    }
+    el.tabIndex = 0;
+  }
+
+  #key(event) {
+    const el = event.target.closest?.(".token");
+    if (!el) return;
+    const index = Number(el.dataset.index);
+    const last = this.elements.length - 1;
+    const moves = { ArrowRight: index + 1, ArrowDown: index + 1, ArrowLeft: index - 1, ArrowUp: index - 1, Home: 0, End: last };
+    if (event.key in moves) {
+      event.preventDefault();
+      this.focus(Math.min(last, Math.max(0, moves[event.key])));
+    } else if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      this.on.activate(index, el);
+    } else if (event.key === "Escape") {
+      this.on.escape(index, el);
+    }
+  }
+
+  #withToken(event, callback) {
+    const el = event.target.closest?.(".token");
+    if (!el || !this.root.contains(el)) return;
+    if ((event.type === "pointerover" || event.type === "pointerout")) {
+      if (event.pointerType && event.pointerType !== "mouse") return; // touch uses tap
+      if (el.contains(event.relatedTarget)) return;
+    }
+    callback(Number(el.dataset.index), el);
+  }
+}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from inference.sampling.candidates import Candidates, frozen, prob_prefix, top_positions
+from inference.sampling.candidates import LOGIT_LIMIT, Candidates, frozen, prob_prefix, top_positions
 from inference.sampling.params import SamplingParams
 from inference.sampling.stages import Stage, StepContext, build_stages
 from inference.sampling.trace import StageCount, StepTrace, TokenLookup
@@ -70,16 +70,17 @@ class SamplerChain:
         ctx = StepContext(history, raw.vocab_size)
         outputs: list[tuple[str, Candidates]] = []
         cand = raw
-        for stage in self.stages:
-            cand = stage.apply(cand, ctx)
-            outputs.append((stage.name, cand))
+        with np.errstate(over="ignore"):  # overflow to +-inf is clipped by Candidates.with_logits
+            for stage in self.stages:
+                cand = stage.apply(cand, ctx)
+                outputs.append((stage.name, cand))
         return raw, outputs
 
     def _raw_candidates(self, logits) -> Candidates:
         x = np.asarray(logits)
         if x.ndim != 1 or x.size == 0 or x.dtype.kind not in "fiu":
             raise ValueError(f"logits must be a non-empty 1-D array of numbers; got shape {x.shape}, {x.dtype}")
-        top = x.max()
+        top = float(x.max())
         if np.isnan(top) or top == np.inf:
             raise ValueError("logits must not contain NaN or +inf")
         if top == -np.inf:
@@ -88,7 +89,11 @@ class SamplerChain:
         if self._ids is None or len(self._ids) != vocab:
             self._ids = frozen(np.arange(vocab, dtype=np.int64))
         values = x.astype(np.float64)  # always a copy: the caller's array is never touched
-        if x.min() == -np.inf:  # tokens the model itself rules out are never candidates
+        low = float(x.min())
+        if top > LOGIT_LIMIT or (low < -LOGIT_LIMIT and low != -np.inf):
+            np.clip(values, -LOGIT_LIMIT, LOGIT_LIMIT, out=values)  # keep differences finite
+            values[np.isneginf(x)] = -np.inf
+        if low == -np.inf:  # tokens the model itself rules out are never candidates
             keep = np.isfinite(values)
             return Candidates(frozen(self._ids[keep]), values[keep], vocab)
         return Candidates(self._ids, values, vocab)

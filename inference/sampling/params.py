@@ -78,7 +78,7 @@ _INTS: dict[str, tuple[int, int | None, str]] = {
 def _interval(lo: float, lo_open: bool, hi: float, hi_open: bool) -> str:
     if hi == INF:
         return f"> {lo:g}" if lo_open else f">= {lo:g}"
-    return f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+    return f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
 
 
 def _is_int(v: Any) -> bool:

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator, Literal
 
 import numpy as np
 
+from inference.beam import BeamSearch, BeamStep, Hypothesis
 from inference.loop_params import LoopParams
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
@@ -88,11 +89,12 @@ class SampleResult:
 
 @dataclass(frozen=True)
 class Finished:
-    samples: tuple[SampleResult, ...]
+    samples: tuple[SampleResult, ...]  # beam search: one per final hypothesis, best first
     prompt_tokens: int
     time_to_first_token_ms: float | None
     decode_tokens_per_s: float | None
     total_ms: float
+    beams: tuple[Hypothesis, ...] = ()  # beam search only, in the order of ``samples``
 
     @property
     def first(self) -> SampleResult:
@@ -264,8 +266,11 @@ def run(
     runtime: Runtime,
     request: GenerationRequest,
     is_cancelled: Callable[[], bool] = lambda: False,
-) -> Iterator[Started | TokenStep | Finished]:
+) -> Iterator[Started | TokenStep | BeamStep | Finished]:
     """Drives one generation to its end, checking ``is_cancelled`` before every token."""
+    if request.loop.num_beams > 1:
+        yield from run_beam_search(runtime, request, is_cancelled)
+        return
     generation = Generation(runtime, request)
     yield generation.start()
     while not generation.is_done():
@@ -274,3 +279,45 @@ def run(
             break
         yield from generation.step()
     yield generation.finish()
+
+
+def run_beam_search(
+    runtime: Runtime, request: GenerationRequest, is_cancelled: Callable[[], bool] = lambda: False
+) -> Iterator[Started | BeamStep | Finished]:
+    """Beam search in place of sampling: one ``BeamStep`` per step, then the ranked hypotheses."""
+    started_at = time.perf_counter()
+    request = request.with_seed()
+    loop = request.loop
+    prompt_ids = runtime.codec.encode(request.prompt, request.mode, request.system)
+    loop.check_context(len(prompt_ids), runtime.shape.context_window)
+    search = BeamSearch(runtime, prompt_ids, loop.num_beams, loop.length_penalty, loop.max_tokens,
+                        loop.ignore_eos, request.use_cache)
+    yield Started(request, prompt_ids)
+    first_at = last_at = None
+    steps = 0
+    while not search.is_done():
+        if is_cancelled():
+            search.cancel()
+            break
+        yield search.step()
+        steps += 1
+        last_at = time.perf_counter()
+        first_at = first_at or last_at
+    hypotheses = tuple(search.hypotheses())
+    samples = tuple(
+        SampleResult(
+            sample=i, reason=h.reason, stop_string=None,
+            text=runtime.codec.decode([t for t in h.token_ids if t not in runtime.codec.eos_ids or loop.ignore_eos]),
+            tail="", completion_tokens=len(h.token_ids), token_ids=h.token_ids,
+        )
+        for i, h in enumerate(hypotheses)
+    )
+    rate = (steps - 1) / (last_at - first_at) if first_at and last_at and steps > 1 and last_at > first_at else None
+    yield Finished(
+        samples=samples,
+        prompt_tokens=len(prompt_ids),
+        time_to_first_token_ms=None if first_at is None else (first_at - started_at) * 1000.0,
+        decode_tokens_per_s=rate,
+        total_ms=(time.perf_counter() - started_at) * 1000.0,
+        beams=hypotheses,
+    )

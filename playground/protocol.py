@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from inference.errors import ParamError
+from inference.beam import BeamStep, Proposal
 from inference.generation import Finished, GenerationRequest, Started, TokenStep
 from inference.runtime import ModelInfo
 from inference.sampling import SamplingParams
@@ -205,6 +206,24 @@ def token_event(request_id: str, step: TokenStep, codec: TextCodec) -> dict[str,
     }
 
 
+def beam_step_event(request_id: str, step: BeamStep, codec: TextCodec) -> dict[str, Any]:
+    def proposal(p: Proposal) -> dict[str, Any]:
+        return {
+            "parent": p.parent, "id": p.token_id, "token": codec.token_text(p.token_id),
+            "logprob": p.logprob, "cum_logprob": p.cum_logprob,
+        }
+
+    return {
+        "type": "beam_step",
+        "request_id": request_id,
+        "index": step.index,
+        "beams": [proposal(p) for p in step.kept],
+        "pruned": [proposal(p) for p in step.pruned],
+        "finished": [proposal(p) for p in step.finished],
+        "elapsed_ms": round(step.elapsed_ms, 3),
+    }
+
+
 def done_event(request_id: str, finished: Finished) -> dict[str, Any]:
     """Sample 0's outcome at the top level; every sample's in ``samples``."""
     return {
@@ -220,6 +239,10 @@ def done_event(request_id: str, finished: Finished) -> dict[str, Any]:
                 "tail": s.tail, "completion_tokens": s.completion_tokens,
             }
             for s in finished.samples
+        ],
+        "beams": [
+            {"token_ids": list(h.token_ids), "cum_logprob": h.cum_logprob, "score": h.score, "reason": h.reason}
+            for h in finished.beams
         ],
         "usage": {
             "prompt_tokens": finished.prompt_tokens,

@@ -35,6 +35,7 @@ from channels.worker import Worker
 from django.conf import settings
 
 from inference import generation
+from inference.beam import BeamStep
 from inference.errors import ParamError
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
@@ -115,6 +116,8 @@ def _decode(job: Job, emit: Any) -> None:
                 emit(protocol.started_event(request_id, item, model.codec, model.info))
             elif isinstance(item, generation.TokenStep):
                 emit(protocol.token_event(request_id, item, model.codec))
+            elif isinstance(item, BeamStep):
+                emit(protocol.beam_step_event(request_id, item, model.codec))
             else:
                 emit(protocol.done_event(request_id, item))
     except ParamError as error:

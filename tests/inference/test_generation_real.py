@@ -170,3 +170,49 @@ def test_n_samples_run_as_one_batch_each_seeded_seed_plus_i(real_runtime):
         assert finished.samples[i].token_ids == alone.samples[0].token_ids == tuple(by_sample[i])
         assert finished.samples[i].text == alone.text
     assert len({finished.samples[i].token_ids for i in range(3)}) > 1
+
+
+def beam_request(num_beams, max_tokens=12, length_penalty=1.0, prompt="The capital of France is"):
+    return GenerationRequest(prompt, loop=LoopParams(max_tokens=max_tokens, num_beams=num_beams, length_penalty=length_penalty))
+
+
+def test_beam_search_is_deterministic_and_ranks_by_score(real_runtime):
+    items = list(run(real_runtime, beam_request(3)))
+    again = list(run(real_runtime, beam_request(3)))
+    finished = items[-1]
+    assert finished.beams == again[-1].beams
+    assert len(finished.beams) == 3
+    scores = [h.score for h in finished.beams]
+    assert scores == sorted(scores, reverse=True)
+    for h in finished.beams:
+        assert h.score == pytest.approx(h.cum_logprob / len(h.token_ids) ** 1.0)
+    assert finished.text.startswith(" Paris")
+
+
+def test_beam_search_cumulative_logprob_matches_the_model(real_runtime):
+    """Re-score the best hypothesis token by token with a plain greedy-free forward pass."""
+    import numpy as np
+    from inference.beam import log_softmax
+
+    finished = list(run(real_runtime, beam_request(2, max_tokens=6)))[-1]
+    best = finished.beams[0]
+    state = real_runtime.decoder.new_state()
+    logits = state.append_tokens(real_runtime.codec.encode("The capital of France is", "completion"))
+    total = 0.0
+    for token in best.token_ids:
+        total += float(log_softmax(logits)[0, token])
+        logits = state.append_tokens([token])
+    assert total == pytest.approx(best.cum_logprob, abs=1e-4)
+
+
+def test_beam_steps_describe_a_tree(real_runtime):
+    from inference.beam import BeamStep
+
+    steps = [i for i in run(real_runtime, beam_request(4, max_tokens=5)) if isinstance(i, BeamStep)]
+    assert steps[0].kept and all(p.parent == 0 for p in steps[0].kept)  # one root beam
+    for step in steps:
+        assert len(step.kept) <= 4
+        assert len(step.kept) + len(step.pruned) + len(step.finished) == 8  # 2 × num_beams considered
+        ranked = [p.cum_logprob for p in step.kept]
+        assert ranked == sorted(ranked, reverse=True)
+        assert all(p.cum_logprob <= step.kept[-1].cum_logprob for p in step.pruned if p.token_id not in real_runtime.codec.eos_ids)

@@ -190,3 +190,50 @@ async def test_disconnect_mid_stream_stops_generation():
     events = await events_until_end(other, "d2")
     assert events[-1]["type"] == "done"
     await other.disconnect()
+
+
+async def test_n_samples_stream_with_sample_index():
+    communicator = await connect()
+    await communicator.send_json_to({
+        "type": "generate", "request_id": "n3", "prompt": "My favourite colour is",
+        "params": {"n": 3, "seed": 11, "max_tokens": 6, "temperature": 1.0},
+    })
+    events = await events_until_end(communicator, "n3")
+    tokens = [e for e in events if e["type"] == "token"]
+    done = events[-1]
+    assert {t["sample"] for t in tokens} == {0, 1, 2}
+    assert [s["sample"] for s in done["samples"]] == [0, 1, 2]
+    for s in done["samples"]:
+        pieces = "".join(t["text"] for t in tokens if t["sample"] == s["sample"])
+        assert pieces + s["tail"] == s["text"]
+    await communicator.disconnect()
+
+
+async def test_beam_search_streams_the_tree():
+    communicator = await connect()
+    await communicator.send_json_to({
+        "type": "generate", "request_id": "b2", "prompt": "The capital of France is",
+        "params": {"num_beams": 2, "max_tokens": 4},
+    })
+    events = await events_until_end(communicator, "b2")
+    steps = [e for e in events if e["type"] == "beam_step"]
+    done = events[-1]
+    assert steps and all(len(s["beams"]) <= 2 for s in steps)
+    assert len(done["beams"]) == 2 and done["text"] == done["samples"][0]["text"] != ""
+    paths = [[]]  # rebuild every live beam's path from the streamed steps
+    for step in steps:
+        paths = [paths[b["parent"]] + [b["id"]] for b in step["beams"]]
+    for beam in done["beams"]:
+        if beam["reason"] == "max_tokens":
+            assert beam["token_ids"] in paths
+    assert done["beams"][0]["score"] >= done["beams"][1]["score"]
+    await communicator.disconnect()
+
+
+async def test_sampling_and_beams_together_is_refused():
+    communicator = await connect()
+    await expect_error(
+        communicator, {"type": "generate", "request_id": "x", "prompt": "hi", "params": {"n": 2, "num_beams": 2}},
+        "invalid_value", "params.num_beams",
+    )
+    await communicator.disconnect()

@@ -1,0 +1,143 @@
+"""Beam search: keep the ``num_beams`` most likely continuations instead of sampling one.
+
+Deterministic: scores are the model's own log-probabilities (log-softmax of the logits; the
+sampler chain's stages do not apply), ties go to the lower beam then the lower token id.
+
+Each step, every live beam proposes its ``2 × num_beams`` most likely next tokens. All proposals
+are ranked by cumulative log-probability. Walking down that ranking, an end-of-sequence token
+among the first ``num_beams`` proposals finishes a hypothesis; other proposals fill the next
+step's beams until there are ``num_beams``; the rest are pruned. A finished hypothesis scores
+``cum_logprob / length ** length_penalty`` (length counts the generated tokens, end-of-sequence
+included). The search ends when ``num_beams`` hypotheses are finished and no live beam can
+still beat the worst of them at its current length, or at ``max_tokens``, when live beams are
+finished as they stand. Every step reports what was kept, pruned and finished, so a page can
+draw the whole tree.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from inference.runtime import Runtime
+
+BeamReason = Literal["eos", "max_tokens", "cancelled"]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    parent: int  # the beam it extends, as numbered in the previous step
+    token_id: int
+    logprob: float  # of this token given the beam
+    cum_logprob: float  # of the whole continuation so far
+
+
+@dataclass(frozen=True)
+class BeamStep:
+    index: int
+    kept: tuple[Proposal, ...]  # kept[i] is beam i from now on
+    pruned: tuple[Proposal, ...]
+    finished: tuple[Proposal, ...]
+    elapsed_ms: float
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    token_ids: tuple[int, ...]
+    cum_logprob: float
+    score: float
+    reason: BeamReason
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """[B, V] float32 → [B, V] float64 log-probabilities."""
+    x = logits.astype(np.float64)
+    x -= x.max(axis=1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=1, keepdims=True))
+
+
+class BeamSearch:
+    def __init__(self, runtime: Runtime, prompt_ids: list[int], num_beams: int, length_penalty: float,
+                 max_tokens: int, ignore_eos: bool = False, use_cache: bool = True) -> None:
+        if num_beams < 2:
+            raise ValueError(f"num_beams must be at least 2 for beam search, got {num_beams}")
+        self.runtime = runtime
+        self.num_beams = num_beams
+        self.length_penalty = length_penalty
+        self.max_tokens = max_tokens
+        self.eos_ids = frozenset() if ignore_eos else runtime.codec.eos_ids
+        self._state = runtime.decoder.new_state(batch_size=1, use_cache=use_cache)
+        self._logits = self._state.append_tokens(prompt_ids)  # [1, V]
+        self._beams: list[tuple[tuple[int, ...], float]] = [((), 0.0)]  # (tokens, cum_logprob)
+        self.finished: list[Hypothesis] = []
+        self._done = False
+        self._steps = 0
+
+    def is_done(self) -> bool:
+        return self._done
+
+    def step(self) -> BeamStep:
+        began = time.perf_counter()
+        logprobs = log_softmax(self._logits)  # [B, V]
+        width = 2 * self.num_beams
+        proposals: list[Proposal] = []
+        for row, (_, cum) in enumerate(self._beams):
+            top = np.argpartition(-logprobs[row], width)[:width]
+            for token in top:
+                lp = float(logprobs[row, token])
+                proposals.append(Proposal(row, int(token), lp, cum + lp))
+        proposals.sort(key=lambda p: (-p.cum_logprob, p.parent, p.token_id))
+        proposals = proposals[:width]
+        kept: list[Proposal] = []
+        pruned: list[Proposal] = []
+        finished: list[Proposal] = []
+        for rank, proposal in enumerate(proposals):
+            if proposal.token_id in self.eos_ids:
+                if rank < self.num_beams:
+                    finished.append(proposal)
+                    self._add(self._beams[proposal.parent][0] + (proposal.token_id,), proposal.cum_logprob, "eos")
+                else:
+                    pruned.append(proposal)
+            elif len(kept) < self.num_beams:
+                kept.append(proposal)
+            else:
+                pruned.append(proposal)
+        self._steps += 1
+        self._beams = [(self._beams[p.parent][0] + (p.token_id,), p.cum_logprob) for p in kept]
+        if self._steps >= self.max_tokens or not kept:
+            for tokens, cum in self._beams:
+                self._add(tokens, cum, "max_tokens")
+            self._done = True
+        elif self._cannot_improve():
+            self._done = True
+        else:
+            self._state.reorder([p.parent for p in kept])
+            self._logits = self._state.append_tokens(np.array([[p.token_id] for p in kept], dtype=np.int64))
+        return BeamStep(self._steps - 1, tuple(kept), tuple(pruned), tuple(finished), (time.perf_counter() - began) * 1000.0)
+
+    def cancel(self) -> None:
+        if not self._done:
+            for tokens, cum in self._beams:
+                self._add(tokens, cum, "cancelled")
+            self._done = True
+
+    def hypotheses(self) -> list[Hypothesis]:
+        """The best ``num_beams`` hypotheses, best score first."""
+        return sorted(self.finished, key=lambda h: (-h.score, h.token_ids))[: self.num_beams]
+
+    def _score(self, cum_logprob: float, length: int) -> float:
+        return cum_logprob / (max(length, 1) ** self.length_penalty)
+
+    def _add(self, tokens: tuple[int, ...], cum_logprob: float, reason: BeamReason) -> None:
+        self.finished.append(Hypothesis(tokens, cum_logprob, self._score(cum_logprob, len(tokens)), reason))
+        self.finished = self.hypotheses()
+
+    def _cannot_improve(self) -> bool:
+        if len(self.finished) < self.num_beams:
+            return False
+        worst = min(h.score for h in self.finished)
+        best_live = max(cum for _, cum in self._beams)
+        return worst >= self._score(best_live, self._steps)

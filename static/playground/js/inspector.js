@@ -131,11 +131,12 @@ export class Inspector {
 
     const details = el("dl", "step-details");
     const add = (term, value) => details.append(el("dt", null, term), el("dd", null, value));
-    if (token.entropy) add("Entropy (before → after sampling)", `${num(token.entropy.before)} → ${num(token.entropy.after)}`);
+    if (token.entropy) add("Entropy, before → after sampling", `${num(token.entropy.before)} → ${num(token.entropy.after)} nats`);
     if (Array.isArray(token.stages) && token.stages.length) {
       add("Kept by each stage", token.stages.map((s) => `${s.name}: ${s.kept}`).join(", "));
     }
     if (typeof token.draw === "number") add("Random draw u", num(token.draw, 4));
+    else if (token.draw === null) add("Random draw u", "none (greedy)");
 
     const close = el("button", "inspector-close", "×");
     close.type = "button";
@@ -157,7 +158,7 @@ export class Inspector {
     if (chosen) {
       row.classList.add("chosen");
       row.setAttribute("aria-current", "true");
-      name.append(el("span", "chosen-mark", " ✓ chosen"));
+      name.append(el("span", "chosen-mark", "✓ chosen"));
     }
     const final = bar("final", alt.prob);
     if (alt.removed_by) final.append(el("span", "removed-by", `removed by ${alt.removed_by}`));

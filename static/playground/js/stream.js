@@ -54,6 +54,7 @@ export class TokenStream {
     // A token is a button: activating it pins its alternatives open. Its name is its text; the
     // inspector describes it (aria-describedby) while open.
     el.setAttribute("role", "button");
+    el.setAttribute("aria-expanded", "false");
     if (token.text === "") el.setAttribute("aria-label", "partial character");
     this.elements[token.index] = el;
     this.root.append(el);

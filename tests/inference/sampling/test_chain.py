@@ -74,6 +74,13 @@ def test_inverse_cdf_over_probability_descending(u, token):
     assert chain.step(logits_for([0.1, 0.6, 0.3]), [], ScriptedRng(u)).token == token
 
 
+@pytest.mark.parametrize("u, token", [(0.5, 0), (0.95, 1)])
+def test_the_docs_worked_example(u, token):
+    # T = 2 on logits 8 and 3: p_A = 0.924; u = 0.95 is only passed at B.
+    chain = SamplerChain(SamplingParams(temperature=2.0))
+    assert chain.step(np.array([8.0, 3.0]), [], ScriptedRng(u)).token == token
+
+
 def test_pick_ties_go_to_the_lower_id_first():
     chain = SamplerChain(SamplingParams())
     assert chain.step(np.zeros(2), [], ScriptedRng(0.49)).token == 0

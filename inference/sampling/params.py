@@ -103,7 +103,6 @@ class SamplingParams:
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
     penalty_window: int = 0
-    penalize_prompt: bool = False
     logit_bias: Mapping[int, float] = field(default_factory=dict, hash=False)
     dry_multiplier: float = 0.0
     dry_base: float = 1.75
@@ -141,8 +140,6 @@ class SamplingParams:
                 raise ParamError(name, f"{name} must be an integer {rng} ({off}); got {v!r}")
         if not _is_int(self.mirostat) or self.mirostat not in (0, 2):
             raise ParamError("mirostat", f"mirostat must be 0 (off) or 2 (mirostat v2); got {self.mirostat!r}")
-        if not isinstance(self.penalize_prompt, bool):
-            raise ParamError("penalize_prompt", f"penalize_prompt must be true or false; got {self.penalize_prompt!r}")
         if self.seed is not None and (not _is_int(self.seed) or not 0 <= self.seed <= MAX_SEED):
             raise ParamError("seed", f"seed must be an integer in [0, 2^63-1] or null; got {self.seed!r}")
         set_("logit_bias", _check_logit_bias(self.logit_bias))

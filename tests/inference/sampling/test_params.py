@@ -36,7 +36,7 @@ def test_out_of_range_values_name_the_field_and_its_range(name, value):
 
 @pytest.mark.parametrize("name, value", [
     ("top_k", True), ("top_k", 2.0), ("top_k", "3"), ("temperature", "hot"), ("temperature", True),
-    ("seed", 1.5), ("penalize_prompt", 1), ("logit_bias", [1, 2]), ("sampler_order", "top_k"),
+    ("seed", 1.5), ("logit_bias", [1, 2]), ("sampler_order", "top_k"),
     ("dry_sequence_breakers", "\n"), ("dry_sequence_breakers", [""]), ("mirostat", 2.0),
 ])
 def test_wrong_types_are_invalid_values(name, value):
@@ -92,7 +92,8 @@ def test_field_names_split_a_flat_dict():
     flat = {"temperature": 0.5, "max_tokens": 10, "stop": ["\n"]}
     names = SamplingParams.field_names()
     assert {k for k in flat if k in names} == {"temperature"}
-    assert {"seed", "sampler_order", "dry_sequence_breakers", "penalize_prompt"} <= names
+    assert {"seed", "sampler_order", "dry_sequence_breakers"} <= names
+    assert "penalize_prompt" not in names  # a stopping-loop parameter: the loop builds `history`
 
 
 def test_params_are_frozen():

@@ -100,6 +100,8 @@ def test_stop_keeps_the_partial_output(playground: PlaygroundPage) -> None:
     playground.generate("Once upon a time", temperature=1, top_p=0.95, seed=7, max_tokens=2000)
     expect(page.get_by_role("button", name="Stop")).to_be_enabled(timeout=10_000)
     page.wait_for_function("document.querySelectorAll('#output .token').length >= 5", timeout=60_000)
+    expect(page.locator("#status")).to_have_attribute("data-state", "streaming")  # tokens arrive one by one
+    playground.shot("04-streaming")
     page.get_by_role("button", name="Stop").click()
     done = playground.wait_done()
 
@@ -114,7 +116,7 @@ def test_stop_keeps_the_partial_output(playground: PlaygroundPage) -> None:
     expect(playground.stat("seed")).to_have_text("7")
     expect(page.get_by_role("button", name="Generate")).to_be_enabled()
     expect(page.get_by_role("button", name="Stop")).to_be_disabled()
-    playground.shot("04-stopped")
+    playground.shot("05-stopped")
 
 
 def test_a_server_error_appears_next_to_the_field_it_names(playground: PlaygroundPage) -> None:
@@ -134,7 +136,7 @@ def test_a_server_error_appears_next_to_the_field_it_names(playground: Playgroun
     expect(temperature).to_be_focused()
     assert playground.events("token") == []
     expect(page.get_by_role("button", name="Generate")).to_be_enabled()
-    playground.shot("05-server-error")
+    playground.shot("06-server-error")
 
     # Fixing the value clears the message and the run goes through.
     playground.generate("The capital of France is", temperature=0, max_tokens=2)
@@ -162,14 +164,21 @@ def test_an_html_injection_prompt_shows_as_text(playground: PlaygroundPage) -> N
     assert page.evaluate("window.__injected") is None
     assert_tokens_match_frames(playground)
     assert playground.output_text() == done["text"]
-    playground.shot("06-html-injection")
+    playground.shot("07-html-injection")
 
 
-def test_phone_width_stays_readable(playground: PlaygroundPage) -> None:
+def test_chat_mode_at_phone_width(playground: PlaygroundPage) -> None:
     page = playground.page
     page.set_viewport_size({"width": 390, "height": 844})
-    playground.generate("The capital of France is", temperature=0, max_tokens=6)
+    page.get_by_label("Chat", exact=True).check()
+    playground.generate("What is the capital of France?", temperature=0, max_tokens=6)
     playground.wait_done()
+    started = playground.event("started")
+    assert started["mode"] == "chat"
+    # The chat template's special tokens are shown, and marked as special.
+    specials = [t["text"] for t in started["prompt_tokens"] if t["text"].startswith("<|")]
+    assert "<|im_start|>" in specials
+    assert page.locator("#prompt-tokens li.special").all_text_contents() == specials
     frames = assert_tokens_match_frames(playground)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     playground.tokens.first.click()  # a tap: the inspector docks at the bottom of the screen
@@ -178,6 +187,6 @@ def test_phone_width_stays_readable(playground: PlaygroundPage) -> None:
     box = playground.inspector.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     expect(playground.tokens.first).to_be_in_viewport()
-    page.screenshot(path=str(playground.artifacts / "07-phone.png"))
+    page.screenshot(path=str(playground.artifacts / "08-phone-chat.png"))
     page.get_by_role("button", name="Close alternatives").click()
     expect(playground.inspector).to_be_hidden()

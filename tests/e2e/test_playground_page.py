@@ -138,11 +138,14 @@ def test_a_server_error_appears_next_to_the_field_it_names(playground: Playgroun
     expect(page.get_by_role("button", name="Generate")).to_be_enabled()
     playground.shot("06-server-error")
 
-    # Fixing the value clears the message and the run goes through.
-    playground.generate("The capital of France is", temperature=0, max_tokens=2)
+    # Fixing the value clears the message and the run goes through. The largest seed (2^63 − 1,
+    # beyond a JS number's exact range) travels both ways unchanged.
+    playground.generate("The capital of France is", temperature=0, max_tokens=2, seed=2**63 - 1)
     playground.wait_done()
     expect(error_message).to_be_hidden()
     expect(temperature).not_to_have_attribute("aria-invalid", "true")
+    assert playground.event("started")["seed"] == 2**63 - 1
+    expect(playground.stat("seed")).to_have_text(str(2**63 - 1))
 
 
 def test_an_html_injection_prompt_shows_as_text(playground: PlaygroundPage) -> None:

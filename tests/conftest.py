@@ -13,3 +13,11 @@ from inference.runtime import Runtime, load_runtime
 def real_runtime() -> Runtime:
     """The real SmolLM2 model. The test command builds it first; a missing model is a failure."""
     return load_runtime(default_model_dir(), (CPU,), intra_op_threads=2)
+
+
+@pytest.fixture(scope="session")
+def tiny_runtime() -> Runtime:
+    """A tiny randomly initialised decoder exported the same way as the real one (cached in .models/)."""
+    from inference.build import Progress, build_tiny_model, default_tiny_dir
+
+    return load_runtime(build_tiny_model(default_tiny_dir(), progress=Progress()), (CPU,), intra_op_threads=1)

@@ -1,0 +1,96 @@
+"""The ONNX Runtime engine on a tiny random decoder exported exactly like the real one."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from inference.engine import CPU, CUDA, Decoder, choose_providers
+from inference.model_dir import MODEL_FILE
+
+PROMPT = [0, 504, 3575, 282, 4649, 314]
+
+
+def greedy_ids(state, prompt, steps):
+    logits = state.append_tokens(prompt)
+    out = []
+    for _ in range(steps):
+        token = int(np.argmax(logits[0]))
+        out.append(token)
+        logits = state.append_tokens([token])
+    return out, logits
+
+
+def test_cache_and_full_recompute_give_the_same_logits(tiny_runtime):
+    decoder = tiny_runtime.decoder
+    cached_ids, cached_logits = greedy_ids(decoder.new_state(use_cache=True), PROMPT, 6)
+    full_ids, full_logits = greedy_ids(decoder.new_state(use_cache=False), PROMPT, 6)
+    assert cached_ids == full_ids
+    np.testing.assert_allclose(cached_logits, full_logits, rtol=1e-3, atol=1e-3)
+
+
+def test_logits_shape_and_state_length(tiny_runtime):
+    state = tiny_runtime.decoder.new_state()
+    logits = state.append_tokens(PROMPT)
+    assert logits.shape == (1, tiny_runtime.shape.vocab_size) and logits.dtype == np.float32
+    state.append_tokens([7])
+    assert state.length == len(PROMPT) + 1
+
+
+def test_batch_rows_match_single_runs(tiny_runtime):
+    decoder = tiny_runtime.decoder
+    batch = decoder.new_state(batch_size=2)
+    logits = batch.append_tokens(PROMPT)
+    logits = batch.append_tokens(np.array([[11], [12]]))
+    for row, token in enumerate((11, 12)):
+        single = decoder.new_state()
+        single.append_tokens(PROMPT)
+        np.testing.assert_allclose(logits[row], single.append_tokens([token])[0], rtol=1e-3, atol=1e-3)
+
+
+def test_reorder_moves_each_rows_cache_with_it(tiny_runtime):
+    decoder = tiny_runtime.decoder
+    batch = decoder.new_state(batch_size=2)
+    batch.append_tokens(PROMPT)
+    batch.append_tokens(np.array([[11], [12]]))
+    batch.reorder([1, 1, 0])
+    logits = batch.append_tokens(np.array([[5], [6], [5]]))
+    reference = decoder.new_state()
+    reference.append_tokens(PROMPT + [12])
+    np.testing.assert_allclose(logits[0], reference.append_tokens([5])[0], rtol=1e-3, atol=1e-3)
+    reference = decoder.new_state()
+    reference.append_tokens(PROMPT + [11])
+    np.testing.assert_allclose(logits[2], reference.append_tokens([5])[0], rtol=1e-3, atol=1e-3)
+
+
+def test_context_window_is_enforced(tiny_runtime):
+    state = tiny_runtime.decoder.new_state()
+    window = tiny_runtime.shape.context_window
+    with pytest.raises(ValueError, match="context window"):
+        state.append_tokens(list(range(window + 1)))
+
+
+def test_wrong_batch_shape_is_refused(tiny_runtime):
+    state = tiny_runtime.decoder.new_state(batch_size=2)
+    with pytest.raises(ValueError, match=r"\[2, S>0\]"):
+        state.append_tokens(np.zeros((3, 1), dtype=np.int64))
+
+
+def test_cuda_falls_back_to_cpu_with_a_warning(tiny_runtime, caplog, tmp_path):
+    assert choose_providers([CUDA, CPU])[-1] == CPU
+    with caplog.at_level(logging.WARNING, logger="inference.engine"):
+        from inference.build import default_tiny_dir
+
+        decoder = Decoder(default_tiny_dir() / MODEL_FILE, tiny_runtime.shape, providers=[CUDA, CPU], intra_op_threads=1)
+    assert decoder.provider == CPU
+    assert any("CUDAExecutionProvider" in r.getMessage() for r in caplog.records)
+
+
+def test_a_model_of_another_layout_is_refused(tiny_runtime):
+    from dataclasses import replace
+    from inference.build import default_tiny_dir
+
+    with pytest.raises(ValueError, match="not a text-generation-with-past export"):
+        Decoder(default_tiny_dir() / MODEL_FILE, replace(tiny_runtime.shape, num_layers=40), intra_op_threads=1)

@@ -90,8 +90,8 @@ class LoopParams:
             )
         if self.max_tokens > room:
             raise ParamError(
-                "params.max_tokens",
-                f"params.max_tokens must be between 1 and {room} for this {prompt_tokens}-token prompt "
+                "max_tokens",
+                f"max_tokens must be between 1 and {room} for this {prompt_tokens}-token prompt "
                 f"(context window {context_window}), got {self.max_tokens}",
                 code="prompt_too_long",
             )

@@ -160,6 +160,14 @@ def _reject_unknown(message: Mapping[str, Any], known: frozenset[str]) -> None:
 # Server → client events.
 
 
+def param_error_event(error: ParamError, request_id: str | None) -> dict[str, Any]:
+    """A parameter error found by the inference side; fields of ``params`` are named as such."""
+    field_name = error.param.split(".")[0]
+    if field_name in SamplingParams.field_names() | LoopParams.field_names():
+        error = error.prefixed("params.")
+    return error_event(error.code, error.message, error.param, request_id)
+
+
 def error_event(code: str, message: str, param: str | None = None, request_id: str | None = None) -> dict[str, Any]:
     event: dict[str, Any] = {"type": "error", "error": {"code": code, "message": message, "param": param}}
     if request_id is not None:

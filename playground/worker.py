@@ -106,27 +106,45 @@ class InferenceWorker(AsyncConsumer):
 
 
 def _decode(job: Job, emit: Any) -> None:
-    """Runs one request on the decode thread, emitting websocket events; never raises."""
+    """Runs one request on the decode thread, emitting websocket events; never raises.
+
+    Every event also goes to the run's recorder, which saves the run when it ends (finished,
+    cancelled, or failed after it started) and puts the run's id into ``done``.
+    """
+    from playground.runs.recording import RunRecorder  # the app registry is ready by now
+
     request_id = job.request_id
+    recorder = RunRecorder(request_id, job.request_data)
+
+    def record(event: dict[str, Any]) -> None:
+        recorder.observe(event)
+        emit(event)
+
+    def failed(event: dict[str, Any]) -> dict[str, Any]:
+        recorder.fail(event)  # saves what a run that failed midway had generated
+        return event
+
     try:
         model = runtime()
         request = protocol.request_from_dict(job.request_data)
         for item in generation.run(model, request, job.cancelled.is_set):
             if isinstance(item, generation.Started):
-                emit(protocol.started_event(request_id, item, model.codec, model.info))
+                record(protocol.started_event(request_id, item, model.codec, model.info))
             elif isinstance(item, generation.TokenStep):
-                emit(protocol.token_event(request_id, item, model.codec))
+                record(protocol.token_event(request_id, item, model.codec))
             elif isinstance(item, BeamStep):
-                emit(protocol.beam_step_event(request_id, item, model.codec))
+                record(protocol.beam_step_event(request_id, item, model.codec))
             else:
-                emit(protocol.done_event(request_id, item))
+                emit(recorder.finish(protocol.done_event(request_id, item)))
     except ParamError as error:
-        emit(protocol.error_event(error.code, error.message, error.param, request_id))
+        emit(failed(protocol.error_event(error.code, error.message, error.param, request_id)))
     except protocol.ProtocolError as error:
-        emit(error.to_event() | {"request_id": request_id})
+        emit(failed(error.to_event() | {"request_id": request_id}))
     except Exception as error:  # noqa: BLE001 — the client must hear about it, and the worker must go on
         log.exception("generation %s failed", request_id)
-        emit(protocol.error_event("generation_failed", f"the model failed during this run: {error}", None, request_id))
+        emit(failed(protocol.error_event(
+            "generation_failed", f"the model failed during this run: {error}", None, request_id
+        )))
     finally:
         emit(_END)
 

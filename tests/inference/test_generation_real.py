@@ -151,7 +151,7 @@ def test_prompt_too_long_is_refused_naming_the_field(real_runtime):
     generation = Generation(real_runtime, greedy("word " * 10, max_tokens=window))
     with pytest.raises(ParamError) as raised:
         generation.start()
-    assert raised.value.code == "prompt_too_long" and raised.value.param == "params.max_tokens"
+    assert raised.value.code == "prompt_too_long" and raised.value.param == "max_tokens"
 
 
 def test_n_samples_run_as_one_batch_each_seeded_seed_plus_i(real_runtime):

@@ -237,3 +237,50 @@ async def test_sampling_and_beams_together_is_refused():
         "invalid_value", "params.num_beams",
     )
     await communicator.disconnect()
+
+
+EVERY_STAGE = {
+    "logit_bias": {"7042": -5}, "repetition_penalty": 1.1, "frequency_penalty": 0.2, "presence_penalty": 0.2,
+    "penalty_window": 64, "dry_multiplier": 0.8, "no_repeat_ngram_size": 3, "top_n_sigma": 3.0,
+    "temperature": 0.9, "dynatemp_range": 0.3, "top_k": 40, "top_p": 0.95, "min_p": 0.02, "typical_p": 0.98,
+    "epsilon_cutoff": 0.0003, "eta_cutoff": 0.0009, "xtc_probability": 0.3, "xtc_threshold": 0.1,
+    "mirostat": 2, "seed": 5, "max_tokens": 6,
+}
+
+
+async def test_every_stage_on_streams_a_trace_of_each_stage():
+    communicator = await connect()
+    await communicator.send_json_to({"type": "generate", "request_id": "all", "prompt": "The capital of France is", "params": EVERY_STAGE})
+    events = await events_until_end(communicator, "all")
+    started, tokens = events[0], [e for e in events if e["type"] == "token"]
+    assert events[-1]["type"] == "done", events[-1]
+    assert started["params"]["logit_bias"] == {"7042": -5.0} or started["params"]["logit_bias"] == {"7042": -5}
+    names = [s["name"] for s in tokens[0]["stages"]]
+    assert names[:3] == ["logit_bias", "repetition_penalty", "frequency_penalty"]
+    assert "top_k" in names and "mirostat" in names
+    kept = [s["kept"] for s in tokens[0]["stages"]]
+    assert kept[names.index("top_k")] <= 40
+    assert all(0 <= t["prob"] <= 1 and t["draw"] is not None for t in tokens)
+    for alternative in tokens[0]["alternatives"]:
+        assert (alternative["prob"] == 0) == (alternative["removed_by"] is not None)
+    await communicator.disconnect()
+
+
+@pytest.mark.parametrize("params, param", [
+    ({"sampler_order": ["temperature", "warp_drive"]}, "params.sampler_order"),
+    ({"dry_multiplier": -1}, "params.dry_multiplier"),
+    ({"mirostat": 1}, "params.mirostat"),
+    ({"logit_bias": {"12": 500}}, "params.logit_bias.12"),
+    ({"logit_bias": {"999999": 1}}, "params.logit_bias.999999"),
+    ({"stop": ["x" * 65]}, "params.stop.0"),
+    ({"n": 9}, "params.n"),
+    ({"length_penalty": 9}, "params.length_penalty"),
+    ({"min_tokens": 10, "max_tokens": 5}, "params.min_tokens"),
+])
+async def test_every_parameter_is_validated_by_name(params, param):
+    communicator = await connect()
+    await communicator.send_json_to({"type": "generate", "request_id": "v", "prompt": "hi", "params": params})
+    event = (await events_until_end(communicator, "v"))[-1]
+    assert event["type"] == "error" and event["error"]["param"] == param, event
+    assert event["error"]["code"] == "invalid_value"
+    await communicator.disconnect()

@@ -35,8 +35,13 @@ TEMPLATES = [
     }
 ]
 
+# SQLite in the state directory by default; PostgreSQL when DATABASE_URL says so
+# (postgres://user:password@host:port/name, see playground/runs/database_url.py).
+from playground.runs.database_url import database_from_env  # noqa: E402
+
 DATABASES = {
-    "default": {
+    "default": database_from_env(os.environ)
+    or {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": STATE_DIR / "playground.sqlite3",
     }

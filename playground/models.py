@@ -1,0 +1,89 @@
+"""Saved runs: one row per run, everything needed to show it again and to reproduce it.
+
+Per-token data (each token's alternatives, stage counts, entropy and draw) lives compactly in one
+JSON column, ``tokens``, as rows in the field order of ``TOKEN_FIELDS`` (see
+``playground.runs.schema`` for the expanded, documented export). Ids are random and unguessable;
+nothing lists all runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.db import models
+from django.utils import timezone
+
+RUN_ID_BYTES = 16  # 128 random bits → 22 URL-safe characters
+RUN_ID_PATTERN = r"[A-Za-z0-9_-]{16,43}"
+
+
+def new_run_id() -> str:
+    return secrets.token_urlsafe(RUN_ID_BYTES)
+
+
+def new_delete_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def hash_delete_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        COMPLETE = "complete"  # ended by eos, a stop string or max_tokens
+        CANCELLED = "cancelled"  # stopped by the user or by the browser closing
+        FAILED = "failed"  # the model failed after the run started
+
+    class Source(models.TextChoices):
+        LIVE = "live"  # recorded by the inference worker
+        IMPORTED = "imported"  # created from an export file
+
+    id = models.CharField(primary_key=True, max_length=43, default=new_run_id, editable=False)
+    delete_token_hash = models.CharField(max_length=64, help_text="sha256 of the delete token given once in done")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.LIVE)
+    imported_from = models.CharField(max_length=43, blank=True, default="", help_text="the export's own run id")
+
+    # What was asked.
+    prompt = models.TextField()
+    mode = models.CharField(max_length=16)
+    system = models.TextField(null=True, blank=True)
+    prompt_tokens = models.JSONField(help_text="[[id, text], …]: the exact sequence fed to the model")
+    params = models.JSONField(help_text="the normalized parameters, defaults filled in")
+    seed = models.PositiveBigIntegerField(help_text="0 … 2^63−1")
+    top_n = models.PositiveSmallIntegerField()
+    use_cache = models.BooleanField(default=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="branches")
+    branch_index = models.PositiveIntegerField(null=True, blank=True, help_text="position in the parent where this branch starts")
+
+    # The model it ran on.
+    model_name = models.CharField(max_length=200)
+    manifest_sha256 = models.CharField(max_length=64)
+    onnxruntime_version = models.CharField(max_length=40)
+    execution_provider = models.CharField(max_length=80)
+    context_window = models.PositiveIntegerField(null=True, blank=True)
+
+    # What came out.
+    reason = models.CharField(max_length=16, blank=True, default="", help_text="eos, stop, max_tokens, cancelled; empty when failed")
+    stop_string = models.TextField(null=True, blank=True)
+    text = models.TextField(blank=True, default="")
+    tail = models.TextField(blank=True, default="")
+    tokens = models.JSONField(default=list, help_text="one row per generated token, fields as TOKEN_FIELDS")
+    beam_steps = models.JSONField(default=list)
+    samples = models.JSONField(default=list)
+    beams = models.JSONField(default=list)
+    usage = models.JSONField(default=dict)
+    timing = models.JSONField(default=dict)
+    error = models.JSONField(null=True, blank=True, help_text="the error event's error object, when failed")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"run {self.id} ({self.status})"
+
+    def check_delete_token(self, token: str) -> bool:
+        return secrets.compare_digest(self.delete_token_hash, hash_delete_token(token))

@@ -1,0 +1,126 @@
+"""Records one request's events on the decode thread and saves the run when it ends.
+
+The worker hands every event it emits to a ``RunRecorder``. When the run finishes (``done``, any
+reason) or fails after it started, the recorder saves it in one transaction and adds ``run_id``
+and ``delete_token`` to the ``done`` event before it goes out. Saving never breaks streaming: a
+database error is logged and the ``done`` event carries ``save_error`` instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import connections, router, transaction
+
+from playground.models import Run, hash_delete_token, new_delete_token
+from playground.runs.schema import compact_token
+
+log = logging.getLogger(__name__)
+
+
+class RunRecorder:
+    def __init__(self, request_id: str, request_data: dict[str, Any]) -> None:
+        self.request_id = request_id
+        self.request_data = request_data  # the prompt and system text: ``started`` has only tokens
+        self.started: dict[str, Any] | None = None
+        self.tokens: list[list[Any]] = []
+        self.beam_steps: list[dict[str, Any]] = []
+        self.broken: Exception | None = None  # set when an event could not be recorded
+
+    def observe(self, event: dict[str, Any]) -> None:
+        """Keeps what a ``started``, ``token`` or ``beam_step`` event says about the run."""
+        try:
+            kind = event["type"]
+            if kind == "started":
+                self.started = event
+            elif kind == "token":
+                self.tokens.append(compact_token(event))
+            elif kind == "beam_step":
+                self.beam_steps.append({k: v for k, v in event.items() if k not in ("type", "request_id")})
+        except Exception as error:  # noqa: BLE001 — recording must never stop the stream
+            log.exception("could not record a %s event of request %s", event.get("type"), self.request_id)
+            self.broken = self.broken or error
+
+    def finish(self, done: dict[str, Any]) -> dict[str, Any]:
+        """Saves the finished run; returns the ``done`` event to emit, with ``run_id`` or ``save_error``."""
+        status = Run.Status.CANCELLED if done["reason"] == "cancelled" else Run.Status.COMPLETE
+        result = {
+            "reason": done["reason"], "stop_string": done.get("stop_string"), "text": done["text"],
+            "tail": done.get("tail", ""), "usage": done.get("usage", {}), "timing": done.get("timing", {}),
+            "samples": done.get("samples", []), "beams": done.get("beams", []), "error": None,
+        }
+        try:
+            run_id, delete_token = self._save(status, result)
+        except Exception as error:  # noqa: BLE001 — the stream must end normally whatever the database does
+            log.exception("could not save run of request %s", self.request_id)
+            return done | {"run_id": None, "save_error": f"the run could not be saved: {type(error).__name__}"}
+        return done | {"run_id": run_id, "delete_token": delete_token}
+
+    def fail(self, error_event: dict[str, Any]) -> str | None:
+        """Saves a run that failed after it started, with what it generated; returns its id."""
+        if self.started is None:
+            return None
+        result = {
+            "reason": "", "stop_string": None, "text": "".join(row[4] for row in self.tokens if row[0] == 0),
+            "tail": "", "usage": {}, "timing": {}, "samples": [], "beams": [], "error": error_event.get("error"),
+        }
+        try:
+            return self._save(Run.Status.FAILED, result)[0]
+        except Exception:  # noqa: BLE001
+            log.exception("could not save failed run of request %s", self.request_id)
+            return None
+
+    def _save(self, status: str, result: dict[str, Any]) -> tuple[str, str]:
+        if self.broken is not None:
+            raise RuntimeError(f"an event could not be recorded: {self.broken}") from self.broken
+        if self.started is None:
+            raise RuntimeError("the run never started")
+        started = self.started
+        model = started["model"]
+        delete_token = new_delete_token()
+        run = Run(
+            delete_token_hash=hash_delete_token(delete_token),
+            status=status,
+            source=Run.Source.LIVE,
+            prompt=self.request_data["prompt"],
+            mode=started["mode"],
+            system=self.request_data.get("system"),
+            prompt_tokens=[[t["id"], t["text"]] for t in started["prompt_tokens"]],
+            params=started["params"],
+            seed=started["seed"],
+            top_n=started["top_n"],
+            use_cache=started.get("use_cache", True),
+            model_name=model["name"],
+            manifest_sha256=model["manifest_sha256"],
+            onnxruntime_version=model["onnxruntime_version"],
+            execution_provider=model["execution_provider"],
+            context_window=model.get("context_window"),
+            reason=result["reason"],
+            stop_string=result["stop_string"],
+            text=result["text"],
+            tail=result["tail"],
+            usage=result["usage"],
+            timing=result["timing"],
+            samples=result["samples"],
+            beams=result["beams"],
+            error=result["error"],
+            tokens=self.tokens,
+            beam_steps=self.beam_steps,
+        )
+        db = router.db_for_write(Run)
+        _drop_if_stale(db)  # the decode thread is long-lived: its connection may have gone stale
+        try:
+            with transaction.atomic(using=db):
+                run.save(force_insert=True, using=db)
+        finally:
+            _drop_if_stale(db)
+        return run.id, delete_token
+
+
+def _drop_if_stale(db: str) -> None:
+    """Closes this thread's connection if it is broken or past CONN_MAX_AGE (as Django does
+    around each request); never inside a transaction."""
+    connection = connections[db]
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()

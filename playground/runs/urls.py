@@ -1,0 +1,19 @@
+"""Routes of saved runs (docs/runs.md). The id patterns are loose on purpose: the views answer a
+malformed id with a 404 that says what is wrong with it."""
+
+from django.urls import path, re_path
+
+from playground.runs import views
+
+app_name = "runs"
+
+urlpatterns = [
+    re_path(r"^r/(?P<run_id>[^/]+)\.json$", views.run_json, name="run_json"),
+    re_path(r"^r/(?P<run_id>[^/]+)$", views.run_page, name="run"),
+    re_path(r"^compare/(?P<ids>[^/]+)\.json$", views.compare_json, name="compare_json"),
+    re_path(r"^compare/(?P<ids>[^/]+)$", views.compare_page, name="compare"),
+    path("history", views.history_page, name="history"),
+    path("api/runs/summaries", views.summaries, name="summaries"),
+    path("api/runs/import", views.import_runs, name="import"),
+    re_path(r"^api/runs/(?P<run_id>[^/]+)/delete$", views.delete, name="delete"),
+]

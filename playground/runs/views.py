@@ -1,0 +1,274 @@
+"""Permalink, comparison and history pages, and the JSON endpoints behind them (docs/runs.md).
+
+Every JSON error has the websocket API's shape, ``{"error": {"code", "message", "param"}}``,
+with ``param`` naming the bad part of the request. Nothing here lists runs: a run is reached only
+by its id, and the history endpoint answers only for ids the browser already holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db import router, transaction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from playground.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
+from playground.runs import schema
+from playground.runs.compare import compare
+
+RUN_ID = re.compile(rf"^{RUN_ID_PATTERN}$")
+MAX_IMPORT_BYTES = 32 * 1024 * 1024
+MAX_SUMMARY_IDS = 500
+# Pages load only their own scripts; the websocket for Replay is same-origin.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+
+
+class NotFound(Exception):
+    def __init__(self, message: str, param: str | None = "id", code: str = "not_found") -> None:
+        super().__init__(message)
+        self.message, self.param, self.code = message, param, code
+
+
+def error_json(status: int, code: str, message: str, param: str | None = None, **extra: Any) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message, "param": param, **extra}}, status=status)
+
+
+def _page(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    response = render(request, template, context, status=status)
+    response["Content-Security-Policy"] = CSP
+    return response
+
+
+def _not_found_page(request: HttpRequest, error: NotFound) -> HttpResponse:
+    return _page(request, "runs/not_found.html", {"message": error.message}, status=404)
+
+
+def get_run(run_id: str, param: str = "id") -> Run:
+    if not RUN_ID.match(run_id):
+        raise NotFound(f"{run_id!r} is not a run id (16–43 characters of A–Z a–z 0–9 _ -)", param, "invalid_id")
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"no saved run has the id {run_id!r}", param)
+    return run
+
+
+def get_runs(ids: str) -> list[Run]:
+    """``a,b[,c[,d]]`` → those runs, in that order."""
+    parts = ids.split(",")
+    if not 2 <= len(parts) <= schema.MAX_COMPARED:
+        raise NotFound(f"a comparison takes 2 to {schema.MAX_COMPARED} run ids separated by commas, got {len(parts)}",
+                       "ids", "invalid_id")
+    return [get_run(part, f"ids[{i}]") for i, part in enumerate(parts)]
+
+
+def playground_query(run: Run) -> str:
+    """The playground's address with this run's prompt and settings (see docs/runs.md)."""
+    query: dict[str, str] = {"prompt": run.prompt, "mode": run.mode}
+    if run.system is not None:
+        query["system"] = run.system
+    query["top_n"] = str(run.top_n)
+    query["use_cache"] = "1" if run.use_cache else "0"
+    for key, value in run.params.items():
+        query[key] = json.dumps(value, ensure_ascii=False)
+    return f"{reverse('index')}?{urlencode(query)}"
+
+
+# Pages.
+
+
+@require_GET
+def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
+    try:
+        run = get_run(run_id)
+    except NotFound as error:
+        return _not_found_page(request, error)
+    data = schema.run_to_dict(run)
+    return _page(request, "runs/run.html", {
+        "run": run, "data": data, "seed": str(int(run.seed)),
+        "playground_url": playground_query(run),
+        "params": sorted(run.params.items()),
+        "completion_tokens": sum(1 for row in run.tokens if row[0] == 0),
+    })
+
+
+@require_GET
+def compare_page(request: HttpRequest, ids: str) -> HttpResponse:
+    try:
+        runs = get_runs(ids)
+    except NotFound as error:
+        return _not_found_page(request, error)
+    comparison = compare(runs)
+    for position in comparison["positions"]:
+        position["cells"] = [
+            {"token": token, "prob": _percent(token["prob"]) if token else None, "tv": _range(tv)}
+            for token, tv in zip(position["tokens"], position["divergence"])
+        ]
+    return _page(request, "runs/compare.html", {
+        "runs": runs, "comparison": comparison, "ids": ids,
+        "run_data": [schema.run_to_dict(r) for r in runs],
+    })
+
+
+def _percent(p: float) -> str:
+    return "0%" if p == 0 else "<0.01%" if p < 0.00005 else f"{p * 100:.2f}%"
+
+
+def _range(tv: dict[str, float] | None) -> str | None:
+    if tv is None:
+        return None
+    return f"{tv['lower']:.3f}" if tv["upper"] - tv["lower"] < 0.0005 else f"{tv['lower']:.3f}–{tv['upper']:.3f}"
+
+
+@require_GET
+def history_page(request: HttpRequest) -> HttpResponse:
+    return _page(request, "runs/history.html", {})
+
+
+# JSON.
+
+
+@require_GET
+def run_json(request: HttpRequest, run_id: str) -> JsonResponse:
+    try:
+        run = get_run(run_id)
+    except NotFound as error:
+        return error_json(404, error.code, error.message, error.param)
+    return JsonResponse(schema.run_export(run), json_dumps_params={"ensure_ascii": False})
+
+
+@require_GET
+def compare_json(request: HttpRequest, ids: str) -> JsonResponse:
+    try:
+        runs = get_runs(ids)
+    except NotFound as error:
+        return error_json(404, error.code, error.message, error.param)
+    return JsonResponse(schema.comparison_export(runs, compare(runs)), json_dumps_params={"ensure_ascii": False})
+
+
+def _json_body(request: HttpRequest, limit: int) -> Any:
+    """The request's JSON body; raises ``BadRequest`` naming the problem."""
+    content_type = request.content_type or ""
+    if content_type != "application/json":
+        raise BadRequest(415, "unsupported_media_type", f"send the body as application/json, got {content_type or 'none'!r}")
+    body = request.read(limit + 1)
+    if len(body) > limit:
+        raise BadRequest(413, "too_large", f"the body is larger than {limit // (1024 * 1024)} MB")
+    try:
+        return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise BadRequest(400, "invalid_json", f"the body is not valid JSON: {error}") from None
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, code: str, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.param = status, code, message, param
+
+    def response(self) -> JsonResponse:
+        return error_json(self.status, self.code, self.message, self.param)
+
+
+# JSON-only POST endpoints: a cross-site form cannot send application/json without a CORS
+# preflight this server never grants, so they need no CSRF cookie (and scripts can call them).
+
+
+@csrf_exempt
+@require_POST
+def summaries(request: HttpRequest) -> JsonResponse:
+    """``{"ids": [...], "q": "text"}`` → summaries of those runs whose prompt contains ``q``."""
+    try:
+        body = _json_body(request, 1024 * 1024)
+        if not isinstance(body, dict) or set(body) - {"ids", "q"}:
+            extra = sorted(set(body) - {"ids", "q"}) if isinstance(body, dict) else None
+            raise BadRequest(400, "invalid_value", "the body must be an object with \"ids\" and optional \"q\"",
+                             extra[0] if extra else None)
+        ids = body.get("ids")
+        if not isinstance(ids, list) or len(ids) > MAX_SUMMARY_IDS or not all(isinstance(i, str) for i in ids):
+            raise BadRequest(400, "invalid_value", f"ids must be an array of at most {MAX_SUMMARY_IDS} strings", "ids")
+        query = body.get("q", "")
+        if not isinstance(query, str) or len(query) > 1000:
+            raise BadRequest(400, "invalid_value", "q must be a string of at most 1000 characters", "q")
+    except BadRequest as error:
+        return error.response()
+    valid = [i for i in ids if RUN_ID.match(i)]
+    runs = Run.objects.filter(pk__in=valid).defer("tokens", "beam_steps", "samples", "beams")
+    if query:
+        runs = runs.filter(prompt__icontains=query)
+    found = {r.id: r for r in runs}
+    matched_ids = set(Run.objects.filter(pk__in=valid).values_list("pk", flat=True)) if query else set(found)
+    return JsonResponse({
+        "runs": [_summary(found[i]) for i in ids if i in found],
+        "missing": [i for i in ids if i not in matched_ids],
+    })
+
+
+def _summary(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id, "created_at": run.created_at.isoformat(), "status": run.status, "source": run.source,
+        "prompt": run.prompt[:300], "mode": run.mode, "reason": run.reason or None, "text": run.text[:300],
+        "seed": int(run.seed), "params": run.params, "completion_tokens": run.usage.get("completion_tokens"),
+        "model": run.model_name, "url": reverse("runs:run", args=[run.id]),
+    }
+
+
+@csrf_exempt
+@require_POST
+def delete(request: HttpRequest, run_id: str) -> HttpResponse:
+    """``{"delete_token": "…"}``, the token the run's ``done`` event (or its import) gave once."""
+    try:
+        body = _json_body(request, 4096)
+        token = body.get("delete_token") if isinstance(body, dict) else None
+        if not isinstance(token, str) or not token:
+            raise BadRequest(400, "missing_field", "delete_token is required", "delete_token")
+        run = get_run(run_id)
+    except BadRequest as error:
+        return error.response()
+    except NotFound as error:
+        return error_json(404, error.code, error.message, error.param)
+    if not run.check_delete_token(token):
+        return error_json(403, "forbidden", "this delete_token does not belong to this run", "delete_token")
+    run.delete()
+    return HttpResponse(status=204)
+
+
+@csrf_exempt
+@require_POST
+def import_runs(request: HttpRequest) -> JsonResponse:
+    """An exported run or comparison → new runs with new ids; existing runs are never touched."""
+    try:
+        data = _json_body(request, MAX_IMPORT_BYTES)
+        records = schema.parse_export(data)
+    except BadRequest as error:
+        return error.response()
+    except schema.SchemaError as error:
+        return error_json(400, "invalid_export", error.message, error.field)
+    created = []
+    db = router.db_for_write(Run)
+    with transaction.atomic(using=db):
+        for record in records:
+            token = new_delete_token()
+            parent = Run.objects.using(db).filter(pk=record.parent_run).first() if record.parent_run else None
+            run = Run(
+                **record.fields, parent=parent, source=Run.Source.IMPORTED, imported_from=record.original_id or "",
+                delete_token_hash=hash_delete_token(token),
+            )
+            run.save(force_insert=True, using=db)
+            created.append({"id": run.id, "delete_token": token, "url": reverse("runs:run", args=[run.id])})
+    result: dict[str, Any] = {"runs": created}
+    if len(created) > 1:
+        result["compare_url"] = reverse("runs:compare", args=[",".join(c["id"] for c in created)])
+    return JsonResponse(result, status=201)

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterator, Literal
 import numpy as np
 
 from inference.beam import BeamSearch, BeamStep, Hypothesis
+from inference.errors import ParamError
 from inference.loop_params import LoopParams
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
@@ -45,6 +46,7 @@ class GenerationRequest:
     loop: LoopParams = field(default_factory=LoopParams)
     top_n: int = 5
     use_cache: bool = True
+    prefix_tokens: tuple[int, ...] = ()  # forced as the first generated tokens (a branch's path)
 
     def with_seed(self) -> "GenerationRequest":
         """The same request with a seed: the client's, or one drawn now so the run can be replayed."""
@@ -74,6 +76,7 @@ class TokenStep:
     text: str  # the output text this token releases; may be empty
     trace: StepTrace
     elapsed_ms: float
+    forced: bool = False  # taken from the request's prefix_tokens, not picked
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,7 @@ class _Sample:
         self.index = index
         self.codec = runtime.codec
         self.loop = request.loop
+        self.prefix = request.prefix_tokens
         seed = int(request.sampling.seed) + index  # type: ignore[arg-type]
         self.chain = SamplerChain(replace(request.sampling, seed=seed), token_texts=runtime.codec.token_texts())
         self.rng = np.random.default_rng(seed)
@@ -127,16 +131,20 @@ class _Sample:
         self.tail = ""
 
     def pick(self, logits: np.ndarray, prompt_ids: list[int], top_n: int) -> tuple[int, str, StepTrace]:
-        """Chooses this sample's next token from its logits [V] and returns what it releases."""
-        position = len(self.generated)
-        if position < self.loop.min_tokens:
+        """Chooses this sample's next token from its logits [V] and returns what it releases.
+
+        While the prefix lasts the token is the prefix's, traced at its real position; after it,
+        ``max_tokens`` and ``min_tokens`` count the new tokens only."""
+        position = len(self.generated) - len(self.prefix)  # < 0 inside the prefix
+        forced = self.prefix[len(self.generated)] if position < 0 else None
+        if forced is None and position < self.loop.min_tokens:
             logits = self._without_eos(logits)
         history = prompt_ids + self.generated if self.loop.penalize_prompt else self.generated
-        trace = self.chain.step(logits, history, self.rng, top_n=top_n)
+        trace = self.chain.step(logits, history, self.rng, top_n=top_n, force=forced)
         token = int(trace.token)  # type: ignore[arg-type]
         self.generated.append(token)
         text = self._release(token, position)
-        if self.reason is None and len(self.generated) >= self.loop.max_tokens:
+        if self.reason is None and position + 1 >= self.loop.max_tokens:
             self.reason = "max_tokens"
             text += self._flush()
         self.texts.append(text)
@@ -207,7 +215,10 @@ class Generation:
         """Encodes the prompt, checks it fits, and runs the prefill."""
         self._started_at = time.perf_counter()
         self.prompt_ids = self.runtime.codec.encode(self.request.prompt, self.request.mode, self.request.system)
-        self.request.loop.check_context(len(self.prompt_ids), self.runtime.shape.context_window)
+        _check_prefix(self.request.prefix_tokens, self.runtime.shape.vocab_size)
+        self.request.loop.check_context(
+            len(self.prompt_ids) + len(self.request.prefix_tokens), self.runtime.shape.context_window
+        )
         self.request.sampling.validate_for_vocab(self.runtime.shape.vocab_size)
         self._logits = self._state.append_tokens(self.prompt_ids)
         return Started(self.request, self.prompt_ids)
@@ -240,7 +251,10 @@ class Generation:
         self._steps += 1
         elapsed = (now - began) * 1000.0
         return [
-            TokenStep(sample.index, len(sample.generated) - 1, token, text, trace, elapsed)
+            TokenStep(
+                sample.index, len(sample.generated) - 1, token, text, trace, elapsed,
+                forced=len(sample.generated) <= len(sample.prefix),
+            )
             for sample, token, text, trace in picked
         ]
 
@@ -288,9 +302,11 @@ def run_beam_search(
     started_at = time.perf_counter()
     request = request.with_seed()
     loop = request.loop
+    _check_prefix(request.prefix_tokens, runtime.shape.vocab_size)
     prompt_ids = runtime.codec.encode(request.prompt, request.mode, request.system)
-    loop.check_context(len(prompt_ids), runtime.shape.context_window)
-    search = BeamSearch(runtime, prompt_ids, loop.num_beams, loop.length_penalty, loop.max_tokens,
+    loop.check_context(len(prompt_ids) + len(request.prefix_tokens), runtime.shape.context_window)
+    # Beam search starts after the prefix: its hypotheses hold the tokens it chose.
+    search = BeamSearch(runtime, prompt_ids + list(request.prefix_tokens), loop.num_beams, loop.length_penalty, loop.max_tokens,
                         loop.ignore_eos, request.use_cache)
     yield Started(request, prompt_ids)
     first_at = last_at = None
@@ -321,3 +337,9 @@ def run_beam_search(
         total_ms=(time.perf_counter() - started_at) * 1000.0,
         beams=hypotheses,
     )
+
+
+def _check_prefix(prefix: tuple[int, ...], vocab_size: int) -> None:
+    for i, token in enumerate(prefix):
+        if not 0 <= token < vocab_size:
+            raise ParamError(f"prefix_tokens.{i}", f"prefix_tokens.{i} must be a token id from 0 to {vocab_size - 1}, got {token}")

@@ -24,6 +24,7 @@ from typing import Literal
 from tokenizers import Tokenizer
 
 Mode = Literal["completion", "chat"]
+EncodeMode = Literal["completion", "chat", "plain"]  # plain: the text alone, nothing added
 
 DOCUMENT_START = "<|endoftext|>"
 DEFAULT_SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
@@ -79,9 +80,14 @@ class TextCodec:
     def from_file(cls, path: Path, eos_ids: frozenset[int]) -> "TextCodec":
         return cls(Tokenizer.from_file(str(path)), eos_ids)
 
-    def encode(self, prompt: str, mode: Mode, system: str | None = None) -> list[int]:
-        """The exact ids fed to the model for this prompt; special tokens in chat markup are kept."""
-        text = chat_prompt(prompt, system) if mode == "chat" else DOCUMENT_START + prompt
+    def encode(self, prompt: str, mode: EncodeMode, system: str | None = None) -> list[int]:
+        """The exact ids fed to the model for this prompt (``plain``: the text's own tokens only)."""
+        if mode == "chat":
+            text = chat_prompt(prompt, system)
+        elif mode == "completion":
+            text = DOCUMENT_START + prompt
+        else:
+            text = prompt
         return self._tokenizer.encode(text, add_special_tokens=False).ids
 
     def token_id(self, token: str) -> int | None:

@@ -38,12 +38,12 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         except protocol.ProtocolError as error:
             await self._send(error.to_event())
             return
-        if isinstance(command, protocol.Generate):
-            await self._generate(command)
-        else:
+        if isinstance(command, protocol.Cancel):
             await self._cancel_requested(command.request_id)
+        else:
+            await self._submit(command, text_data)
 
-    async def _generate(self, command: protocol.Generate) -> None:
+    async def _submit(self, command: protocol.Job, frame: str) -> None:
         if command.request_id in self.requests:
             await self._send(protocol.error_event(
                 "duplicate_request", f"request {command.request_id!r} is still running", "request_id", command.request_id
@@ -56,12 +56,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             ))
             return
         self.requests[command.request_id] = None
-        await self.channel_layer.send(INFERENCE_CHANNEL, {
-            "type": "inference.generate",
-            "reply_channel": self.channel_name,
-            "request_id": command.request_id,
-            "request": protocol.request_to_dict(command.request),
-        })
+        await self.channel_layer.send(INFERENCE_CHANNEL, protocol.job_message(frame, command, self.channel_name))
 
     async def _cancel_requested(self, request_id: str) -> None:
         if request_id not in self.requests:

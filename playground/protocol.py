@@ -15,15 +15,21 @@ from inference.errors import ParamError
 from inference.beam import BeamStep, Proposal
 from inference.generation import Finished, GenerationRequest, Started, TokenStep
 from inference.runtime import ModelInfo
-from inference.sampling import SamplingParams
 from inference.loop_params import LoopParams
+from inference.sampling import SamplingParams
 from inference.text import TextCodec
+from inference.whatif import Variant
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9_\-.:]{1,64}$")
 PROMPT_CHARACTERS = (1, 20_000)
 TOP_N = (1, 20)
-GENERATE_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "params", "top_n", "use_cache"})
+GENERATE_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "params", "top_n", "use_cache", "prefix_tokens"})
 CANCEL_KEYS = frozenset({"type", "request_id"})
+TOKENIZE_KEYS = frozenset({"type", "request_id", "text", "mode", "system"})
+INSPECT_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "prefix_tokens", "params", "variants", "top_n"})
+MAX_PREFIX_TOKENS = 8192
+MAX_VARIANTS = 8
+INSPECT_TOP_N = (1, 50)
 
 
 class ProtocolError(Exception):
@@ -51,7 +57,33 @@ class Cancel:
     request_id: str
 
 
-def parse_client_frame(text: str) -> Generate | Cancel:
+@dataclass(frozen=True)
+class Tokenize:
+    """Encode text exactly as ``generate`` would (``completion``/``chat``) or alone (``plain``)."""
+
+    request_id: str
+    text: str
+    mode: str
+    system: str | None
+
+
+@dataclass(frozen=True)
+class Inspect:
+    """The chain's view of one position under one or more settings, from the real logits."""
+
+    request_id: str
+    prompt: str
+    mode: str
+    system: str | None
+    prefix_tokens: tuple[int, ...]
+    variants: tuple[tuple[SamplingParams, LoopParams], ...]
+    top_n: int
+
+
+Job = Generate | Tokenize | Inspect
+
+
+def parse_client_frame(text: str) -> Job | Cancel:
     try:
         message = json.loads(text, parse_constant=_reject_constant)
     except (json.JSONDecodeError, RecursionError) as error:
@@ -67,11 +99,15 @@ def parse_client_frame(text: str) -> Generate | Cancel:
         if kind == "cancel":
             _reject_unknown(message, CANCEL_KEYS)
             return Cancel(_request_id(message))
+        if kind == "tokenize":
+            return parse_tokenize(_request_id(message), message)
+        if kind == "inspect":
+            return parse_inspect(_request_id(message), message)
     except ProtocolError as error:
         error.request_id = known_id
         raise
     raise ProtocolError(
-        "unknown_type", f"type must be \"generate\" or \"cancel\", got {kind!r}", "type", known_id
+        "unknown_type", f"type must be one of generate, cancel, tokenize, inspect; got {kind!r}", "type", known_id
     )
 
 
@@ -82,26 +118,79 @@ def _reject_constant(name: str) -> None:
 def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:
     """A ``generate`` frame's request, validated (the prompt's length in tokens is checked later)."""
     _reject_unknown(message, GENERATE_KEYS)
-    prompt = message.get("prompt")
-    if prompt is None:
-        raise ProtocolError("missing_field", "prompt is required", "prompt")
-    low, high = PROMPT_CHARACTERS
-    if not isinstance(prompt, str) or not low <= len(prompt) <= high:
-        raise ProtocolError("invalid_value", f"prompt must be a string of {low} to {high} characters", "prompt")
-    mode = message.get("mode", "completion")
-    if mode not in ("completion", "chat"):
-        raise ProtocolError("invalid_value", f"mode must be \"completion\" or \"chat\", got {mode!r}", "mode")
-    system = message.get("system")
-    if system is not None and (mode != "chat" or not isinstance(system, str) or len(system) > high):
-        raise ProtocolError("invalid_value", f"system must be a string of at most {high} characters, in chat mode only", "system")
-    top_n = message.get("top_n", 5)
-    if isinstance(top_n, bool) or not isinstance(top_n, int) or not TOP_N[0] <= top_n <= TOP_N[1]:
-        raise ProtocolError("invalid_value", f"top_n must be an integer from {TOP_N[0]} to {TOP_N[1]}, got {top_n!r}", "top_n")
+    prompt, mode, system = _prompt(message, "prompt")
+    top_n = _int_in(message, "top_n", 5, TOP_N)
     use_cache = message.get("use_cache", True)
     if not isinstance(use_cache, bool):
         raise ProtocolError("invalid_value", f"use_cache must be true or false, got {use_cache!r}", "use_cache")
-    sampling, stopping = parse_params(message.get("params", {}))
-    return GenerationRequest(prompt, mode, system, sampling, stopping, top_n, use_cache)
+    sampling, loop = parse_params(message.get("params", {}))
+    prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
+    return GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix)
+
+
+def parse_tokenize(request_id: str, message: Mapping[str, Any]) -> Tokenize:
+    _reject_unknown(message, TOKENIZE_KEYS)
+    text, mode, system = _prompt(message, "text", modes=("completion", "chat", "plain"), minimum=0)
+    return Tokenize(request_id, text, mode, system)
+
+
+def parse_inspect(request_id: str, message: Mapping[str, Any]) -> Inspect:
+    _reject_unknown(message, INSPECT_KEYS)
+    prompt, mode, system = _prompt(message, "prompt")
+    base = message.get("params", {})
+    if not isinstance(base, dict):
+        raise ProtocolError("invalid_value", "params must be an object", "params")
+    variants = message.get("variants", [{}])
+    if not isinstance(variants, list) or not 1 <= len(variants) <= MAX_VARIANTS:
+        raise ProtocolError("invalid_value", f"variants must be a list of 1 to {MAX_VARIANTS} objects", "variants")
+    parsed = []
+    for i, variant in enumerate(variants):
+        if not isinstance(variant, dict):
+            raise ProtocolError("invalid_value", f"variants.{i} must be an object of parameters", f"variants.{i}")
+        try:
+            parsed.append(parse_params({**base, **variant}))
+        except ProtocolError as error:
+            if error.param and error.param.split(".")[1] in variant:
+                error.param = f"variants.{i}." + error.param.removeprefix("params.")
+            raise
+    prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
+    top_n = _int_in(message, "top_n", 10, INSPECT_TOP_N)
+    return Inspect(request_id, prompt, mode, system, prefix, tuple(parsed), top_n)
+
+
+def _prompt(
+    message: Mapping[str, Any], field_name: str, modes: tuple[str, ...] = ("completion", "chat"), minimum: int = 1
+) -> tuple[str, str, str | None]:
+    text = message.get(field_name)
+    if text is None:
+        raise ProtocolError("missing_field", f"{field_name} is required", field_name)
+    high = PROMPT_CHARACTERS[1]
+    if not isinstance(text, str) or not minimum <= len(text) <= high:
+        raise ProtocolError("invalid_value", f"{field_name} must be a string of {minimum} to {high} characters", field_name)
+    mode = message.get("mode", "completion")
+    if mode not in modes:
+        raise ProtocolError("invalid_value", f"mode must be one of {', '.join(modes)}; got {mode!r}", "mode")
+    system = message.get("system")
+    if system is not None and (mode != "chat" or not isinstance(system, str) or len(system) > high):
+        raise ProtocolError("invalid_value", f"system must be a string of at most {high} characters, in chat mode only", "system")
+    return text, mode, system
+
+
+def _int_in(message: Mapping[str, Any], field_name: str, default: int, bounds: tuple[int, int]) -> int:
+    value = message.get(field_name, default)
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ProtocolError("invalid_value", f"{field_name} must be an integer from {low} to {high}, got {value!r}", field_name)
+    return value
+
+
+def _token_ids(value: Any, field_name: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or len(value) > MAX_PREFIX_TOKENS:
+        raise ProtocolError("invalid_value", f"{field_name} must be a list of at most {MAX_PREFIX_TOKENS} token ids", field_name)
+    for i, token in enumerate(value):
+        if isinstance(token, bool) or not isinstance(token, int) or token < 0:
+            raise ProtocolError("invalid_value", f"{field_name}.{i} must be a token id (an integer from 0), got {token!r}", f"{field_name}.{i}")
+    return tuple(value)
 
 
 def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:
@@ -124,20 +213,13 @@ def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:
     return sampling, stopping
 
 
-def request_to_dict(request: GenerationRequest) -> dict[str, Any]:
-    """The request as the worker receives it over the channel layer."""
-    return {
-        "prompt": request.prompt,
-        "mode": request.mode,
-        "system": request.system,
-        "params": request.params_dict(),
-        "top_n": request.top_n,
-        "use_cache": request.use_cache,
-    }
+def job_message(frame: str, job: Job, reply_channel: str) -> dict[str, Any]:
+    """A checked job as it travels to a worker over the channel layer: the client's own frame.
 
-
-def request_from_dict(data: Mapping[str, Any]) -> GenerationRequest:
-    return parse_generate(data)
+    The worker parses the frame again with the same functions, so a worker on another machine
+    trusts nothing it did not check itself.
+    """
+    return {"type": "inference.request", "reply_channel": reply_channel, "request_id": job.request_id, "frame": frame}
 
 
 def _request_id(message: Mapping[str, Any]) -> str:
@@ -203,10 +285,8 @@ def token_event(request_id: str, step: TokenStep, codec: TextCodec) -> dict[str,
         "text": step.text,
         "raw_prob": chosen.raw_prob,
         "prob": chosen.prob,
-        "alternatives": [
-            {"id": a.id, "token": codec.token_text(a.id), "raw_prob": a.raw_prob, "prob": a.prob, "removed_by": a.removed_by}
-            for a in trace.alternatives
-        ],
+        "alternatives": _alternatives(trace.alternatives, codec),
+        "forced": step.forced,
         "draw": trace.draw,
         "entropy": {"before": trace.entropy_before, "after": trace.entropy_after},
         "stages": [{"name": s.name, "kept": s.kept} for s in trace.stages],
@@ -230,6 +310,41 @@ def beam_step_event(request_id: str, step: BeamStep, codec: TextCodec) -> dict[s
         "finished": [proposal(p) for p in step.finished],
         "elapsed_ms": round(step.elapsed_ms, 3),
     }
+
+
+def tokens_event(request_id: str, ids: list[int], codec: TextCodec, context_window: int) -> dict[str, Any]:
+    return {
+        "type": "tokens",
+        "request_id": request_id,
+        "tokens": [{"id": i, "text": codec.token_text(i)} for i in ids],
+        "count": len(ids),
+        "context_window": context_window,
+    }
+
+
+def inspection_event(request_id: str, position: int, variants: list[Variant], codec: TextCodec) -> dict[str, Any]:
+    return {
+        "type": "inspection",
+        "request_id": request_id,
+        "position": position,
+        "traces": [
+            {
+                "params": v.params.to_dict(),
+                "alternatives": _alternatives(v.trace.alternatives, codec),
+                "stages": [{"name": s.name, "kept": s.kept} for s in v.trace.stages],
+                "entropy": {"before": v.trace.entropy_before, "after": v.trace.entropy_after},
+                "top_final": [{"id": i, "token": codec.token_text(i), "prob": p} for i, p in v.top_final],
+            }
+            for v in variants
+        ],
+    }
+
+
+def _alternatives(alternatives: Any, codec: TextCodec) -> list[dict[str, Any]]:
+    return [
+        {"id": a.id, "token": codec.token_text(a.id), "raw_prob": a.raw_prob, "prob": a.prob, "removed_by": a.removed_by}
+        for a in alternatives
+    ]
 
 
 def done_event(request_id: str, finished: Finished) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 The websocket consumer and the worker speak only through the channel layer, in four messages:
 
-- ``inference.generate`` (consumer → the shared ``inference`` channel): ``reply_channel``,
-  ``request_id`` and the request as a dict;
+- ``inference.request`` (consumer → the shared ``inference`` channel): ``reply_channel``,
+  ``request_id`` and the client's checked ``frame`` (a generate, tokenize or inspect request);
 - ``inference.queued`` (worker → consumer): the worker's own ``worker_channel``, where cancels go;
 - ``inference.event`` (worker → consumer): one websocket event (``started``, ``token``, ``done``,
   ``error``) to pass on as it is;
@@ -14,18 +14,20 @@ started on the first websocket connection. Scale-out: point ``CHANNEL_LAYERS`` a
 ``python manage.py runworker inference`` on other machines; the consumer does not change.
 
 Each worker process decodes one request at a time on one thread of its own, so the event loop
-never blocks; the thread checks the request's cancel flag before every token.
+never blocks; the thread checks the request's cancel flag before every token. Tokenizing, which
+needs no decoder, has a thread of its own and never waits behind a generation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 from weakref import WeakKeyDictionary
 
 from channels.consumer import AsyncConsumer
@@ -39,22 +41,28 @@ from inference.beam import BeamStep
 from inference.errors import ParamError
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
+from inference.whatif import LogitsCache, inspect_position
 from playground import protocol
 
 log = logging.getLogger(__name__)
 
 INFERENCE_CHANNEL = "inference"
 _decode_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode")
+_quick_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
+_runtime_lock = threading.Lock()
 _END = object()
 
 
-@lru_cache(maxsize=1)
 def runtime() -> Runtime:
-    """The process's model, loaded once (on the decode thread: it takes a second or two)."""
+    """The process's model, loaded once, by whichever worker thread needs it first."""
+    with _runtime_lock:
+        return _load_runtime()
+
+
+@lru_cache(maxsize=1)
+def _load_runtime() -> Runtime:
     config = settings.INFERENCE
-    loaded = load_runtime(
-        default_model_dir(), config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"]
-    )
+    loaded = load_runtime(default_model_dir(), config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"])
     log.info("inference worker serving %s on %s", loaded.info.name, loaded.info.execution_provider)
     return loaded
 
@@ -63,16 +71,16 @@ def runtime() -> Runtime:
 class Job:
     request_id: str
     reply_channel: str
-    request_data: dict[str, Any]
+    frame: str  # the client's frame, parsed again here: a worker trusts only its own checks
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
 class InferenceWorker(AsyncConsumer):
     """Takes requests off the ``inference`` channel and streams their events back."""
 
-    async def inference_generate(self, message: dict[str, Any]) -> None:
+    async def inference_request(self, message: dict[str, Any]) -> None:
         """Queues a request and tells the consumer where to send cancels."""
-        job = Job(message["request_id"], message["reply_channel"], message["request"])
+        job = Job(message["request_id"], message["reply_channel"], message["frame"])
         self.jobs: dict[tuple[str, str], Job] = getattr(self, "jobs", {})
         self.jobs[(job.reply_channel, job.request_id)] = job
         await self.channel_layer.send(
@@ -94,7 +102,9 @@ class InferenceWorker(AsyncConsumer):
         def emit(event: Any) -> None:
             loop.call_soon_threadsafe(events.put_nowait, event)
 
-        decoding = loop.run_in_executor(_decode_thread, _decode, job, emit)
+        # Tokenizing needs no decoder: it does not wait behind a generation.
+        executor = _quick_thread if _is_tokenize(job.frame) else _decode_thread
+        decoding = loop.run_in_executor(executor, _serve_job, job, emit)
         try:
             while (event := await events.get()) is not _END:
                 await self.channel_layer.send(
@@ -105,29 +115,51 @@ class InferenceWorker(AsyncConsumer):
             self.jobs.pop((job.reply_channel, job.request_id), None)
 
 
-def _decode(job: Job, emit: Any) -> None:
-    """Runs one request on the decode thread, emitting websocket events; never raises.
+def _is_tokenize(frame: str) -> bool:
+    try:
+        return json.loads(frame).get("type") == "tokenize"
+    except (ValueError, AttributeError):
+        return False
 
-    Every event also goes to the run's recorder, which saves the run when it ends (finished,
-    cancelled, or failed after it started) and puts the run's id into ``done``.
-    """
+
+def _serve_job(job: Job, emit: Callable[[Any], None]) -> None:
+    """Runs one job on a worker thread, emitting websocket events; never raises."""
+    request_id = job.request_id
+    try:
+        command = protocol.parse_client_frame(job.frame)
+        model = runtime()
+        if isinstance(command, protocol.Tokenize):
+            ids = model.codec.encode(command.text, command.mode, command.system)  # type: ignore[arg-type]
+            emit(protocol.tokens_event(request_id, ids, model.codec, model.shape.context_window))
+        elif isinstance(command, protocol.Inspect):
+            emit(_inspect(model, command))
+        elif isinstance(command, protocol.Generate):
+            _generate(model, command, job, emit)
+    except ParamError as error:
+        emit(protocol.param_error_event(error, request_id))
+    except protocol.ProtocolError as error:
+        emit(error.to_event() | {"request_id": request_id})
+    except Exception as error:  # noqa: BLE001 — the client must hear about it, and the worker must go on
+        log.exception("request %s failed", request_id)
+        emit(protocol.error_event("generation_failed", f"the model failed during this request: {error}", None, request_id))
+    finally:
+        emit(_END)
+
+
+def _generate(model: Runtime, command: protocol.Generate, job: Job, emit: Callable[[Any], None]) -> None:
+    """Streams one generation. Every event also goes to the run's recorder, which saves the run
+    when it ends (finished, cancelled, or failed after it started) and puts its id into ``done``."""
     from playground.runs.recording import RunRecorder  # the app registry is ready by now
 
-    request_id = job.request_id
-    recorder = RunRecorder(request_id, job.request_data)
+    request_id = command.request_id
+    recorder = RunRecorder(request_id, json.loads(job.frame))
 
     def record(event: dict[str, Any]) -> None:
         recorder.observe(event)
         emit(event)
 
-    def failed(event: dict[str, Any]) -> dict[str, Any]:
-        recorder.fail(event)  # saves what a run that failed midway had generated
-        return event
-
     try:
-        model = runtime()
-        request = protocol.request_from_dict(job.request_data)
-        for item in generation.run(model, request, job.cancelled.is_set):
+        for item in generation.run(model, command.request, job.cancelled.is_set):
             if isinstance(item, generation.Started):
                 record(protocol.started_event(request_id, item, model.codec, model.info))
             elif isinstance(item, generation.TokenStep):
@@ -137,16 +169,37 @@ def _decode(job: Job, emit: Any) -> None:
             else:
                 emit(recorder.finish(protocol.done_event(request_id, item)))
     except ParamError as error:
-        emit(failed(protocol.error_event(error.code, error.message, error.param, request_id)))
-    except protocol.ProtocolError as error:
-        emit(failed(error.to_event() | {"request_id": request_id}))
-    except Exception as error:  # noqa: BLE001 — the client must hear about it, and the worker must go on
+        failure = protocol.param_error_event(error, request_id)
+        recorder.fail(failure)  # saves what a run that failed midway had generated
+        emit(failure)
+    except Exception as error:  # noqa: BLE001
         log.exception("generation %s failed", request_id)
-        emit(failed(protocol.error_event(
-            "generation_failed", f"the model failed during this run: {error}", None, request_id
-        )))
-    finally:
-        emit(_END)
+        failure = protocol.error_event("generation_failed", f"the model failed during this run: {error}", None, request_id)
+        recorder.fail(failure)
+        emit(failure)
+
+
+_logits_cache = LogitsCache()
+
+
+def _inspect(model: Runtime, command: protocol.Inspect) -> dict[str, Any]:
+    """The distribution at one position under each setting asked for, from the real logits."""
+    prompt_ids = model.codec.encode(command.prompt, command.mode, command.system)  # type: ignore[arg-type]
+    prefix = list(command.prefix_tokens)
+    ids = prompt_ids + prefix
+    if len(ids) > model.shape.context_window:
+        raise ParamError("prefix_tokens", f"the prompt and prefix_tokens are {len(ids)} tokens; the context window is {model.shape.context_window}", code="prompt_too_long")
+    for i, token in enumerate(prefix):
+        if token >= model.shape.vocab_size:
+            raise ParamError(f"prefix_tokens.{i}", f"prefix_tokens.{i} must be a token id from 0 to {model.shape.vocab_size - 1}, got {token}")
+    for sampling, _ in command.variants:
+        sampling.validate_for_vocab(model.shape.vocab_size)
+    logits = _logits_cache.logits(model, prompt_ids, prefix)
+    results = []
+    for sampling, loop in command.variants:
+        history = ids if loop.penalize_prompt else prefix
+        results += inspect_position(logits, history, [sampling], model.codec.token_texts(), command.top_n)
+    return protocol.inspection_event(command.request_id, len(prefix), results, model.codec)
 
 
 _embedded: "WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[Any]]" = WeakKeyDictionary()

@@ -49,13 +49,19 @@ class SamplerChain:
         return self._trace(raw, outputs, top_n, token=None, draw=None)
 
     def step(self, logits: np.ndarray, history: Sequence[int], rng: np.random.Generator,
-             top_n: int = 5) -> StepTrace:
+             top_n: int = 5, force: int | None = None) -> StepTrace:
         """Run the stages, draw one u = rng.random() (none when greedy), pick, let stateful stages
-        accept the token, and return the trace of the step."""
+        accept the token, and return the trace of the step.
+
+        ``force`` takes that token instead of the pick (a branch replaying a chosen prefix); the
+        draw is still taken, so the run's later draws line up with a run that picked it."""
         raw, outputs = self._run(logits, history)
         final = outputs[-1][1] if outputs else raw
         draw = None if self.greedy else float(rng.random())
-        token = int(final.ids[0]) if draw is None else pick(final, draw)
+        if force is not None:
+            token = int(force)
+        else:
+            token = int(final.ids[0]) if draw is None else pick(final, draw)
         for stage, (_, out) in zip(self.stages, outputs):
             stage.accept(token, out)
         return self._trace(raw, outputs, top_n, token=token, draw=draw)

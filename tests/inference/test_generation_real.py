@@ -216,3 +216,32 @@ def test_beam_steps_describe_a_tree(real_runtime):
         ranked = [p.cum_logprob for p in step.kept]
         assert ranked == sorted(ranked, reverse=True)
         assert all(p.cum_logprob <= step.kept[-1].cum_logprob for p in step.pruned if p.token_id not in real_runtime.codec.eos_ids)
+
+
+def test_a_branch_on_the_same_path_replays_the_parent_exactly(real_runtime):
+    """Forced tokens take their draws, so continuing a run from its own prefix reproduces it."""
+    params = SamplingParams(temperature=1.0, top_p=0.95, seed=99)
+    parent = collect(real_runtime, GenerationRequest("Once upon a time", sampling=params, loop=LoopParams(max_tokens=12)))[1]
+    ids = [s.token_id for s in parent]
+    branch = collect(real_runtime, GenerationRequest(
+        "Once upon a time", sampling=params, loop=LoopParams(max_tokens=6), prefix_tokens=tuple(ids[:6]),
+    ))[1]
+    assert [s.token_id for s in branch] == ids
+    assert [s.forced for s in branch] == [True] * 6 + [False] * 6
+    for ours, theirs in zip(branch, parent):
+        assert ours.trace.draw == theirs.trace.draw
+        assert ours.trace.raw_prob == pytest.approx(theirs.trace.raw_prob, rel=1e-4)
+
+
+def test_a_branch_through_an_alternative_traces_it_at_its_real_position(real_runtime):
+    params = SamplingParams(temperature=0.0)
+    parent = collect(real_runtime, GenerationRequest("The capital of France is", sampling=params, loop=LoopParams(max_tokens=4), top_n=5))[1]
+    alternative = parent[1].trace.alternatives[2]
+    branch = collect(real_runtime, GenerationRequest(
+        "The capital of France is", sampling=params, loop=LoopParams(max_tokens=3),
+        prefix_tokens=(parent[0].token_id, alternative.id),
+    ))[1]
+    assert branch[1].token_id == alternative.id and branch[1].forced
+    assert branch[1].trace.raw_prob == pytest.approx(alternative.raw_prob, rel=1e-4)
+    assert branch[1].trace.chosen.removed_by == "temperature"  # greedy would not have picked it
+    assert len(branch) == 2 + 3 and not branch[2].forced

@@ -284,3 +284,74 @@ async def test_every_parameter_is_validated_by_name(params, param):
     assert event["type"] == "error" and event["error"]["param"] == param, event
     assert event["error"]["code"] == "invalid_value"
     await communicator.disconnect()
+
+
+async def test_tokenize_gives_exactly_what_generate_feeds():
+    communicator = await connect()
+    await communicator.send_json_to({"type": "tokenize", "request_id": "t1", "text": "The capital of France is"})
+    tokens = (await events_until_end_of(communicator, "t1", "tokens"))[-1]
+    await communicator.send_json_to({"type": "generate", "request_id": "g", "prompt": "The capital of France is", "params": {"max_tokens": 1}})
+    started = (await events_until_end(communicator, "g"))[0]
+    assert tokens["tokens"] == started["prompt_tokens"]
+    assert tokens["count"] == len(started["prompt_tokens"]) and tokens["context_window"] == 8192
+    await communicator.send_json_to({"type": "tokenize", "request_id": "t2", "text": " Paris", "mode": "plain"})
+    plain = (await events_until_end_of(communicator, "t2", "tokens"))[-1]
+    assert [t["text"] for t in plain["tokens"]] == [" Paris"]
+    await communicator.disconnect()
+
+
+async def events_until_end_of(communicator, request_id, final_type):
+    events = []
+    while True:
+        event = await communicator.receive_json_from(timeout=TIMEOUT)
+        if event.get("request_id") != request_id:
+            continue
+        events.append(event)
+        if event["type"] in (final_type, "error"):
+            return events
+
+
+async def test_inspect_reshapes_the_real_distribution_of_a_position():
+    communicator = await connect()
+    prompt = "The capital of France is"
+    await communicator.send_json_to({"type": "generate", "request_id": "g", "prompt": prompt, "params": {"temperature": 0, "max_tokens": 2}, "top_n": 5})
+    tokens = [e for e in await events_until_end(communicator, "g") if e["type"] == "token"]
+    await communicator.send_json_to({
+        "type": "inspect", "request_id": "w", "prompt": prompt, "prefix_tokens": [tokens[0]["id"]],
+        "params": {"top_p": 0.5}, "variants": [{"temperature": t} for t in (0.1, 0.5, 1.0, 1.5, 2.0)], "top_n": 5,
+    })
+    inspection = (await events_until_end_of(communicator, "w", "inspection"))[-1]
+    assert inspection["type"] == "inspection" and inspection["position"] == 1
+    traces = inspection["traces"]
+    assert [t["params"]["temperature"] for t in traces] == [0.1, 0.5, 1.0, 1.5, 2.0]
+    # raw probabilities are the model's own at that position: the same as the generated token's
+    raw = {a["id"]: a["raw_prob"] for a in tokens[1]["alternatives"]}
+    for trace in traces:
+        for a in trace["alternatives"]:
+            assert a["raw_prob"] == pytest.approx(raw[a["id"]], rel=1e-4)
+    kept = [t["stages"][-1]["kept"] for t in traces]
+    assert kept == sorted(kept) and kept[0] < kept[-1]  # hotter → flatter → top_p keeps more
+    assert all(abs(sum(x["prob"] for x in t["top_final"]) - 1) < 1e-9 for t in traces if t["stages"][-1]["kept"] <= 5)
+    await communicator.disconnect()
+
+
+@pytest.mark.parametrize("frame, code, param", [
+    ({"type": "tokenize", "request_id": "t", "text": 5}, "invalid_value", "text"),
+    ({"type": "tokenize", "request_id": "t", "text": "x", "mode": "weird"}, "invalid_value", "mode"),
+    ({"type": "inspect", "request_id": "i", "prompt": "x", "variants": []}, "invalid_value", "variants"),
+    ({"type": "inspect", "request_id": "i", "prompt": "x", "variants": [{"top_k": -1}]}, "invalid_value", "variants.0.top_k"),
+    ({"type": "inspect", "request_id": "i", "prompt": "x", "prefix_tokens": [1, "a"]}, "invalid_value", "prefix_tokens.1"),
+    ({"type": "generate", "request_id": "g", "prompt": "x", "prefix_tokens": [-3]}, "invalid_value", "prefix_tokens.0"),
+])
+async def test_new_request_kinds_validate_by_name(frame, code, param):
+    communicator = await connect()
+    await expect_error(communicator, frame, code, param)
+    await communicator.disconnect()
+
+
+async def test_prefix_token_outside_the_vocabulary_is_named():
+    communicator = await connect()
+    await communicator.send_json_to({"type": "generate", "request_id": "p", "prompt": "x", "prefix_tokens": [5, 60000]})
+    event = (await events_until_end(communicator, "p"))[-1]
+    assert event["type"] == "error" and event["error"]["param"] == "prefix_tokens.1"
+    await communicator.disconnect()

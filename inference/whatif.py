@@ -1,0 +1,83 @@
+"""What-if: the sampler chain re-run, under other settings, on the model's real logits at one position.
+
+The page's sliders and temperature explorer ask "what would this step's distribution be with
+these parameters?". The answer comes from the real logits for that position (prompt + the tokens
+generated before it), recomputed by the decoder when they are not in the small cache, never from a
+toy vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from inference.runtime import Runtime
+from inference.sampling import SamplerChain, SamplingParams, StepTrace
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One setting's view of the position: the chain's trace and the most likely tokens after it."""
+
+    params: SamplingParams
+    trace: StepTrace
+    top_final: tuple[tuple[int, float], ...]  # (token id, final probability), most likely first
+
+
+class LogitsCache:
+    """The logits [V] of recently inspected positions, keyed by the ids that lead to them.
+
+    A position is computed the way a run computes it: the prompt in one pass, then the generated
+    tokens one at a time. ONNX Runtime's 4-bit kernels give logits that depend (by up to ~0.7 on
+    this model) on how the sequence was split into calls, so any other route would show numbers
+    that differ from the run being inspected. Every position passed on the way is kept too, so
+    inspecting the other tokens of the same run is immediate.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
+
+    def logits(self, runtime: Runtime, prompt_ids: Sequence[int], generated: Sequence[int]) -> np.ndarray:
+        key = (*prompt_ids, *generated)
+        cached = self._entries.get(key)
+        if cached is not None:
+            self._entries.move_to_end(key)
+            return cached
+        state = runtime.decoder.new_state()
+        path = tuple(prompt_ids)
+        logits = self._keep(path, state.append_tokens(list(prompt_ids))[0])
+        for token in generated:
+            path = (*path, token)
+            logits = self._keep(path, state.append_tokens([token])[0])
+        return logits
+
+    def _keep(self, key: tuple[int, ...], logits: np.ndarray) -> np.ndarray:  # logits: [V]
+        logits.setflags(write=False)
+        self._entries[key] = logits
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+        return logits
+
+
+def inspect_position(
+    logits: np.ndarray,  # [V] at the position
+    history: Sequence[int],
+    variants: Sequence[SamplingParams],
+    token_texts: Sequence[str],
+    top_n: int,
+) -> list[Variant]:
+    """The chain's trace for each setting, plus the ``top_n`` tokens most likely after all stages."""
+    results = []
+    for params in variants:
+        chain = SamplerChain(params, token_texts=token_texts)
+        trace = chain.trace(logits, history, top_n=top_n)
+        final = chain.distribution(logits, history)  # float64 [V]
+        top = np.argpartition(-final, top_n)[:top_n] if top_n < final.size else np.arange(final.size)
+        top = sorted((int(i) for i in top if final[i] > 0), key=lambda i: (-final[i], i))
+        results.append(Variant(params, trace, tuple((i, float(final[i])) for i in top)))
+    return results

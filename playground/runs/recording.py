@@ -91,6 +91,7 @@ class RunRecorder:
             seed=started["seed"],
             top_n=started["top_n"],
             use_cache=started.get("use_cache", True),
+            prefix_tokens=list(self.request_data.get("prefix_tokens", [])),
             model_name=model["name"],
             manifest_sha256=model["manifest_sha256"],
             onnxruntime_version=model["onnxruntime_version"],

@@ -25,8 +25,9 @@ MAX_TOKENS_PER_RUN = 200_000
 MAX_COMPARED = 4
 
 # A stored token row: [sample, index, id, token, text, raw_prob, prob, draw, entropy_before,
-# entropy_after, elapsed_ms, alternatives, stages], alternatives as [id, token, raw_prob, prob,
-# removed_by] rows and stages as [name, kept] rows.
+# entropy_after, elapsed_ms, alternatives, stages(, extra)], alternatives as [id, token, raw_prob,
+# prob, removed_by(, extra)] rows and stages as [name, kept] rows; ``extra`` (only when present) is
+# an object of the event's other fields, e.g. ``forced``.
 TOKEN_FIELDS = (
     "sample", "index", "id", "token", "text", "raw_prob", "prob", "draw",
     "entropy_before", "entropy_after", "elapsed_ms", "alternatives", "stages",
@@ -36,26 +37,49 @@ TOKEN_FIELDS = (
 # Compact rows ↔ token events.
 
 
+TOKEN_KEYS = frozenset({
+    "sample", "index", "id", "token", "text", "raw_prob", "prob", "draw", "entropy", "elapsed_ms",
+    "alternatives", "stages", "type", "request_id",
+})
+ALTERNATIVE_KEYS = frozenset({"id", "token", "raw_prob", "prob", "removed_by"})
+
+
 def compact_token(event: dict[str, Any]) -> list[Any]:
-    """A ``token`` event (or an exported token) as a stored row."""
+    """A ``token`` event (or an exported token) as a stored row. Fields the row has no column for
+    (``forced``, and any the protocol adds later) are kept in a trailing object: nothing is lost."""
     entropy = event.get("entropy") or {}
-    return [
+    row = [
         event.get("sample", 0), event["index"], event["id"], event["token"], event["text"],
         event["raw_prob"], event["prob"], event.get("draw"), entropy.get("before"), entropy.get("after"),
         event.get("elapsed_ms"),
-        [[a["id"], a["token"], a["raw_prob"], a["prob"], a.get("removed_by")] for a in event["alternatives"]],
+        [_compact_alternative(a) for a in event["alternatives"]],
         [[s["name"], s["kept"]] for s in event.get("stages", [])],
     ]
+    extra = {k: v for k, v in event.items() if k not in TOKEN_KEYS}
+    if extra:
+        row.append(extra)
+    return row
+
+
+def _compact_alternative(a: dict[str, Any]) -> list[Any]:
+    row = [a["id"], a["token"], a["raw_prob"], a["prob"], a.get("removed_by")]
+    extra = {k: v for k, v in a.items() if k not in ALTERNATIVE_KEYS}
+    if extra:
+        row.append(extra)
+    return row
 
 
 def expand_token(row: list[Any]) -> dict[str, Any]:
-    (sample, index, token_id, token, text, raw_prob, prob, draw, before, after, elapsed, alts, stages) = row
+    (sample, index, token_id, token, text, raw_prob, prob, draw, before, after, elapsed, alts, stages) = row[:13]
+    extra = row[13] if len(row) > 13 else {}
     return {
         "sample": sample, "index": index, "id": token_id, "token": token, "text": text,
         "raw_prob": raw_prob, "prob": prob,
         "alternatives": [
-            {"id": a[0], "token": a[1], "raw_prob": a[2], "prob": a[3], "removed_by": a[4]} for a in alts
+            {"id": a[0], "token": a[1], "raw_prob": a[2], "prob": a[3], "removed_by": a[4], **(a[5] if len(a) > 5 else {})}
+            for a in alts
         ],
+        **extra,
         "draw": draw,
         "entropy": {"before": before, "after": after},
         "stages": [{"name": s[0], "kept": s[1]} for s in stages],
@@ -84,6 +108,7 @@ def run_to_dict(run: Run) -> dict[str, Any]:
             "seed": int(run.seed),
             "top_n": run.top_n,
             "use_cache": run.use_cache,
+            "prefix_tokens": run.prefix_tokens,
         },
         "prompt_tokens": [{"id": i, "text": t} for i, t in run.prompt_tokens],
         "model": {
@@ -182,7 +207,7 @@ def _run(data: Any, path: str) -> ImportedRun:
     }, path)
     status = _choice(data.get("status"), f"{path}.status", [s.value for s in Run.Status])
     request = _object(data.get("request"), f"{path}.request")
-    _known(request, {"prompt", "mode", "system", "params", "seed", "top_n", "use_cache"}, f"{path}.request")
+    _known(request, {"prompt", "mode", "system", "params", "seed", "top_n", "use_cache", "prefix_tokens"}, f"{path}.request")
     generate = {k: v for k, v in request.items() if k != "seed" and v is not None}
     seed = _int(request.get("seed"), f"{path}.request.seed", 0, MAX_SEED)
     try:
@@ -239,6 +264,7 @@ def _run(data: Any, path: str) -> ImportedRun:
         "seed": seed,
         "top_n": parsed.top_n,
         "use_cache": parsed.use_cache,
+        "prefix_tokens": list(parsed.prefix_tokens),
         "branch_index": branch_index,
         "model_name": _str(model.get("name"), f"{path}.model.name", 1, 200),
         "manifest_sha256": _str(model.get("manifest_sha256"), f"{path}.model.manifest_sha256", 0, 64),
@@ -263,7 +289,9 @@ def _run(data: Any, path: str) -> ImportedRun:
 def _token(data: Any, path: str, top_n: int) -> dict[str, Any]:
     _object(data, path)
     _known(data, {"sample", "index", "id", "token", "text", "raw_prob", "prob", "alternatives",
-                  "draw", "entropy", "stages", "elapsed_ms"}, path)
+                  "draw", "entropy", "stages", "elapsed_ms", "forced"}, path)
+    if data.get("forced") is not None and not isinstance(data["forced"], bool):
+        raise SchemaError(f"{path}.forced", f"must be true or false, got {_kind(data['forced'])}")
     _int(data.get("sample", 0), f"{path}.sample", 0, None)
     _int(data.get("index"), f"{path}.index", 0, None)
     _int(data.get("id"), f"{path}.id", 0, None)

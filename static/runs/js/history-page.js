@@ -1,0 +1,146 @@
+// /history: this browser's runs (ids kept in localStorage), summarised by the server for exactly
+// those ids; search by prompt text, select 2–4 to compare, delete your own, import a file.
+
+import { deleteToken, describeError, forgetRun, listRuns, picked, postJson, rememberRun, setPicked } from "./store.js";
+
+const body = document.querySelector("[data-testid=history] tbody");
+const status = document.querySelector("[data-testid=history-status]");
+const search = document.getElementById("history-q");
+const compareButton = document.querySelector("[data-action=compare]");
+let selected = new Set(picked());
+
+function el(tag, text) {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function settingsText(params) {
+  const shown = ["temperature", "top_p", "top_k", "min_p", "max_tokens"]
+    .filter((k) => k in params)
+    .map((k) => `${k} ${params[k]}`);
+  return shown.join(", ");
+}
+
+async function load() {
+  const ids = listRuns().map((r) => r.id);
+  if (!ids.length) {
+    body.replaceChildren();
+    status.textContent = "No runs yet: runs you make in the playground or open by link appear here.";
+    return;
+  }
+  const { status: code, body: answer } = await postJson("/api/runs/summaries", { ids, q: search.value });
+  if (code !== 200) {
+    status.textContent = `Could not load the history: ${describeError(answer, `HTTP ${code}`)}`;
+    return;
+  }
+  for (const gone of answer.missing) forgetRun(gone); // deleted elsewhere
+  selected = new Set([...selected].filter((id) => answer.runs.some((r) => r.id === id) || !answer.missing.includes(id)));
+  body.replaceChildren(...answer.runs.map(row));
+  status.textContent = search.value
+    ? `${answer.runs.length} run(s) whose prompt contains “${search.value}”.`
+    : `${answer.runs.length} run(s).`;
+  updateSelection();
+}
+
+function row(run) {
+  const tr = el("tr");
+  tr.dataset.runId = run.id;
+  const pick = el("input");
+  pick.type = "checkbox";
+  pick.checked = selected.has(run.id);
+  pick.setAttribute("aria-label", `Select run ${run.id} for comparison`);
+  pick.addEventListener("change", () => {
+    if (pick.checked) selected.add(run.id);
+    else selected.delete(run.id);
+    updateSelection();
+  });
+  const selectCell = el("td");
+  selectCell.append(pick);
+  const promptCell = el("td");
+  const link = el("a", run.prompt.length > 80 ? `${run.prompt.slice(0, 80)}…` : run.prompt);
+  link.href = run.url;
+  promptCell.append(link);
+  const output = el("td", run.text.length > 80 ? `${run.text.slice(0, 80)}…` : run.text);
+  const settings = el("td", `${settingsText(run.params)}; seed ${run.seed}; ${run.status}${run.reason ? ` (${run.reason})` : ""}`);
+  const saved = el("td", new Date(run.created_at).toLocaleString());
+  const actions = el("td");
+  const token = deleteToken(run.id);
+  if (token) {
+    const del = el("button", "Delete");
+    del.type = "button";
+    del.setAttribute("aria-label", `Delete run ${run.id}`);
+    del.addEventListener("click", async () => {
+      const { status: code, body: answer } = await postJson(`/api/runs/${run.id}/delete`, { delete_token: token });
+      if (code === 204 || code === 404) {
+        forgetRun(run.id);
+        selected.delete(run.id);
+        tr.remove();
+        status.textContent = `Deleted run ${run.id}.`;
+        updateSelection();
+      } else {
+        status.textContent = `Could not delete: ${describeError(answer, `HTTP ${code}`)}`;
+      }
+    });
+    actions.append(del);
+  } else {
+    const forget = el("button", "Forget");
+    forget.type = "button";
+    forget.title = "Remove from this browser's history (only its maker can delete it)";
+    forget.addEventListener("click", () => {
+      forgetRun(run.id);
+      selected.delete(run.id);
+      tr.remove();
+      updateSelection();
+    });
+    actions.append(forget);
+  }
+  tr.append(selectCell, promptCell, output, settings, saved, actions);
+  return tr;
+}
+
+function updateSelection() {
+  const ids = [...selected];
+  setPicked(ids);
+  compareButton.disabled = ids.length < 2 || ids.length > 4;
+  document.querySelector("[data-testid=selection-hint]").textContent =
+    ids.length > 4 ? "At most 4 runs can be compared." : `${ids.length} selected; select 2 to 4 runs.`;
+}
+
+compareButton.addEventListener("click", () => {
+  window.location.assign(`/compare/${[...selected].join(",")}`);
+});
+
+let timer = 0;
+search.addEventListener("input", () => {
+  clearTimeout(timer);
+  timer = setTimeout(load, 200);
+});
+search.form.addEventListener("submit", (e) => {
+  e.preventDefault();
+  load();
+});
+
+const importFile = document.getElementById("import-file");
+const importResult = document.querySelector("[data-testid=import-result]");
+importFile.addEventListener("change", async () => {
+  const file = importFile.files[0];
+  if (!file) return;
+  const text = await file.text();
+  const { status: code, body: answer } = await postJson("/api/runs/import", text);
+  importResult.replaceChildren();
+  if (code !== 201) {
+    importResult.textContent = `Not imported: ${describeError(answer, `HTTP ${code}`)}`;
+    importResult.dataset.result = "error";
+    return;
+  }
+  for (const created of [...answer.runs].reverse()) rememberRun(created.id, created.delete_token);
+  const link = el("a", answer.compare_url ? "open the comparison" : "open the run");
+  link.href = answer.compare_url ?? answer.runs[0].url;
+  importResult.append(`Imported ${answer.runs.length} run(s): `, link, ".");
+  importResult.dataset.result = "ok";
+  importFile.value = "";
+  load();
+});
+
+load();

@@ -1,0 +1,105 @@
+// /r/<id>: a saved run drawn from the page's embedded JSON with the playground's own token,
+// colour and inspector modules; Replay, pick-for-comparison and delete.
+
+import { renderLegend } from "../../playground/js/colors.js";
+import { quoteToken } from "../../playground/js/format.js";
+import { Inspector, InspectorController } from "../../playground/js/inspector.js";
+import { TokenStream } from "../../playground/js/stream.js";
+import { replay } from "./replay.js";
+import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "./store.js";
+import { drawStrip } from "./strip.js";
+
+const root = document.querySelector(".saved-run");
+const run = JSON.parse(document.getElementById("run-data").textContent);
+const seed = root.dataset.seed; // exact: JSON numbers above 2^53 would lose digits
+rememberRun(run.id);
+
+// Output: sample 0's tokens, as the playground shows a live run.
+renderLegend(document.getElementById("legend"));
+const tokens = run.tokens.filter((t) => (t.sample ?? 0) === 0);
+const byIndex = new Map(tokens.map((t) => [t.index, t]));
+const inspector = new Inspector(document.getElementById("inspector"));
+const output = document.getElementById("output");
+let controller = null;
+const stream = new TokenStream(output, {
+  enter: (...a) => controller.handlers.enter(...a),
+  leave: (...a) => controller.handlers.leave(...a),
+  focus: (...a) => controller.handlers.focus(...a),
+  blur: (...a) => controller.handlers.blur(...a),
+  activate: (...a) => controller.handlers.activate(...a),
+  escape: (...a) => controller.handlers.escape(...a),
+});
+controller = new InspectorController(inspector, output, (i) => byIndex.get(i) ?? null);
+for (const token of tokens) stream.append(token);
+if (run.result.tail) {
+  const tail = document.createElement("span");
+  tail.className = "tail";
+  tail.textContent = run.result.tail;
+  output.append(tail);
+}
+drawStrip(document.querySelector("[data-testid=strip]"), tokens, (i) => stream.elements[i]?.focus());
+
+// Actions.
+const status = root.querySelector("[data-testid=replay-result]");
+const replayButton = root.querySelector("[data-action=replay]");
+replayButton.addEventListener("click", async () => {
+  replayButton.disabled = true;
+  status.textContent = "Replaying with seed " + seed + "…";
+  try {
+    const { result, done } = await replay(run, seed, (n) => { status.textContent = `Replaying… ${n} tokens`; });
+    if (done.run_id) rememberRun(done.run_id, done.delete_token);
+    status.replaceChildren();
+    if (result.identical) {
+      status.append("Replay: identical.");
+      status.dataset.result = "identical";
+    } else {
+      const where = result.sample ? `sample ${result.sample}, position ${result.position}` : `position ${result.position}`;
+      const expected = result.expected ? quoteToken(result.expected.token) : "nothing";
+      const got = result.got ? quoteToken(result.got.token) : "nothing";
+      status.append(`Replay: differs first at ${where}: saved ${expected}, replay ${got}.`);
+      status.dataset.result = "differs";
+    }
+    if (done.run_id) {
+      const link = document.createElement("a");
+      link.href = `/compare/${run.id},${done.run_id}`;
+      link.textContent = "Compare with the replay";
+      status.append(" ", link);
+    }
+  } catch (error) {
+    status.textContent = `Replay failed: ${error.message}`;
+    status.dataset.result = "error";
+  } finally {
+    replayButton.disabled = false;
+  }
+});
+
+const pick = root.querySelector("[data-action=pick]");
+const comparePicked = root.querySelector("[data-action=compare-picked]");
+function showPicked() {
+  const ids = picked();
+  pick.setAttribute("aria-pressed", String(ids.includes(run.id)));
+  pick.textContent = ids.includes(run.id) ? `Picked (${ids.length} of 2–4)` : "Pick for comparison";
+  comparePicked.hidden = ids.length < 2;
+  comparePicked.href = `/compare/${ids.join(",")}`;
+}
+pick.addEventListener("click", () => {
+  const ids = picked();
+  setPicked(ids.includes(run.id) ? ids.filter((i) => i !== run.id) : [...ids, run.id].slice(-4));
+  showPicked();
+});
+showPicked();
+
+const del = root.querySelector("[data-action=delete]");
+const token = deleteToken(run.id);
+del.hidden = !token;
+del.addEventListener("click", async () => {
+  if (!window.confirm("Delete this run for everyone who has its link?")) return;
+  const { status: code, body } = await postJson(`/api/runs/${run.id}/delete`, { delete_token: token });
+  if (code === 204) {
+    forgetRun(run.id);
+    status.textContent = "Deleted.";
+    window.location.assign("/history");
+  } else {
+    status.textContent = `Could not delete: ${describeError(body, `HTTP ${code}`)}`;
+  }
+});

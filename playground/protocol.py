@@ -285,6 +285,7 @@ def token_event(request_id: str, step: TokenStep, codec: TextCodec) -> dict[str,
         "text": step.text,
         "raw_prob": chosen.raw_prob,
         "prob": chosen.prob,
+        "removed_by": chosen.removed_by,  # non-null only for a forced token a stage had removed
         "alternatives": _alternatives(trace.alternatives, codec),
         "forced": step.forced,
         "draw": trace.draw,

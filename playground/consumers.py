@@ -86,12 +86,13 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             await self._cancel(request_id)
 
     async def inference_event(self, message: dict[str, Any]) -> None:
-        """Passes a worker's event on to the client; ``done`` and ``error`` end the request."""
-        event = message["event"]
-        if event["type"] in ("done", "error"):
-            self.requests.pop(message["request_id"], None)
-            self.cancel_asked.discard(message["request_id"])
-        await self._send(event)
+        """Passes a worker's event on to the client as it is."""
+        await self._send(message["event"])
+
+    async def inference_finished(self, message: dict[str, Any]) -> None:
+        """The worker is done with the request: its id is free again."""
+        self.requests.pop(message["request_id"], None)
+        self.cancel_asked.discard(message["request_id"])
 
     async def _send(self, event: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(event, ensure_ascii=False, allow_nan=False))

@@ -1,12 +1,13 @@
 """The inference worker: serves generation requests arriving on the ``inference`` channel.
 
-The websocket consumer and the worker speak only through the channel layer, in four messages:
+The websocket consumer and the worker speak only through the channel layer, in five messages:
 
 - ``inference.request`` (consumer → the shared ``inference`` channel): ``reply_channel``,
   ``request_id`` and the client's checked ``frame`` (a generate, tokenize or inspect request);
 - ``inference.queued`` (worker → consumer): the worker's own ``worker_channel``, where cancels go;
 - ``inference.event`` (worker → consumer): one websocket event (``started``, ``token``, ``done``,
   ``error``) to pass on as it is;
+- ``inference.finished`` (worker → consumer): the request has had its last event;
 - ``inference.cancel`` (consumer → ``worker_channel``).
 
 Embedded default: the worker runs inside the server process on the in-memory channel layer,
@@ -100,7 +101,10 @@ class InferenceWorker(AsyncConsumer):
         events: asyncio.Queue[Any] = asyncio.Queue()
 
         def emit(event: Any) -> None:
-            loop.call_soon_threadsafe(events.put_nowait, event)
+            try:
+                loop.call_soon_threadsafe(events.put_nowait, event)
+            except RuntimeError:  # the event loop has closed (shutdown): nobody is listening
+                job.cancelled.set()
 
         # Tokenizing needs no decoder: it does not wait behind a generation.
         executor = _quick_thread if _is_tokenize(job.frame) else _decode_thread
@@ -113,6 +117,7 @@ class InferenceWorker(AsyncConsumer):
             await decoding
         finally:
             self.jobs.pop((job.reply_channel, job.request_id), None)
+            await self.channel_layer.send(job.reply_channel, {"type": "inference.finished", "request_id": job.request_id})
 
 
 def _is_tokenize(frame: str) -> bool:

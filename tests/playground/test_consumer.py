@@ -10,7 +10,8 @@ from channels.testing import WebsocketCommunicator
 
 from playground.asgi import application
 
-pytestmark = [pytest.mark.real_model, pytest.mark.asyncio]
+# Runs are saved as they end (see playground.runs), so the worker thread needs the database.
+pytestmark = [pytest.mark.real_model, pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 ORIGIN = (b"origin", b"http://localhost")
 TIMEOUT = 60
@@ -354,4 +355,33 @@ async def test_prefix_token_outside_the_vocabulary_is_named():
     await communicator.send_json_to({"type": "generate", "request_id": "p", "prompt": "x", "prefix_tokens": [5, 60000]})
     event = (await events_until_end(communicator, "p"))[-1]
     assert event["type"] == "error" and event["error"]["param"] == "prefix_tokens.1"
+    await communicator.disconnect()
+
+
+async def test_answered_requests_free_their_slot():
+    """More tokenize/inspect requests than the per-connection limit, one after another, all served."""
+    communicator = await connect()
+    for i in range(12):
+        await communicator.send_json_to({"type": "tokenize", "request_id": f"t{i}", "text": "hello"})
+        assert (await events_until_end_of(communicator, f"t{i}", "tokens"))[-1]["type"] == "tokens"
+    # a finished request's id can be used again
+    await communicator.send_json_to({"type": "tokenize", "request_id": "t0", "text": "again"})
+    assert (await events_until_end_of(communicator, "t0", "tokens"))[-1]["type"] == "tokens"
+    await communicator.disconnect()
+
+
+async def test_a_ninth_pending_request_is_refused():
+    communicator = await connect()
+    for i in range(8):
+        await communicator.send_json_to({"type": "generate", "request_id": f"q{i}", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}})
+    event = await expect_error(communicator, {"type": "generate", "request_id": "q8", "prompt": "x"}, "too_many_requests", None)
+    assert event["request_id"] == "q8"
+    for i in range(8):
+        await communicator.send_json_to({"type": "cancel", "request_id": f"q{i}"})
+    ended = set()
+    while len(ended) < 8:  # every queued request ends, cancelled, before the test lets go of the database
+        event = await communicator.receive_json_from(timeout=TIMEOUT)
+        if event["type"] == "done":
+            assert event["reason"] == "cancelled"
+            ended.add(event["request_id"])
     await communicator.disconnect()

@@ -1,0 +1,129 @@
+"""Saved runs end to end: a real daphne, the real model, Debian's Chromium.
+
+Two runs are generated through the server's websocket from the browser (same prompt and seed,
+different temperature), found in the history page, compared; the comparison's permalink opened in
+a fresh browser context shows the same thing; a saved run's Replay says "identical".
+"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+pytestmark = pytest.mark.e2e
+
+# Runs the two generations in the page and keeps their ids (and delete tokens) as the playground
+# page would: in localStorage, under the history's key.
+GENERATE_TWO = """async ([settings]) => {
+  const ws = new WebSocket(`ws://${location.host}/ws/generate/`);
+  await new Promise((ok, fail) => { ws.onopen = ok; ws.onerror = fail; });
+  const run = (id, params) => new Promise((ok) => {
+    const tokens = [];
+    ws.addEventListener("message", (m) => {
+      const e = JSON.parse(m.data);
+      if (e.request_id !== id) return;
+      if (e.type === "token") tokens.push(e.text);
+      if (e.type === "done" || e.type === "error") ok({done: e, tokens});
+    });
+    ws.send(JSON.stringify({type: "generate", request_id: id, prompt: "The best thing about autumn is",
+                            params, top_n: 5}));
+  });
+  const results = [];
+  for (const [i, params] of settings.entries()) results.push(await run(`e2e-${i}`, params));
+  ws.close();
+  const stored = results.map((r) => ({id: r.done.run_id, delete_token: r.done.delete_token, seen: Date.now()}));
+  localStorage.setItem("playground.runs.v1", JSON.stringify(stored));
+  return results;
+}"""
+
+
+def page_errors(page: Page) -> list[str]:
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    return errors
+
+
+def comparison_snapshot(page: Page) -> dict:
+    return {
+        "note": page.get_by_test_id("seed-note").inner_text(),
+        "first": page.get_by_test_id("first-divergence").inner_text(),
+        "differing": page.get_by_test_id("differing").inner_text(),
+        "aligned": page.get_by_test_id("aligned").inner_text(),
+    }
+
+
+def test_generate_compare_share_and_replay(page: Page, browser: Browser, daphne_server, artifacts):
+    errors = page_errors(page)
+    base = daphne_server.url
+    page.goto(base + "/history")
+    settings = [
+        {"temperature": 0.3, "max_tokens": 16, "seed": 11},
+        {"temperature": 1.6, "max_tokens": 16, "seed": 11},
+    ]
+    results = page.evaluate(GENERATE_TWO, [settings])
+    for result in results:
+        assert result["done"]["type"] == "done", result["done"]
+        assert result["done"]["run_id"], result["done"]
+    ids = [r["done"]["run_id"] for r in results]
+
+    # History: both runs, searchable, selectable.
+    page.reload()
+    rows = page.locator("[data-testid=history] tbody tr")
+    expect(rows).to_have_count(2)
+    page.get_by_label("Search prompts").fill("autumn")
+    expect(page.get_by_test_id("history-status")).to_contain_text("2 run(s) whose prompt contains")
+    page.get_by_label("Search prompts").fill("no such prompt")
+    expect(rows).to_have_count(0)
+    page.get_by_label("Search prompts").fill("")
+    expect(rows).to_have_count(2)
+    for run_id in ids:
+        page.get_by_label(f"Select run {run_id} for comparison").check()
+    page.get_by_role("button", name="Compare selected").click()
+    page.wait_for_url(f"**/compare/*")
+    assert sorted(page.url.rsplit("/", 1)[1].split(",")) == sorted(ids)
+
+    # The comparison: only the temperature differs; same seed, honest note; aligned token by token.
+    differing = page.get_by_test_id("differing")
+    expect(differing.locator("tr[data-setting='params.temperature']")).to_have_count(1)
+    expect(differing.locator("tbody tr")).to_have_count(1)
+    expect(page.get_by_test_id("seed-note")).to_contain_text("seed 11")
+    longest = max(len(r["tokens"]) for r in results)
+    expect(page.locator("[data-testid=aligned] tbody tr")).to_have_count(longest)
+    tint = page.locator(".aligned .token").first.evaluate("el => getComputedStyle(el).backgroundColor")
+    assert tint not in ("", "transparent", "rgba(0, 0, 0, 0)")
+    page.screenshot(path=str(artifacts / "runs-compare.png"), full_page=True)
+    seen = comparison_snapshot(page)
+
+    # The permalink in a fresh context (no localStorage, no cookies) shows the same comparison.
+    fresh = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        other = fresh.new_page()
+        other_errors = page_errors(other)
+        other.goto(page.url)
+        assert comparison_snapshot(other) == seen
+        assert other_errors == []
+    finally:
+        fresh.close()
+
+    # A saved run: tokens tinted with the inspector, and Replay reproduces it exactly.
+    page.goto(f"{base}/r/{ids[1]}")
+    tokens = page.locator("#output .token")
+    expect(tokens).to_have_count(len(results[1]["tokens"]))
+    assert tokens.evaluate_all("els => els.map(e => e.textContent)") == [t for t in results[1]["tokens"]]
+    tokens.first.focus()
+    expect(page.locator("#inspector")).to_be_visible()
+    expect(page.locator("#inspector .alternatives tbody tr:not(.outside)")).to_have_count(5)  # top_n
+    expect(page.locator("#inspector .alternatives tr.chosen")).to_have_count(1)
+    page.keyboard.press("Escape")
+    expect(page.locator("#inspector")).to_be_hidden()
+    page.get_by_role("button", name="Replay").click()
+    expect(page.get_by_test_id("replay-result")).to_have_text("Replay: identical. Compare with the replay", timeout=90_000)
+    page.screenshot(path=str(artifacts / "runs-permalink-replayed.png"), full_page=True)
+    assert errors == []
+
+
+def test_unknown_run_is_a_404_page(page: Page, daphne_server):
+    response = page.goto(daphne_server.url + "/r/" + "x" * 22)
+    assert response.status == 404
+    expect(page.get_by_test_id("not-found")).to_contain_text("no saved run has the id")

@@ -23,7 +23,11 @@ from inference.whatif import Variant
 REQUEST_ID = re.compile(r"^[A-Za-z0-9_\-.:]{1,64}$")
 PROMPT_CHARACTERS = (1, 20_000)
 TOP_N = (1, 20)
-GENERATE_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "params", "top_n", "use_cache", "prefix_tokens"})
+GENERATE_KEYS = frozenset({
+    "type", "request_id", "prompt", "mode", "system", "params", "top_n", "use_cache", "prefix_tokens",
+    "parent_run", "branch_index",
+})
+RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,64}$")
 CANCEL_KEYS = frozenset({"type", "request_id"})
 TOKENIZE_KEYS = frozenset({"type", "request_id", "text", "mode", "system"})
 INSPECT_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "prefix_tokens", "params", "variants", "top_n"})
@@ -125,7 +129,21 @@ def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:
         raise ProtocolError("invalid_value", f"use_cache must be true or false, got {use_cache!r}", "use_cache")
     sampling, loop = parse_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
+    _branch_of(message)
     return GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix)
+
+
+def _branch_of(message: Mapping[str, Any]) -> None:
+    """``parent_run`` and ``branch_index`` only label a branch for the saved run; checked here."""
+    parent = message.get("parent_run")
+    if parent is not None and (not isinstance(parent, str) or not RUN_ID.match(parent)):
+        raise ProtocolError("invalid_value", "parent_run must be a run id (16 to 64 URL-safe characters)", "parent_run")
+    index = message.get("branch_index")
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+        raise ProtocolError("invalid_value", f"branch_index must be an integer from 0, got {index!r}", "branch_index")
+    if (parent is None) != (index is None):
+        field_name = "branch_index" if index is None else "parent_run"
+        raise ProtocolError("missing_field", "parent_run and branch_index go together", field_name)
 
 
 def parse_tokenize(request_id: str, message: Mapping[str, Any]) -> Tokenize:

@@ -385,3 +385,14 @@ async def test_a_ninth_pending_request_is_refused():
             assert event["reason"] == "cancelled"
             ended.add(event["request_id"])
     await communicator.disconnect()
+
+
+@pytest.mark.parametrize("extra, code, param", [
+    ({"parent_run": "short", "branch_index": 2}, "invalid_value", "parent_run"),
+    ({"parent_run": "a" * 22, "branch_index": -1}, "invalid_value", "branch_index"),
+    ({"parent_run": "a" * 22}, "missing_field", "branch_index"),
+])
+async def test_branch_labels_are_checked(extra, code, param):
+    communicator = await connect()
+    await expect_error(communicator, {"type": "generate", "request_id": "b", "prompt": "x"} | extra, code, param)
+    await communicator.disconnect()

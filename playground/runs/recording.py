@@ -113,6 +113,10 @@ class RunRecorder:
         _drop_if_stale(db)  # the decode thread is long-lived: its connection may have gone stale
         try:
             with transaction.atomic(using=db):
+                parent_id = self.request_data.get("parent_run")
+                if parent_id and Run.objects.using(db).filter(pk=parent_id).exists():
+                    run.parent_id = parent_id  # a branch of a run that is (still) saved
+                    run.branch_index = self.request_data.get("branch_index")
                 run.save(force_insert=True, using=db)
         finally:
             _drop_if_stale(db)

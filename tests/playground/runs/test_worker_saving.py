@@ -85,3 +85,17 @@ async def test_browser_closing_mid_stream_still_saves_the_run(db_alias):
     assert run is not None, "the run of a closed connection was not saved"
     assert run.status == "cancelled"
     assert received <= len(run.tokens) < 200
+
+
+async def test_a_branch_is_saved_with_its_parent_and_branch_point(db_alias):
+    communicator = await connect()
+    await communicator.send_json_to(GENERATE | {"request_id": "p", "params": {**GENERATE["params"], "max_tokens": 4}})
+    parent = (await until(communicator, "p", lambda e, es: e["type"] in ("done", "error")))[-1]
+    await communicator.send_json_to(GENERATE | {
+        "request_id": "b", "params": {**GENERATE["params"], "max_tokens": 2},
+        "prefix_tokens": [11], "parent_run": parent["run_id"], "branch_index": 0,
+    })
+    branch = (await until(communicator, "b", lambda e, es: e["type"] in ("done", "error")))[-1]
+    await communicator.disconnect()
+    run = await sync_to_async(Run.objects.get)(pk=branch["run_id"])
+    assert run.parent_id == parent["run_id"] and run.branch_index == 0 and run.prefix_tokens == [11]

@@ -282,7 +282,7 @@ def started_event(request_id: str, started: Started, codec: TextCodec, model: Mo
         "request_id": request_id,
         "seed": started.seed,
         "mode": request.mode,
-        "prompt_tokens": [{"id": i, "text": codec.token_text(i)} for i in started.prompt_ids],
+        "prompt_tokens": _token_views(started.prompt_ids, codec),
         "params": request.params_dict(),
         "top_n": request.top_n,
         "use_cache": request.use_cache,
@@ -335,7 +335,7 @@ def tokens_event(request_id: str, ids: list[int], codec: TextCodec, context_wind
     return {
         "type": "tokens",
         "request_id": request_id,
-        "tokens": [{"id": i, "text": codec.token_text(i)} for i in ids],
+        "tokens": _token_views(ids, codec),
         "count": len(ids),
         "context_window": context_window,
     }
@@ -357,6 +357,10 @@ def inspection_event(request_id: str, position: int, variants: list[Variant], co
             for v in variants
         ],
     }
+
+
+def _token_views(ids: list[int], codec: TextCodec) -> list[dict[str, Any]]:
+    return [{"id": i, "text": codec.token_text(i)} for i in ids]
 
 
 def _alternatives(alternatives: Any, codec: TextCodec) -> list[dict[str, Any]]:

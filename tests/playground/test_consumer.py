@@ -24,15 +24,15 @@ async def connect(headers=(ORIGIN,)):
     return communicator
 
 
-async def events_until_end(communicator, request_id):
-    """Every event of one request up to and including its done (or error)."""
+async def events_until_end(communicator, request_id, final_type="done"):
+    """Every event of one request up to and including its last one (``final_type``, or an error)."""
     events = []
     while True:
         event = await communicator.receive_json_from(timeout=TIMEOUT)
         if event.get("request_id") != request_id:
             continue
         events.append(event)
-        if event["type"] in ("done", "error"):
+        if event["type"] in (final_type, "error"):
             return events
 
 
@@ -290,26 +290,15 @@ async def test_every_parameter_is_validated_by_name(params, param):
 async def test_tokenize_gives_exactly_what_generate_feeds():
     communicator = await connect()
     await communicator.send_json_to({"type": "tokenize", "request_id": "t1", "text": "The capital of France is"})
-    tokens = (await events_until_end_of(communicator, "t1", "tokens"))[-1]
+    tokens = (await events_until_end(communicator, "t1", "tokens"))[-1]
     await communicator.send_json_to({"type": "generate", "request_id": "g", "prompt": "The capital of France is", "params": {"max_tokens": 1}})
     started = (await events_until_end(communicator, "g"))[0]
     assert tokens["tokens"] == started["prompt_tokens"]
     assert tokens["count"] == len(started["prompt_tokens"]) and tokens["context_window"] == 8192
     await communicator.send_json_to({"type": "tokenize", "request_id": "t2", "text": " Paris", "mode": "plain"})
-    plain = (await events_until_end_of(communicator, "t2", "tokens"))[-1]
+    plain = (await events_until_end(communicator, "t2", "tokens"))[-1]
     assert [t["text"] for t in plain["tokens"]] == [" Paris"]
     await communicator.disconnect()
-
-
-async def events_until_end_of(communicator, request_id, final_type):
-    events = []
-    while True:
-        event = await communicator.receive_json_from(timeout=TIMEOUT)
-        if event.get("request_id") != request_id:
-            continue
-        events.append(event)
-        if event["type"] in (final_type, "error"):
-            return events
 
 
 async def test_inspect_reshapes_the_real_distribution_of_a_position():
@@ -321,7 +310,7 @@ async def test_inspect_reshapes_the_real_distribution_of_a_position():
         "type": "inspect", "request_id": "w", "prompt": prompt, "prefix_tokens": [tokens[0]["id"]],
         "params": {"top_p": 0.5}, "variants": [{"temperature": t} for t in (0.1, 0.5, 1.0, 1.5, 2.0)], "top_n": 5,
     })
-    inspection = (await events_until_end_of(communicator, "w", "inspection"))[-1]
+    inspection = (await events_until_end(communicator, "w", "inspection"))[-1]
     assert inspection["type"] == "inspection" and inspection["position"] == 1
     traces = inspection["traces"]
     assert [t["params"]["temperature"] for t in traces] == [0.1, 0.5, 1.0, 1.5, 2.0]
@@ -363,10 +352,10 @@ async def test_answered_requests_free_their_slot():
     communicator = await connect()
     for i in range(12):
         await communicator.send_json_to({"type": "tokenize", "request_id": f"t{i}", "text": "hello"})
-        assert (await events_until_end_of(communicator, f"t{i}", "tokens"))[-1]["type"] == "tokens"
+        assert (await events_until_end(communicator, f"t{i}", "tokens"))[-1]["type"] == "tokens"
     # a finished request's id can be used again
     await communicator.send_json_to({"type": "tokenize", "request_id": "t0", "text": "again"})
-    assert (await events_until_end_of(communicator, "t0", "tokens"))[-1]["type"] == "tokens"
+    assert (await events_until_end(communicator, "t0", "tokens"))[-1]["type"] == "tokens"
     await communicator.disconnect()
 
 

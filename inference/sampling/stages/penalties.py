@@ -38,7 +38,26 @@ class LogitBias(Stage):
         return cand.with_logits(logits, touched=pos)
 
 
-class RepetitionPenalty(Stage):
+class HistoryPenalty(Stage):
+    """A stage that moves the logits of the tokens seen in the last ``window`` tokens of the history
+    (0 = all of it); subclasses say how, from the seen logits and their counts."""
+
+    def __init__(self, penalty: float, window: int = 0) -> None:
+        self.penalty = penalty
+        self.window = window
+
+    def adjust(self, seen: np.ndarray, counts: np.ndarray) -> np.ndarray:  # both [K]
+        raise NotImplementedError
+
+    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
+        tokens, counts = ctx.counts(self.window)
+        pos, hit = cand.positions(tokens)
+        logits = cand.logits.copy()
+        logits[pos] = self.adjust(logits[pos], counts[hit])
+        return cand.with_logits(logits, touched=pos)
+
+
+class RepetitionPenalty(HistoryPenalty):
     """CTRL (Keskar et al.): for each distinct token of the (windowed) history, a positive logit is
     divided by the penalty and a negative one multiplied by it."""
 
@@ -46,49 +65,33 @@ class RepetitionPenalty(Stage):
 
     def __init__(self, penalty: float, window: int = 0) -> None:
         require(penalty > 0, "repetition_penalty", "repetition_penalty must be > 0")
-        self.penalty = penalty
-        self.window = window
+        super().__init__(penalty, window)
 
-    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
-        tokens, _ = ctx.counts(self.window)
-        pos, _ = cand.positions(tokens)
-        logits = cand.logits.copy()
-        seen = logits[pos]
-        logits[pos] = np.where(seen > 0, seen / self.penalty, seen * self.penalty)
-        return cand.with_logits(logits, touched=pos)
+    def adjust(self, seen: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        return np.where(seen > 0, seen / self.penalty, seen * self.penalty)
 
 
-class FrequencyPenalty(Stage):
+class FrequencyPenalty(HistoryPenalty):
     """OpenAI: logit -= count x penalty, count = occurrences in the (windowed) history."""
 
     name = "frequency_penalty"
 
     def __init__(self, penalty: float, window: int = 0) -> None:
         require(-2 <= penalty <= 2, "frequency_penalty", "frequency_penalty must be in [-2, 2]")
-        self.penalty = penalty
-        self.window = window
+        super().__init__(penalty, window)
 
-    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
-        tokens, counts = ctx.counts(self.window)
-        pos, hit = cand.positions(tokens)
-        logits = cand.logits.copy()
-        logits[pos] -= counts[hit] * self.penalty
-        return cand.with_logits(logits, touched=pos)
+    def adjust(self, seen: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        return seen - counts * self.penalty
 
 
-class PresencePenalty(Stage):
+class PresencePenalty(HistoryPenalty):
     """OpenAI: logit -= penalty for every token that occurs in the (windowed) history."""
 
     name = "presence_penalty"
 
     def __init__(self, penalty: float, window: int = 0) -> None:
         require(-2 <= penalty <= 2, "presence_penalty", "presence_penalty must be in [-2, 2]")
-        self.penalty = penalty
-        self.window = window
+        super().__init__(penalty, window)
 
-    def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
-        tokens, _ = ctx.counts(self.window)
-        pos, _ = cand.positions(tokens)
-        logits = cand.logits.copy()
-        logits[pos] -= self.penalty
-        return cand.with_logits(logits, touched=pos)
+    def adjust(self, seen: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        return seen - self.penalty

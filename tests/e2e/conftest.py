@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from playwright.sync_api import Page
 
 from inference.model_dir import MANIFEST_FILE, default_model_dir
+from tests.e2e.playground_page import PlaygroundPage
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -138,3 +140,11 @@ def artifacts() -> Path:
     """test-artifacts/ at the repository root (git-ignored): screenshots of the main states."""
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture
+def playground(page: Page, daphne_server: LiveServer, artifacts: Path) -> Iterator[PlaygroundPage]:
+    """The playground page, open and connected; fails the test on any JavaScript error."""
+    view = PlaygroundPage(page, daphne_server.url, artifacts).open()
+    yield view
+    assert view.errors == [], f"JavaScript errors on the page: {view.errors}"

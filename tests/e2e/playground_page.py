@@ -16,9 +16,14 @@ from playwright.sync_api import Locator, Page, WebSocket
 FIELDS = {
     "temperature": "Temperature",
     "top_p": "Top-p",
+    "top_k": "Top-k",
+    "min_p": "Min-p",
     "max_tokens": "Max tokens",
     "seed": "Seed",
     "top_n": "Top-N shown",
+    "n": "Samples (n)",
+    "num_beams": "Beams",
+    "stop": "Stop strings",
 }
 
 
@@ -47,6 +52,7 @@ class PlaygroundPage:
         self.base_url = base_url
         self.artifacts = artifacts
         self.frames: list[dict[str, Any]] = []
+        self.sent: list[dict[str, Any]] = []
         self.errors: list[str] = []
         page.on("websocket", self._watch)
         page.on("pageerror", lambda error: self.errors.append(str(error)))
@@ -54,6 +60,7 @@ class PlaygroundPage:
     def _watch(self, socket: WebSocket) -> None:
         if socket.url.endswith("/ws/generate/"):
             socket.on("framereceived", lambda payload: self.frames.append(json.loads(payload)))
+            socket.on("framesent", lambda payload: self.sent.append(json.loads(payload)))
 
     # Driving the page.
 
@@ -64,7 +71,40 @@ class PlaygroundPage:
 
     def set(self, **settings: Any) -> None:
         for key, value in settings.items():
-            self.page.get_by_label(FIELDS[key], exact=True).fill("" if value is None else str(value))
+            control = self.page.get_by_label(FIELDS.get(key, key), exact=True)
+            self.open_group_of(control)
+            control.fill("" if value is None else str(value))
+
+    def open_group_of(self, control: Locator) -> None:
+        """Opens the collapsed settings group (a <details>) that holds `control`."""
+        control.evaluate("el => { const d = el.closest('details'); if (d) d.open = true; }")
+
+    def open_group(self, title: str) -> Locator:
+        group = self.page.locator("details.param-group", has=self.page.locator("summary", has_text=title))
+        group.evaluate("d => { d.open = true; }")
+        return group
+
+    def sent_of(self, kind: str) -> list[dict[str, Any]]:
+        return [frame for frame in self.sent if frame.get("type") == kind]
+
+    def run(self, prompt: str | None = None, **settings: Any) -> dict[str, Any]:
+        """Generates (optionally with a new prompt and settings) and returns the `done` frame."""
+        if prompt is not None:
+            self.page.get_by_label("Prompt", exact=True).fill(prompt)
+        self.set(**settings)
+        self.frames.clear()
+        self.page.get_by_role("button", name="Generate").click()
+        return self.wait_done()
+
+    def wait_idle(self, timeout_ms: float = 90_000) -> None:
+        """Waits until the page can start a run again (Generate enabled) and the status is settled."""
+        self.page.locator("#status[data-state=done], #status[data-state=error]").wait_for(timeout=timeout_ms)
+        self.page.locator("[data-action=generate]:enabled").wait_for(timeout=timeout_ms)
+
+    def request_frames(self, kind: str) -> list[dict[str, Any]]:
+        """Received frames answering the sent frames of type `kind` (matched by request id)."""
+        ids = {frame["request_id"] for frame in self.sent_of(kind)}
+        return [frame for frame in self.frames if frame.get("request_id") in ids]
 
     def generate(self, prompt: str, **settings: Any) -> None:
         self.page.get_by_label("Prompt", exact=True).fill(prompt)

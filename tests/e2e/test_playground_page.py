@@ -16,13 +16,6 @@ from tests.e2e.playground_page import PlaygroundPage, format_prob, visible_white
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def playground(page: Page, daphne_server, artifacts) -> PlaygroundPage:
-    view = PlaygroundPage(page, daphne_server.url, artifacts).open()
-    yield view
-    assert view.errors == [], f"JavaScript errors on the page: {view.errors}"
-
-
 def assert_tokens_match_frames(view: PlaygroundPage) -> list[dict]:
     """One tinted element per `token` frame, in order, with the frame's text piece."""
     frames = view.events("token")

@@ -25,9 +25,18 @@ export function quoteToken(text) {
   return JSON.stringify(String(text));
 }
 
-/** Prompt-token display text: newlines and tabs get visible marks, everything else is kept. */
-export function visibleWhitespace(text) {
-  return String(text).replaceAll("\r", "␍").replaceAll("\n", "↵").replaceAll("\t", "⇥");
+/** Prompt-token display text: newlines and tabs get visible marks, everything else is kept.
+ *  With `spaces`, spaces become "·" and a newline keeps its line break after the mark. */
+export function visibleWhitespace(text, spaces = false) {
+  const marked = String(text).replaceAll("\r", "␍").replaceAll("\t", "⇥");
+  if (!spaces) return marked.replaceAll("\n", "↵");
+  return marked.replaceAll(" ", "·").replaceAll("\n", "↵\n");
+}
+
+/** A log-probability or other signed number with two decimals, with a real minus sign. */
+export function formatSigned(x, digits = 2) {
+  if (typeof x !== "number" || !Number.isFinite(x)) return "–";
+  return x.toFixed(digits).replace("-", "−");
 }
 
 /** Special tokens of the tokenizer look like <|im_start|>. */

@@ -4,10 +4,13 @@
 // raw probability (softmax of the logits) and the final one the token was sampled with (after
 // every sampling stage; 0 when a stage removed it, which is named). The chosen token is marked in
 // text, not by colour alone. Under the chart: the entropy before and after the sampling stages,
-// how many tokens each stage kept, and the random draw.
+// how many tokens each stage kept, the random draw and where it fell on the cumulative bar.
+// Each alternative has a "Branch" button (when the page gives an `onBranch` callback): generation
+// continues from that prefix with that token forced.
 //
 // `Inspector` renders; `InspectorController` decides when it shows (hover, focus, tap, Escape).
 
+import { drawBar } from "./draw-bar.js";
 import { formatProb, quoteToken } from "./format.js";
 
 function el(tag, className, text) {
@@ -28,10 +31,20 @@ function bar(kind, p) {
 }
 
 export class Inspector {
-  constructor(root) {
+  /** @param options.onBranch  (tokenIndex, alternative) → void: shows a Branch button per row */
+  constructor(root, options = {}) {
     this.root = root;
     this.index = null;
     this.anchor = null;
+    this.onBranch = options.onBranch ?? null;
+    this.token = null;
+    root.addEventListener("click", (e) => {
+      const button = e.target.closest("button[data-branch]");
+      if (!button || !this.onBranch || !this.token) return;
+      const id = Number(button.dataset.branch);
+      const alt = this.token.alternatives.find((a) => a.id === id);
+      if (alt) this.onBranch(this.token.index, alt);
+    });
   }
 
   get open() {
@@ -108,7 +121,9 @@ export class Inspector {
     const caption = el("caption", null, `Top ${token.alternatives.length} alternatives by model probability`);
     const head = el("thead");
     const headRow = el("tr");
-    for (const [label, cls] of [["Token", "tok"], ["Model (raw)", "num raw"], ["Sampled with (final)", "num final"]]) {
+    const columns = [["Token", "tok"], ["Model (raw)", "num raw"], ["Sampled with (final)", "num final"]];
+    if (this.onBranch) columns.push(["Branch", "act"]);
+    for (const [label, cls] of columns) {
       const th = el("th", cls, label);
       th.scope = "col";
       headRow.append(th);
@@ -137,14 +152,22 @@ export class Inspector {
     }
     if (typeof token.draw === "number") add("Random draw u", num(token.draw, 4));
     else if (token.draw === null) add("Random draw u", "none (greedy)");
+    if (token.forced) add("Forced", "yes: this branch's prefix, not drawn");
+    if (typeof token.elapsed_ms === "number") add("Step time", `${num(token.elapsed_ms, 1)} ms`);
+    const bar = drawBar(token);
+    const where = bar ? el("figure", "draw-figure") : null;
+    if (where) {
+      where.append(el("figcaption", null, "Where the draw fell: final probabilities stacked in pick order"), bar);
+    }
 
     const close = el("button", "inspector-close", "×");
     close.type = "button";
     close.setAttribute("aria-label", "Close alternatives");
     close.dataset.action = "close-inspector";
 
-    this.root.replaceChildren(close, title, summary, table, details);
+    this.root.replaceChildren(close, title, summary, table, details, ...(where ? [where] : []));
     this.root.dataset.index = String(token.index);
+    this.token = token;
   }
 
   #row(alt, chosen) {
@@ -163,6 +186,17 @@ export class Inspector {
     const final = bar("final", alt.prob);
     if (alt.removed_by) final.append(el("span", "removed-by", `removed by ${alt.removed_by}`));
     row.append(name, bar("raw", alt.raw_prob), final);
+    if (this.onBranch) {
+      const cell = el("td", "act");
+      if (!chosen) {
+        const button = el("button", "branch-button", "Branch");
+        button.type = "button";
+        button.dataset.branch = String(alt.id);
+        button.setAttribute("aria-label", `Branch: continue with ${quoteToken(alt.token)} here`);
+        cell.append(button);
+      }
+      row.append(cell);
+    }
     return row;
   }
 }
@@ -177,11 +211,13 @@ export class InspectorController {
   #hideTimer = 0;
   #returningFocus = false;
 
-  /** @param streamRoot  the token container; @param getToken  index → that token's event or null */
-  constructor(inspector, streamRoot, getToken) {
+  /** @param streamRoot  the token container; @param getToken  index → that token's event or null;
+   *  @param onPin  index → void, when a token is pinned (clicked, tapped, Enter) */
+  constructor(inspector, streamRoot, getToken, onPin = () => {}) {
     this.inspector = inspector;
     this.streamRoot = streamRoot;
     this.getToken = getToken;
+    this.onPin = onPin;
     const root = inspector.root;
     root.addEventListener("pointerenter", () => clearTimeout(this.#hideTimer));
     root.addEventListener("pointerleave", () => this.#pinned === null && this.#hideSoon());
@@ -222,6 +258,7 @@ export class InspectorController {
         } else {
           this.#pinned = i;
           this.#show(i, el);
+          this.onPin(i);
         }
       },
       escape: () => this.close(false),
@@ -238,6 +275,21 @@ export class InspectorController {
       anchor.focus();
       this.#returningFocus = false;
     }
+  }
+
+  /** Pins token `index` open (its element `el`), as a click would, and focuses it. */
+  pin(index, el) {
+    if (!el) return;
+    this.#pinned = index;
+    this.#returningFocus = true;
+    el.focus({ preventScroll: false });
+    this.#returningFocus = false;
+    this.#show(index, el);
+    this.onPin(index);
+  }
+
+  get pinned() {
+    return this.#pinned;
   }
 
   reset() {

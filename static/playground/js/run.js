@@ -1,14 +1,17 @@
 // One generation run as the page knows it: the request sent and the server's events, in order.
 //
-// Views read from a Run; they never keep their own copy of the numbers. (A later page keeps many
-// runs — branches — and this is the unit it will keep.)
+// Views read from a Run; they never keep their own copy of the numbers. A branch is a Run too:
+// its request carries `prefix_tokens` (the parent's ids up to the fork, then the chosen
+// alternative), and the branch tree (branches.js) keeps the links between runs.
 
 export class Run {
   constructor(request) {
     this.request = request;
     this.requestId = null;
     this.started = null; // the `started` event
-    this.tokens = []; // `token` events, by index
+    this.tokens = []; // sample 0's `token` events, by index
+    this.samples = [this.tokens]; // every sample's `token` events (params.n > 1)
+    this.beamSteps = []; // `beam_step` events (params.num_beams > 1)
     this.done = null; // the `done` event
     this.error = null; // the `error` object of an `error` event
     this.stopRequested = false;
@@ -31,8 +34,14 @@ export class Run {
       case "started":
         this.started = event;
         break;
-      case "token":
-        this.tokens[event.index] = event;
+      case "token": {
+        const sample = event.sample ?? 0;
+        this.samples[sample] ??= [];
+        this.samples[sample][event.index] = event;
+        break;
+      }
+      case "beam_step":
+        this.beamSteps[event.index] = event;
         break;
       case "done":
         this.done = event;
@@ -47,5 +56,25 @@ export class Run {
 
   token(index) {
     return this.tokens[index] ?? null;
+  }
+
+  /** Sample 0's chosen ids, in order (what a branch or a step forces as its prefix). */
+  ids(upTo = this.tokens.length) {
+    return this.tokens.slice(0, upTo).map((t) => t.id);
+  }
+
+  /** The model's log-probability of sample 0's tokens: Σ ln raw_prob. */
+  get logprob() {
+    let sum = 0;
+    for (const t of this.tokens) sum += Math.log(Math.max(t.raw_prob, Number.MIN_VALUE));
+    return sum;
+  }
+
+  get isBeam() {
+    return (this.request.params?.num_beams ?? 1) > 1;
+  }
+
+  get sampleCount() {
+    return this.samples.filter(Boolean).length;
   }
 }

@@ -1,7 +1,9 @@
 // The websocket client for /ws/generate/ (docs/websocket-api.md).
 //
 // One socket per page, opened on demand. Each `generate` gets a fresh request id; the server's
-// events are routed back to the handler given for that id until its `done` or `error`. Events that
+// events are routed back to the handler given for that id until its `done` or `error`. One-answer
+// requests (`tokenize` → `tokens`, `inspect` → `inspection`) return a promise of that answer,
+// rejected with the server's error (an Error carrying `code` and `param`). Events that
 // name no running request (e.g. an error about a frame the server could not read) go to the
 // `unrouted` listeners. The client knows nothing about the page.
 
@@ -95,6 +97,36 @@ export class GenerateClient extends EventTarget {
     this.#handlers.set(requestId, onEvent);
     this.#send({ type: "generate", request_id: requestId, ...body });
     return requestId;
+  }
+
+  /** Sends a one-answer frame (`tokenize`, `inspect`) and resolves with the server's answer. */
+  async request(type, body) {
+    await this.connect();
+    const requestId = `${this.#prefix}-${type[0]}${++this.#counter}`;
+    return new Promise((resolve, reject) => {
+      this.#handlers.set(requestId, (event) => {
+        this.#handlers.delete(requestId);
+        if (event.type === "error") {
+          const error = new Error(event.error?.message ?? "request failed");
+          error.code = event.error?.code;
+          error.param = event.error?.param ?? null;
+          reject(error);
+        } else {
+          resolve(event);
+        }
+      });
+      this.#send({ type, request_id: requestId, ...body });
+    });
+  }
+
+  /** `tokenize`: the exact tokens for a text (mode "completion" | "chat" | "plain"). */
+  tokenize(body) {
+    return this.request("tokenize", body);
+  }
+
+  /** `inspect`: the distribution at a position under some parameter variants. */
+  inspect(body) {
+    return this.request("inspect", body);
   }
 
   /** Asks the server to stop a request; its `done` (reason "cancelled") still arrives. */

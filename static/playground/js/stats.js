@@ -50,8 +50,23 @@ export class RunStats {
     this.#set("tokens", String(event.usage?.completion_tokens ?? "–"));
     this.#set("reason", describeReason(event.reason));
     if (this.fields.reason) this.fields.reason.dataset.reason = event.reason;
+    this.#permalink(event.run_id);
     const stopString = event.stop_string ? ` (“${event.stop_string}”)` : "";
     this.status(`Done: ${describeReason(event.reason)}${stopString}.`, "done");
+  }
+
+  /** The saved run's address (`done.run_id`, when the server keeps runs): /r/<id>. */
+  #permalink(runId) {
+    const slot = this.fields.permalink;
+    if (!slot) return;
+    if (!runId) {
+      slot.textContent = "–";
+      return;
+    }
+    const link = document.createElement("a");
+    link.href = `/r/${encodeURIComponent(runId)}`;
+    link.textContent = `/r/${runId}`;
+    slot.replaceChildren(link);
   }
 
   failed(message) {

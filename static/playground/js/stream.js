@@ -4,8 +4,13 @@
 // Keyboard: the output is one tab stop (a roving tabindex); arrow keys move between tokens,
 // Home/End jump to the ends. The view reports pointer, focus and tap interest through callbacks;
 // what to show is the inspector's business.
+//
+// Whitespace on demand: each token keeps its text and carries a `data-ws` copy with spaces,
+// tabs and newlines made visible; the stylesheet swaps one for the other (`.show-whitespace`), so
+// the output's text stays exactly the model's. A token forced by a branch is marked.
 
 import { probColors } from "./colors.js";
+import { visibleWhitespace } from "./format.js";
 
 export class TokenStream {
   /**
@@ -33,8 +38,15 @@ export class TokenStream {
     this.root.replaceChildren();
   }
 
+  /** Shows a whole run's tokens (moving between branches); `forkIndex` marks the forced token. */
+  render(tokens, tail = "", forkIndex = null) {
+    this.clear();
+    for (const token of tokens) if (token) this.append(token, forkIndex);
+    this.appendTail(tail);
+  }
+
   /** Adds the element for a `token` event and returns it. */
-  append(token) {
+  append(token, forkIndex = null) {
     const el = document.createElement("span");
     el.className = "token";
     el.dataset.index = String(token.index);
@@ -49,7 +61,12 @@ export class TokenStream {
       el.title = "part of a character; the text appears with the next token";
     } else {
       el.textContent = token.text;
+      el.dataset.ws = visibleWhitespace(token.text, true);
       if (token.text.includes("\n")) el.classList.add("newline");
+    }
+    if (token.forced && token.index === forkIndex) {
+      el.classList.add("forced");
+      el.title = "forced: the alternative this branch was started from";
     }
     // A token is a button: activating it pins its alternatives open. Its name is its text; the
     // inspector describes it (aria-describedby) while open.
@@ -69,6 +86,12 @@ export class TokenStream {
     el.textContent = text;
     el.title = "released at the end of the run";
     this.root.append(el);
+  }
+
+  /** Marks the token whose step the panels below show. */
+  markSelected(index) {
+    for (const other of this.root.querySelectorAll(".token.selected")) other.classList.remove("selected");
+    this.element(index)?.classList.add("selected");
   }
 
   element(index) {

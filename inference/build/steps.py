@@ -141,33 +141,69 @@ def export_onnx(checkpoint: Path, out_dir: Path, verbosity: int = 1, validate: b
     return path
 
 
-def quantize_4bit(src: Path, dest: Path) -> dict[str, Any]:
-    """4-bit weight-only quantization of every MatMul with a constant weight (``MatMulNBits``).
+def quantize(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str, Any]) -> dict[str, Any]:
+    """Weight-only quantization of the fp32 export ``src`` into one self-contained ``dest``.
 
-    Writes one self-contained ``dest`` (the model stays far below protobuf's 2 GB limit).
-    Returns what the manifest records about the graph: opsets and operator counts.
+    With ``gguf_weights``, every weight MatMul (and the embedding) whose GGUF tensor is Q4_1 or
+    Q8_0 gets the GGUF's own blocks, bit for bit (``lossless.convert``; raises if a GGUF tensor
+    does not dequantize to exactly the export's weight). Weight MatMuls left after that (all of
+    them without a GGUF) are quantized by onnxruntime's ``MatMulNBitsQuantizer`` (4 bits, block
+    32, symmetric). The model stays far below protobuf's 2 GB limit.
+
+    Returns what the manifest records: ``quantization`` (the method, faithfully) and the graph's
+    opsets and operator counts.
     """
     import onnx
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
+    from . import lossless
+
+    model = onnx.load(str(src))
+    conversion = None
+    if gguf_weights is not None:
+        lossless_recipe = recipe.LOSSLESS
+        conversion = lossless.convert(
+            model, gguf_weights, config, lossless_recipe["accuracy_level"], tuple(lossless_recipe["gguf_types"])
+        )
+    weights = {i.name for i in model.graph.initializer}
+    exclude = set(conversion.offset_matmuls) if conversion else set()
+    requantize = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights and n.name not in exclude]
     q = recipe.QUANTIZATION
-    quantizer = MatMulNBitsQuantizer(
-        onnx.load(str(src)),
-        bits=q["bits"],
-        block_size=q["block_size"],
-        is_symmetric=q["symmetric"],
-        accuracy_level=q["accuracy_level"],
-    )
-    quantizer.process()
-    model = quantizer.model.model
-    quantizer.model.save_model_to_file(str(dest), use_external_data_format=False)
+    if requantize:
+        quantizer = MatMulNBitsQuantizer(
+            model,
+            bits=q["bits"],
+            block_size=q["block_size"],
+            is_symmetric=q["symmetric"],
+            accuracy_level=q["accuracy_level"],
+            nodes_to_exclude=sorted(exclude),
+        )
+        quantizer.process()
+        model = quantizer.model.model
+    onnx.save(model, str(dest))
     ops: dict[str, int] = {}
     for node in model.graph.node:
         ops[node.op_type] = ops.get(node.op_type, 0) + 1
+    if conversion is None:
+        quantization = dict(q)
+    else:
+        quantization = {
+            **recipe.LOSSLESS,
+            "weights_bit_exact": True,  # checked against the export's fp32 weights before replacing them
+            **conversion.summary(),
+            "q4_1": "MatMulNBits, 4 bits, scale d, default zero point 8, plus an fp32 MatMul of the input's "
+            "block sums by the blocks' offsets m + 8d",
+            "q8_0": "8 bits, scale d, default zero point 128 (MatMulNBits; GatherBlockQuantized for the embedding)"
+            if "Q8_0" in lossless_recipe["gguf_types"]
+            else "kept as the export's fp32 weights (the Q8_0 values exactly)",
+            "requantized": {**q, "matmuls": len(requantize)},
+        }
     return {
+        "quantization": quantization,
         "opsets": {(o.domain or "ai.onnx"): o.version for o in model.opset_import},
         "matmul_nbits_nodes": ops.get("MatMulNBits", 0),
         "matmul_nodes_left": ops.get("MatMul", 0),
+        "gather_block_quantized_nodes": ops.get("GatherBlockQuantized", 0),
     }
 
 

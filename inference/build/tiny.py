@@ -1,8 +1,10 @@
 """A tiny randomly initialised Llama decoder, built exactly like the real model, for fast engine tests.
 
 Same tokenizer (vocabulary 49152, same special tokens), same optimum export with KV cache, same
-4-bit quantization, same manifest schema: only the dimensions and the weights differ. Its text is
-gibberish; its shapes, names and manifest are what the engine meets on the real model.
+inputs and outputs, same manifest schema: only the dimensions and the weights differ, and, having
+no GGUF blocks to keep, its weights are quantized by ``MatMulNBitsQuantizer`` (4 bits, block 32,
+symmetric). Its text is gibberish; its shapes, names and manifest are what the engine meets on the
+real model.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class RandomSource:
     """Random weights from ``torch.manual_seed(seed)`` with :data:`TINY_CONFIG`, and the real tokenizer."""
 
     model_name = TINY_MODEL_NAME
+    gguf_weights = None  # every weight is requantized, as MatMulNBitsQuantizer does it
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed

@@ -70,7 +70,17 @@ def test_manifest_shapes(real_dir):
     assert m["source"]["file"] == "SmolLM2-135M-Instruct.Q4_1.gguf" and m["source"]["license"] == "Apache-2.0"
     assert m["special_tokens"]["eos_token_ids"] == [2, 0]
     assert len(m["onnx"]["inputs"]) == 3 + 60 and len(m["onnx"]["outputs"]) == 1 + 60
-    assert m["onnx"]["matmul_nbits_nodes"] == 30 * 7 and m["onnx"]["matmul_nodes_left"] == 2 * 30 + 2
+    # 7 per layer; left: attention (2 per layer), rotary, the fp32 LM head, one block-offset MatMul per Q4_1 weight
+    assert m["onnx"]["matmul_nbits_nodes"] == 30 * 7 and m["onnx"]["matmul_nodes_left"] == 2 * 30 + 2 + 30 * 7
+
+
+def test_manifest_records_the_lossless_quantization(real_dir):
+    q = read_manifest(real_dir)["quantization"]
+    assert q["method"] == "gguf-q4_1-lossless-matmulnbits" and q["weights_bit_exact"] is True
+    assert q["accuracy_level"] == 0 and q["gguf_types"] == ["Q4_1"]
+    assert q["gguf_blocks_kept"] == {"Q4_1 MatMul": 210} and q["offset_matmuls"] == 210
+    assert q["weights_left"] == {"/model/embed_tokens/Gather": "Q8_0", "/lm_head/MatMul": "Q8_0"}  # fp32, exact
+    assert q["requantized"]["matmuls"] == 0
 
 
 def test_tokenizer_adds_no_special_token(tokenizer):
@@ -78,19 +88,8 @@ def test_tokenizer_adds_no_special_token(tokenizer):
     assert tokenizer.encode(" Paris").ids == [PARIS]
 
 
-@pytest.mark.parametrize("prefix", [[IM_START], [ENDOFTEXT]], ids=["im_start", "endoftext"])
-def test_greedy_paris_after_a_leading_special_token(session, tokenizer, prefix):
+@pytest.mark.parametrize("prefix", [[], [IM_START], [ENDOFTEXT]], ids=["nothing", "im_start", "endoftext"])
+def test_greedy_paris_dot(session, tokenizer, prefix):
+    """What the fp32 export says too: " Paris." whatever the prompt starts with (recipe 1 said " capitalised…")."""
     ids = prefix + tokenizer.encode("The capital of France is", add_special_tokens=False).ids
-    out = greedy(session, ids, 3)
-    assert out[0] == PARIS
-    assert tokenizer.decode(out).startswith(" Paris")
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "the 4-bit requantization (MatMulNBits, symmetric, block 32) of the Q4_1 weights loses this one: "
-    "with no leading token the greedy continuation is ' capitalised as it is capitalised.' "
-    "(the fp32 export says ' Paris.'). Strict: a recipe change that fixes it must update this test."
-))
-def test_greedy_paris_with_no_special_token(session, tokenizer):
-    ids = tokenizer.encode("The capital of France is", add_special_tokens=False).ids
-    assert greedy(session, ids, 1) == [PARIS]
+    assert tokenizer.decode(greedy(session, ids, 2)) == " Paris."

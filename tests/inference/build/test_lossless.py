@@ -1,0 +1,140 @@
+"""The GGUF blocks → MatMulNBits conversion on small synthetic tensors: layouts, exactness, the graph rewrite."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from gguf import GGMLQuantizationType, GGUFWriter
+from gguf.quants import dequantize, quantize
+from onnx import TensorProto, helper, numpy_helper
+
+from inference.build import gguf_blocks as gb
+from inference.build import lossless
+
+K, N = 96, 48  # three blocks of 32 along K
+
+
+@pytest.fixture(scope="module")
+def weights() -> np.ndarray:
+    """A float32 ``[N, K]`` matrix, rows of very different ranges, one all-zero block (d == 0)."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((N, K)).astype(np.float32) * rng.uniform(0.01, 1.0, (N, 1)).astype(np.float32)
+    w[3, 32:64] = 0.0
+    return w
+
+
+def session(model: onnx.ModelProto) -> ort.InferenceSession:
+    model.ir_version = 10
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def test_q4_1_split_and_dequantize_match_gguf(weights):
+    raw = quantize(weights, GGMLQuantizationType.Q4_1)
+    d, m, q = gb.split_q4_1(raw)
+    assert d.shape == m.shape == (N, K // 32) and q.shape == (N, K) and q.max() <= 15
+    assert np.array_equal(gb.dequantize_q4_1(d, m, q), dequantize(raw, GGMLQuantizationType.Q4_1))
+
+
+def test_q8_0_split_and_dequantize_match_gguf(weights):
+    raw = quantize(weights, GGMLQuantizationType.Q8_0)
+    d, q = gb.split_q8_0(raw)
+    assert np.array_equal(gb.dequantize_q8_0(d, q), dequantize(raw, GGMLQuantizationType.Q8_0))
+
+
+def test_pack_4bit_puts_even_elements_in_the_low_nibble():
+    q = np.arange(32, dtype=np.uint8)[None, :] % 16
+    packed = gb.pack_4bit(q)
+    assert packed.shape == (1, 1, 16)
+    assert packed[0, 0, 0] == 0x10 and packed[0, 0, 1] == 0x32 and packed[0, 0, 8] == 0x10
+
+
+def test_unpermute_rows_undoes_llama_cpp_permutation():
+    heads, rows = 3, 3 * 8
+    original = np.arange(rows)
+    permuted = original.reshape(heads, 2, rows // heads // 2).swapaxes(1, 2).reshape(-1)  # llama.cpp's converter
+    assert np.array_equal(permuted[gb.unpermute_rows(rows, heads)], original)
+
+
+def single_matmul_model(name: str, weight_kn: np.ndarray) -> onnx.ModelProto:
+    node = helper.make_node("MatMul", ["x", "W"], ["y"], name=name)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "s", weight_kn.shape[0]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "s", weight_kn.shape[1]])],
+        [numpy_helper.from_array(weight_kn, "W")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def write_gguf(path, tensors: dict[str, tuple[np.ndarray, GGMLQuantizationType]]) -> None:
+    writer = GGUFWriter(str(path), "llama")
+    for name, (w, qtype) in tensors.items():
+        raw = quantize(w, qtype)
+        writer.add_tensor(name, raw, raw_shape=raw.shape, raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+CONFIG = {"num_attention_heads": 2, "num_key_value_heads": 1}
+
+
+@pytest.mark.parametrize("kind, target, node_name", [
+    ("Q4_1", "blk.0.ffn_up.weight", "/model/layers.0/mlp/up_proj/MatMul"),
+    ("Q4_1", "blk.0.attn_q.weight", "/model/layers.0/self_attn/q_proj/MatMul"),  # rows permuted
+    ("Q8_0", "output.weight", "/lm_head/MatMul"),
+])
+def test_convert_keeps_the_gguf_blocks_exactly(tmp_path, weights, kind, target, node_name):
+    qtype = getattr(GGMLQuantizationType, kind)
+    write_gguf(tmp_path / "m.gguf", {target: (weights, qtype)})
+    w = dequantize(quantize(weights, qtype), qtype)  # [N, K] in GGUF row order
+    if ".attn_q." in target:
+        w = w[gb.unpermute_rows(N, CONFIG["num_attention_heads"])]  # what transformers' loader does
+    model = single_matmul_model(node_name, w.T.copy())
+    done = lossless.convert(model, tmp_path / "m.gguf", CONFIG, accuracy_level=0)
+    assert done.converted == [node_name] and done.by_type == {f"{kind} MatMul": 1}
+    assert [n.op_type for n in model.graph.node if n.op_type == "MatMulNBits"] == ["MatMulNBits"]
+    assert "W" not in {i.name for i in model.graph.initializer}
+    x = np.random.default_rng(1).standard_normal((1, 5, K)).astype(np.float32)
+    got = session(model).run(None, {"x": x})[0]
+    expected = x @ w.T.astype(np.float64)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=2e-5 * np.abs(expected).max())
+
+
+def test_accuracy_level_4_stays_close(tmp_path, weights):
+    write_gguf(tmp_path / "m.gguf", {"blk.0.ffn_up.weight": (weights, GGMLQuantizationType.Q4_1)})
+    w = dequantize(quantize(weights, GGMLQuantizationType.Q4_1), GGMLQuantizationType.Q4_1)
+    model = single_matmul_model("/model/layers.0/mlp/up_proj/MatMul", w.T.copy())
+    lossless.convert(model, tmp_path / "m.gguf", CONFIG, accuracy_level=4)
+    x = np.random.default_rng(2).standard_normal((1, 3, K)).astype(np.float32)
+    got, expected = session(model).run(None, {"x": x})[0], x @ w.T
+    assert np.abs(got - expected).max() < 0.02 * np.abs(expected).max()  # int8 activations inside the kernel
+
+
+def test_convert_refuses_a_weight_that_is_not_the_gguf_tensor(tmp_path, weights):
+    write_gguf(tmp_path / "m.gguf", {"blk.0.ffn_up.weight": (weights, GGMLQuantizationType.Q4_1)})
+    w = dequantize(quantize(weights, GGMLQuantizationType.Q4_1), GGMLQuantizationType.Q4_1)
+    w[0, 0] += 1e-3
+    model = single_matmul_model("/model/layers.0/mlp/up_proj/MatMul", w.T.copy())
+    with pytest.raises(lossless.WeightMismatchError, match="up_proj"):
+        lossless.convert(model, tmp_path / "m.gguf", CONFIG, accuracy_level=0)
+
+
+def test_convert_leaves_other_types_alone(tmp_path, weights):
+    write_gguf(tmp_path / "m.gguf", {"blk.0.ffn_up.weight": (weights, GGMLQuantizationType.F16)})
+    w = weights.astype(np.float16).astype(np.float32)
+    model = single_matmul_model("/model/layers.0/mlp/up_proj/MatMul", w.T.copy())
+    done = lossless.convert(model, tmp_path / "m.gguf", CONFIG, accuracy_level=4)
+    assert done.converted == [] and done.left == {"/model/layers.0/mlp/up_proj/MatMul": "F16"}
+    assert [n.op_type for n in model.graph.node] == ["MatMul"]
+
+
+def test_convert_keeps_only_the_types_asked_for(tmp_path, weights):
+    write_gguf(tmp_path / "m.gguf", {"output.weight": (weights, GGMLQuantizationType.Q8_0)})
+    w = dequantize(quantize(weights, GGMLQuantizationType.Q8_0), GGMLQuantizationType.Q8_0)
+    model = single_matmul_model("/lm_head/MatMul", w.T.copy())
+    done = lossless.convert(model, tmp_path / "m.gguf", CONFIG, accuracy_level=0, gguf_types=("Q4_1",))
+    assert done.left == {"/lm_head/MatMul": "Q8_0"} and [n.op_type for n in model.graph.node] == ["MatMul"]

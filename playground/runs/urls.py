@@ -10,6 +10,7 @@ app_name = "runs"
 urlpatterns = [
     re_path(r"^r/(?P<run_id>[^/]+)\.json$", views.run_json, name="run_json"),
     re_path(r"^r/(?P<run_id>[^/]+)$", views.run_page, name="run"),
+    path("compare/live", views.live_compare_page, name="live_compare"),  # before the ids pattern
     re_path(r"^compare/(?P<ids>[^/]+)\.json$", views.compare_json, name="compare_json"),
     re_path(r"^compare/(?P<ids>[^/]+)$", views.compare_page, name="compare"),
     path("history", views.history_page, name="history"),

@@ -20,6 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from playground.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
+from playground.protocol import parse_params
 from playground.runs import schema
 from playground.runs.compare import compare
 
@@ -83,6 +84,39 @@ def playground_query(run: Run) -> str:
     return f"{reverse('index')}?{urlencode(query)}"
 
 
+# The live comparison's own fields: shared by every column, or one per column; any other
+# parameter goes in a column's JSON box (docs/runs.md, "Live comparison").
+LIVE_SHARED = ("seed", "max_tokens")
+LIVE_FIELDS = ("temperature", "top_p", "top_k", "min_p")
+
+
+def default_params() -> dict[str, Any]:
+    """The normalized params of a request that sets nothing."""
+    sampling, loop = parse_params({})
+    return {**sampling.to_dict(), **loop.to_dict()}
+
+
+def live_query(runs: list[Run]) -> str:
+    """The live comparison's address with these runs' settings: run 1's prompt, mode, system and
+    seed, and per run the settings that are not the defaults."""
+    first = runs[0]
+    defaults = default_params()
+    query: dict[str, str] = {"prompt": first.prompt, "mode": first.mode}
+    if first.system is not None:
+        query["system"] = first.system
+    query["seed"] = str(int(first.seed))
+    query["max_tokens"] = str(first.params.get("max_tokens", defaults["max_tokens"]))
+    query["columns"] = str(len(runs))
+    for n, run in enumerate(runs, start=1):
+        changed = {k: v for k, v in run.params.items() if k not in LIVE_SHARED and v != defaults.get(k, object())}
+        for key in LIVE_FIELDS:
+            if key in changed:
+                query[f"c{n}.{key}"] = json.dumps(changed.pop(key))
+        if changed:
+            query[f"c{n}.other"] = json.dumps(changed, ensure_ascii=False)
+    return f"{reverse('runs:live_compare')}?{urlencode(query)}"
+
+
 # Pages.
 
 
@@ -116,7 +150,15 @@ def compare_page(request: HttpRequest, ids: str) -> HttpResponse:
     return _page(request, "runs/compare.html", {
         "runs": runs, "comparison": comparison, "ids": ids,
         "run_data": [schema.run_to_dict(r) for r in runs],
+        "live_url": live_query(runs),
     })
+
+
+@require_GET
+def live_compare_page(request: HttpRequest) -> HttpResponse:
+    """One prompt, 2–4 settings, one seed, streamed side by side; the page reads its settings from
+    the query string itself (static/runs/js/live-settings.js)."""
+    return _page(request, "runs/live_compare.html", {"columns": range(1, 5)})
 
 
 def _percent(p: float) -> str:

@@ -1,0 +1,129 @@
+// /compare/live: one prompt, 2–4 sets of settings, one seed. Run sends one `generate` per column
+// over one websocket (the server queues them in order); the tokens stream into the aligned table;
+// each saved run is remembered in this browser's history as it ends, and when all have ended the
+// saved comparison's permalink is offered. The address always holds the settings.
+
+import { renderLegend } from "../../playground/js/colors.js";
+import { quoteToken } from "../../playground/js/format.js";
+import { GenerateClient } from "../../playground/js/socket.js";
+import { LiveForm } from "./live-form.js";
+import { describeColumn, drawSeed, generateBodies, settingsFromQuery, settingsToQuery } from "./live-settings.js";
+import { LiveTable } from "./live-table.js";
+import { rememberRun } from "./store.js";
+
+const form = new LiveForm(document.getElementById("live-form"));
+const status = document.querySelector("[data-testid=live-status]");
+const divergence = document.querySelector("[data-testid=live-first-divergence]");
+const comparisonLink = document.querySelector("[data-testid=comparison-link]");
+const table = new LiveTable(document.querySelector("[data-testid=live-aligned]"), showDivergence);
+renderLegend(document.getElementById("legend"));
+
+let client = null;
+let requestIds = [];
+
+const fromAddress = settingsFromQuery(window.location.search);
+if (fromAddress) form.write(fromAddress);
+
+function writeAddress() {
+  window.history.replaceState(null, "", `${window.location.pathname}?${settingsToQuery(form.read())}`);
+}
+form.form.addEventListener("input", writeAddress);
+form.form.addEventListener("change", writeAddress);
+
+function showDivergence(index, tokens) {
+  const chosen = tokens.map((t, i) => `Settings ${i + 1} ${t ? quoteToken(t.token) : "(stopped)"}`);
+  divergence.textContent = `First divergence at position ${index}: ${chosen.join(", ")}.`;
+}
+
+function setStatus(text, state = "") {
+  status.textContent = text;
+  status.dataset.state = state;
+}
+
+/** Runs column i's request; resolves with {done} or {error}, never rejects. */
+function runColumn(i, body) {
+  return new Promise((resolve) => {
+    const fail = (error) => {
+      form.showError(i + 1, error.param ?? null, error.message ?? "failed");
+      table.status(i, `error (see Settings ${i + 1})`, "error");
+      table.failed(i, error.message ?? "failed");
+      resolve({ error });
+    };
+    const onEvent = (event) => {
+      if (event.type === "started") {
+        table.status(i, "running", "running");
+      } else if (event.type === "token") {
+        table.token(i, event);
+      } else if (event.type === "done") {
+        if (event.run_id) rememberRun(event.run_id, event.delete_token);
+        const count = event.usage?.completion_tokens ?? 0;
+        const saved = event.run_id ? "" : `; not saved: ${event.save_error ?? "no run id"}`;
+        table.status(i, `${count} tokens, stopped by ${event.reason}${saved}`, "done");
+        table.done(i, event);
+        resolve({ done: event });
+      } else if (event.type === "error") {
+        fail(event.error ?? { message: "failed" });
+      }
+    };
+    client.generate(body, onEvent).then((id) => requestIds.push(id), (error) => fail({ message: error.message }));
+  });
+}
+
+async function run() {
+  form.clearErrors();
+  comparisonLink.hidden = true;
+  divergence.textContent = "";
+  const drawn = !form.seed;
+  if (drawn) form.seed = drawSeed();
+  const settings = form.read();
+  writeAddress();
+
+  const bodies = generateBodies(settings);
+  const bad = bodies.map((entry, i) => [entry.error, i]).filter(([error]) => error);
+  if (bad.length) {
+    for (const [error, i] of bad) form.showError(i + 1, error.param, error.message);
+    setStatus("Not run: fix the marked fields.", "error");
+    form.focusFirstError();
+    return;
+  }
+
+  const n = bodies.length;
+  table.start(settings.columns.map((column, i) => ({ label: `Settings ${i + 1}`, summary: describeColumn(column) })));
+  setStatus(`Running ${n} sets of settings with seed ${settings.seed.trim()}${drawn ? " (drawn at random)" : ""}…`);
+  form.setRunning(true);
+  client ??= new GenerateClient();
+  requestIds = [];
+  const results = await Promise.all(bodies.map(({ body }, i) => runColumn(i, body)));
+  form.setRunning(false);
+  requestIds = [];
+  table.finish();
+  const ran = results.filter((r) => r.done).length;
+  if (table.firstDivergence === null && ran >= 2) divergence.textContent = "The columns chose the same token at every position.";
+
+  const ids = results.map((r) => r.done?.run_id).filter(Boolean);
+  const missing = results.map((r, i) => (r.done?.run_id ? null : `Settings ${i + 1}`)).filter(Boolean);
+  const notSaved = missing.length ? ` Not saved: ${missing.join(", ")} (see the errors).` : "";
+  if (ids.length >= 2) {
+    comparisonLink.href = `/compare/${ids.join(",")}`;
+    comparisonLink.hidden = false;
+    setStatus(`Done: ${ids.length} runs saved.${notSaved} The saved comparison adds each position's probabilities and divergence.`,
+      missing.length ? "error" : "done");
+  } else {
+    setStatus(`Done, but fewer than two runs were saved, so there is nothing to compare.${notSaved}`, "error");
+  }
+}
+
+form.form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  if (!form.form.querySelector("[data-action=run]").disabled) run();
+});
+form.form.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+    event.preventDefault();
+    form.form.requestSubmit();
+  }
+});
+form.form.querySelector("[data-action=stop]").addEventListener("click", () => {
+  for (const id of requestIds) client.cancel(id);
+  setStatus("Stopping… what was generated is kept and saved.");
+});

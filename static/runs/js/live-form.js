@@ -1,0 +1,113 @@
+// The live comparison's form: the server renders four columns of fields, this shows 2–4 of them,
+// reads and writes the settings' texts, and puts errors next to the field they name.
+
+import { emptyColumn, fieldFor, MAX_COLUMNS, MIN_COLUMNS } from "./live-settings.js";
+
+export class LiveForm {
+  constructor(form) {
+    this.form = form;
+    this.fieldsets = [...form.querySelectorAll("fieldset[data-column]")];
+    this.addButton = form.querySelector("[data-action=add-column]");
+    this.removeButton = form.querySelector("[data-action=remove-column]");
+    this.addButton.addEventListener("click", () => this.#setCount(this.count + 1, true));
+    this.removeButton.addEventListener("click", () => this.#setCount(this.count - 1, true));
+    this.#field("mode").addEventListener("change", () => this.#showSystem());
+    this.#setCount(this.fieldsets.filter((f) => !f.hidden).length);
+    this.#showSystem();
+  }
+
+  get count() {
+    return this.fieldsets.filter((f) => !f.hidden).length;
+  }
+
+  #field(name) {
+    return this.form.querySelector(`#live-${name}`);
+  }
+
+  #input(n, key) {
+    return this.form.querySelector(`#c${n}-${key}`);
+  }
+
+  #setCount(count, announce = false) {
+    const clamped = Math.min(MAX_COLUMNS, Math.max(MIN_COLUMNS, count));
+    this.fieldsets.forEach((fieldset, i) => {
+      fieldset.hidden = i >= clamped;
+      fieldset.disabled = i >= clamped;
+    });
+    this.addButton.disabled = clamped >= MAX_COLUMNS;
+    this.removeButton.disabled = clamped <= MIN_COLUMNS;
+    if (announce) {
+      this.#input(clamped, "temperature").focus();
+      this.form.dispatchEvent(new Event("input", { bubbles: true })); // the address follows
+    }
+  }
+
+  #showSystem() {
+    this.form.querySelector("[data-chat-only]").hidden = this.#field("mode").value !== "chat";
+  }
+
+  /** The settings' texts, for the visible columns. */
+  read() {
+    const columns = [];
+    for (let n = 1; n <= this.count; n++) {
+      const column = emptyColumn();
+      for (const key of Object.keys(column)) column[key] = this.#input(n, key).value;
+      columns.push(column);
+    }
+    const value = (name) => this.#field(name).value;
+    return {
+      prompt: value("prompt"), mode: value("mode"), system: value("system"),
+      seed: value("seed"), max_tokens: value("max_tokens"), columns,
+    };
+  }
+
+  write(settings) {
+    for (const name of ["prompt", "mode", "system", "seed", "max_tokens"]) this.#field(name).value = settings[name];
+    this.#setCount(settings.columns.length);
+    settings.columns.forEach((column, i) => {
+      for (const [key, text] of Object.entries(column)) this.#input(i + 1, key).value = text;
+    });
+    this.#showSystem();
+  }
+
+  get seed() {
+    return this.#field("seed").value.trim();
+  }
+
+  set seed(text) {
+    this.#field("seed").value = text;
+  }
+
+  setRunning(running) {
+    this.form.querySelector("[data-action=run]").disabled = running;
+    this.form.querySelector("[data-action=stop]").disabled = !running;
+  }
+
+  clearErrors() {
+    for (const el of this.form.querySelectorAll(".field-error")) {
+      el.hidden = true;
+      el.textContent = "";
+    }
+    for (const el of this.form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+  }
+
+  /** Shows an error of column n (1-based) next to the field its `param` names, or on the column.
+   *  Returns the element that shows it. */
+  showError(n, param, message) {
+    const id = fieldFor(param, n);
+    const input = id ? this.form.querySelector(`#${id}`) : null;
+    const target = this.form.querySelector(input ? `#${id}-error` : `#c${n}-error`);
+    const text = !param || message.includes(param) ? message : `${param}: ${message}`;
+    // A shared field may be named by every column; say it once.
+    if (!target.hidden && target.textContent !== text) target.textContent += ` ${text}`;
+    else target.textContent = text;
+    target.hidden = false;
+    input?.setAttribute("aria-invalid", "true");
+    return target;
+  }
+
+  /** Moves focus to the first field marked invalid. */
+  focusFirstError() {
+    this.form.querySelector("[aria-invalid=true]")?.focus();
+  }
+}

@@ -1,0 +1,141 @@
+// The live comparison's settings as data: read from and written to the page's address, turned
+// into one `generate` body per column, and a server error's `param` mapped to the field it names.
+// Pure functions: no DOM, no socket.
+//
+// Settings are the texts typed in the form: {prompt, mode, system, seed, max_tokens,
+// columns: [{temperature, top_p, top_k, min_p, other}]}. In the address each is one query key
+// (`prompt`, `seed`, …, `columns=3`, `c1.temperature=0.2`, `c2.other={"typical_p":0.9}`), empty
+// ones left out, so a copied address restores the form exactly (a 19-digit seed included).
+
+import { seedValue } from "../../playground/js/socket.js";
+
+export const FIELDS = ["temperature", "top_p", "top_k", "min_p"];
+export const SHARED = ["seed", "max_tokens"];
+export const MIN_COLUMNS = 2;
+export const MAX_COLUMNS = 4;
+const TOP_N = 5;
+
+export function emptyColumn() {
+  return { temperature: "", top_p: "", top_k: "", min_p: "", other: "" };
+}
+
+/** Settings from a query string, or null when it holds none (the page keeps its defaults). */
+export function settingsFromQuery(search) {
+  const query = new URLSearchParams(search);
+  const known = [...query.keys()].some((k) => ["prompt", "mode", "seed", "max_tokens", "columns"].includes(k) || /^c\d\./.test(k));
+  if (!known) return null;
+  let count = Number.parseInt(query.get("columns") ?? "", 10);
+  if (!Number.isFinite(count)) {
+    count = Math.max(0, ...[...query.keys()].map((k) => Number(/^c(\d)\./.exec(k)?.[1] ?? 0)));
+  }
+  count = Math.min(MAX_COLUMNS, Math.max(MIN_COLUMNS, count));
+  const columns = [];
+  for (let n = 1; n <= count; n++) {
+    const column = emptyColumn();
+    for (const key of Object.keys(column)) column[key] = query.get(`c${n}.${key}`) ?? "";
+    columns.push(column);
+  }
+  return {
+    prompt: query.get("prompt") ?? "",
+    mode: query.get("mode") === "chat" ? "chat" : "completion",
+    system: query.get("system") ?? "",
+    seed: query.get("seed") ?? "",
+    max_tokens: query.get("max_tokens") ?? "",
+    columns,
+  };
+}
+
+/** The query string for settings: every non-empty text, the column count always. */
+export function settingsToQuery(settings) {
+  const query = new URLSearchParams();
+  query.set("prompt", settings.prompt);
+  query.set("mode", settings.mode);
+  if (settings.mode === "chat" && settings.system) query.set("system", settings.system);
+  for (const key of SHARED) if (settings[key].trim()) query.set(key, settings[key].trim());
+  query.set("columns", String(settings.columns.length));
+  settings.columns.forEach((column, i) => {
+    for (const [key, text] of Object.entries(column)) if (text.trim()) query.set(`c${i + 1}.${key}`, text.trim());
+  });
+  return query.toString();
+}
+
+/** A uniformly random seed as a decimal string: below 2^62 when it can be sent exactly
+ *  (JSON.rawJSON), otherwise below 2^53, which a JS number holds exactly. */
+export function drawSeed(exact = typeof JSON.rawJSON === "function") {
+  const [high, low] = crypto.getRandomValues(new Uint32Array(2));
+  if (!exact) return String(high * 2 ** 21 + (low >>> 11));
+  return ((BigInt(high >>> 2) << 32n) | BigInt(low)).toString();
+}
+
+/** A typed number as a JSON number; anything else as the text, for the server to judge. */
+function numberOrText(text) {
+  const trimmed = text.trim();
+  const number = Number(trimmed);
+  return trimmed !== "" && Number.isFinite(number) ? number : trimmed;
+}
+
+/** A problem found before sending, named like a server error (`param` is a field's wire path). */
+export class SettingsError extends Error {
+  constructor(param, message) {
+    super(message);
+    this.param = param;
+  }
+}
+
+/** One column's params (without the shared ones). Throws SettingsError for a bad JSON box. */
+export function columnParams(column) {
+  const params = {};
+  for (const key of FIELDS) if (column[key].trim()) params[key] = numberOrText(column[key]);
+  if (!column.other.trim()) return params;
+  let other;
+  try {
+    other = JSON.parse(column.other);
+  } catch (error) {
+    throw new SettingsError("params", `not valid JSON: ${error.message}`);
+  }
+  if (other === null || typeof other !== "object" || Array.isArray(other)) {
+    throw new SettingsError("params", 'must be a JSON object, like {"typical_p": 0.9}');
+  }
+  for (const key of Object.keys(other)) {
+    if (FIELDS.includes(key)) throw new SettingsError("params", `${key} has its own field above; set it there`);
+    if (SHARED.includes(key)) throw new SettingsError("params", `${key} is shared by every column; set it above`);
+  }
+  return { ...params, ...other };
+}
+
+/** One entry per column: {body} to send, or {error: SettingsError}. The seed goes out exactly. */
+export function generateBodies(settings) {
+  return settings.columns.map((column) => {
+    let params;
+    try {
+      params = columnParams(column);
+    } catch (error) {
+      if (error instanceof SettingsError) return { error };
+      throw error;
+    }
+    if (settings.max_tokens.trim()) params.max_tokens = numberOrText(settings.max_tokens);
+    params.seed = seedValue(settings.seed);
+    const body = { prompt: settings.prompt, mode: settings.mode, params, top_n: TOP_N };
+    if (settings.mode === "chat" && settings.system) body.system = settings.system;
+    return { body };
+  });
+}
+
+/** The form field (its id) for an error's dotted `param` in column n (1-based); null when none
+ *  fits, so the column's own error line shows it. */
+export function fieldFor(param, n) {
+  if (!param) return null;
+  if (["prompt", "mode", "system"].includes(param)) return `live-${param}`;
+  const [head, key] = param.split(".");
+  if (head !== "params") return null;
+  if (SHARED.includes(key)) return `live-${key}`;
+  if (FIELDS.includes(key)) return `c${n}-${key}`;
+  return `c${n}-other`; // "params" itself, or a key typed in the JSON box
+}
+
+/** A column's settings in a few words, for its heading. */
+export function describeColumn(column) {
+  const parts = FIELDS.filter((k) => column[k].trim()).map((k) => `${k} ${column[k].trim()}`);
+  if (column.other.trim()) parts.push(column.other.trim());
+  return parts.length ? parts.join(", ") : "the defaults";
+}

@@ -84,6 +84,8 @@ def test_branch_from_an_alternative_builds_a_tree(playground: PlaygroundPage) ->
     sent = playground.sent_of("generate")[-1]
     assert sent["prefix_tokens"] == [parent[0]["id"], alternative["id"]]
     assert sent["params"]["seed"] == started["seed"] and sent["params"]["max_tokens"] == 6 - 2
+    # Saved runs: the branch is labelled with the run it came from and where.
+    assert (sent.get("parent_run"), sent.get("branch_index")) == (original.get("run_id"), 1 if original.get("run_id") else None)
     branch = playground.events("token")
     assert [t.get("forced", False) for t in branch[:2]] == [True, True]
     assert ids(branch[:2]) == sent["prefix_tokens"]

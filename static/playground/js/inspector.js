@@ -210,6 +210,7 @@ export class InspectorController {
   #pinned = null;
   #hideTimer = 0;
   #returningFocus = false;
+  #pressing = false; // a pointer is down on a token: its click, not its focus, opens the panel
 
   /** @param streamRoot  the token container; @param getToken  index → that token's event or null;
    *  @param onPin  index → void, when a token is pinned (clicked, tapped, Enter) */
@@ -229,6 +230,16 @@ export class InspectorController {
       if (!root.contains(e.target) && !e.target.closest?.(".token")) this.close(false);
     });
     window.addEventListener("resize", () => inspector.place());
+    // Focus from a press comes before its click; opening (and, when docked, scrolling) on that
+    // focus would move the token away from under the pointer and lose the click.
+    streamRoot.addEventListener("pointerdown", () => {
+      this.#pressing = true;
+    });
+    const released = () => setTimeout(() => {
+      this.#pressing = false;
+    }, 0);
+    streamRoot.addEventListener("pointerup", released);
+    streamRoot.addEventListener("pointercancel", released);
   }
 
   /** The callbacks for TokenStream. */
@@ -243,7 +254,7 @@ export class InspectorController {
         else this.#hideSoon();
       },
       focus: (i, el) => {
-        if (this.#returningFocus) return;
+        if (this.#returningFocus || this.#pressing) return;
         if (this.#pinned !== i) this.#pinned = null;
         this.#show(i, el);
       },

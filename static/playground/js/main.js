@@ -231,6 +231,8 @@ function step() {
   if (params.seed === null && current.started) params.seed = wireSeed(current.started.seed); // the same draws
   const run = new Run({ ...request, prompt: current.request.prompt, system: current.request.system,
     mode: current.request.mode, params, prefix_tokens: current.ids() });
+  delete run.request.parent_run;
+  delete run.request.branch_index;
   const node = tree.current;
   node.run = run;
   launch(run, node, { step: true, keepView: true });
@@ -242,7 +244,7 @@ function branchFrom(index, alt) {
   if (active || !parent?.run.finished) return;
   const base = parent.run;
   const params = branchParams(base, {}, index + 1);
-  const run = new Run({ ...base.request, params, prefix_tokens: [...base.ids(index), alt.id] });
+  const run = new Run({ ...base.request, params, prefix_tokens: [...base.ids(index), alt.id], ...savedParent(base, index) });
   controller.reset();
   launch(run, tree.add(run, parent, index));
 }
@@ -252,9 +254,14 @@ function continueWith(run, index, sampling) {
   const parent = tree.nodes().find((n) => n.run === run);
   if (active || !parent || !run.finished) return;
   const params = branchParams(run, sampling, index);
-  const child = new Run({ ...run.request, params, prefix_tokens: run.ids(index) });
+  const child = new Run({ ...run.request, params, prefix_tokens: run.ids(index), ...savedParent(run, index) });
   controller.reset();
   launch(child, tree.add(child, parent, index, "what-if settings"));
+}
+
+/** `parent_run` / `branch_index` label a branch of a saved run (the server stores the link). */
+function savedParent(run, index) {
+  return run.done?.run_id ? { parent_run: run.done.run_id, branch_index: index } : { parent_run: undefined, branch_index: undefined };
 }
 
 /** A branch's params: the parent's, with `overrides`, its seed, one sample, and the same total length. */

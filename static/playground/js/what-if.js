@@ -181,7 +181,7 @@ export class WhatIf {
     table.append(thead, body);
     const details = el("dl", "step-details");
     details.append(el("dt", null, "Kept by each stage"),
-      el("dd", "stages-kept", trace.stages.map((s) => `${s.name}: ${s.kept}`).join(", ") || "no stages"));
+      el("dd", "stages-kept", trace.stages.map((s) => `${s.name}: ${s.kept}`).join(", ") || "no stage is on: the final distribution is the raw one"));
     if (trace.top_final?.length) {
       details.append(el("dt", null, "Most likely after all stages"),
         el("dd", "top-final", trace.top_final.slice(0, 5).map((t) => `${quoteToken(t.token)} ${formatProb(t.prob)}`).join(", ")));

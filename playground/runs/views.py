@@ -73,15 +73,34 @@ def get_runs(ids: str) -> list[Run]:
 
 
 def playground_query(run: Run) -> str:
-    """The playground's address with this run's prompt and settings (see docs/runs.md)."""
-    query: dict[str, str] = {"prompt": run.prompt, "mode": run.mode}
+    """The playground's address with this run's prompt and settings, written the way the page
+    keeps its settings in the address (static/playground/js/url-state.js): each value as its
+    control shows it; lists one entry per line with newlines written as \\n; the stage order
+    comma-separated; the logit bias as JSON [[id, bias], …]."""
+    query: dict[str, str] = {"prompt": run.prompt, "mode": run.mode, "top_n": str(run.top_n)}
     if run.system is not None:
         query["system"] = run.system
-    query["top_n"] = str(run.top_n)
-    query["use_cache"] = "1" if run.use_cache else "0"
+    if not run.use_cache:
+        query["no_cache"] = "1"
     for key, value in run.params.items():
-        query[key] = json.dumps(value, ensure_ascii=False)
+        if key == "sampler_order":
+            query[key] = ",".join(value)
+        elif key == "logit_bias":
+            if value:
+                query[key] = json.dumps([[int(token), bias] for token, bias in value.items()])
+        elif isinstance(value, bool):
+            if value:
+                query[key] = "1"
+        elif isinstance(value, list):
+            query[key] = "\n".join(_control_line(item) for item in value)
+        elif value is not None:
+            query[key] = str(value)
     return f"{reverse('index')}?{urlencode(query)}"
+
+
+def _control_line(text: str) -> str:
+    """One entry of a line-per-entry control: backslash, newline and tab written as escapes."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
 
 
 # The live comparison's own fields: shared by every column, or one per column; any other

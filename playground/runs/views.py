@@ -136,6 +136,15 @@ def live_query(runs: list[Run]) -> str:
     return f"{reverse('runs:live_compare')}?{urlencode(query)}"
 
 
+def settings_rows(params: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """The run's parameters as (name, JSON text) rows: those that differ from a request that sets
+    nothing (the seed aside), and all of them."""
+    defaults = default_params()
+    rows = [(key, json.dumps(value, ensure_ascii=False)) for key, value in sorted(params.items())]
+    changed = [(key, text) for key, text in rows if key != "seed" and params[key] != defaults.get(key, object())]
+    return {"changed_params": changed, "all_params": rows}
+
+
 # Pages.
 
 
@@ -149,7 +158,7 @@ def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
     return _page(request, "runs/run.html", {
         "run": run, "data": data, "seed": str(int(run.seed)),
         "playground_url": playground_query(run),
-        "params": sorted(run.params.items()),
+        **settings_rows(run.params),
         "completion_tokens": sum(1 for row in run.tokens if row[0] == 0),
     })
 

@@ -108,6 +108,15 @@ def test_run_page_renders_from_the_database(client, db_alias):
     assert 'href="/?prompt=The&amp;mode=completion' in html and "temperature=0.7" in html
 
 
+def test_run_page_lists_the_settings_that_differ_from_the_defaults_as_json(client, db_alias):
+    run, _ = saved(stop=["\n"], ignore_eos=True, top_k=0)
+    html = client.get(f"/r/{run.id}").content.decode()
+    changed = re.search(r'data-testid="changed-settings">(.*?)</table>', html, re.S).group(1)
+    names = re.findall(r'<th scope="row"><code>(\w+)</code>', changed)
+    assert names == ["ignore_eos", "max_tokens", "stop", "temperature", "top_p"]  # top_k 0 and seed left out
+    assert '<code>[&quot;\\n&quot;]</code>' in changed and "<code>true</code>" in changed  # JSON, not Python
+
+
 def test_run_json_is_the_versioned_export(client, db_alias):
     run, _ = saved()
     body = client.get(f"/r/{run.id}.json").json()

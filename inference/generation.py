@@ -199,6 +199,9 @@ class Generation:
         self.runtime = runtime
         self.request = request.with_seed()
         self.seed: int = int(self.request.sampling.seed)  # type: ignore[arg-type]
+        vocab_size = runtime.shape.vocab_size
+        check_prefix(self.request.prefix_tokens, vocab_size)  # before any chain sees an id
+        self.request.sampling.validate_for_vocab(vocab_size)
         n = self.request.loop.n
         self.samples = [_Sample(runtime, self.request, i) for i in range(n)]
         self._state = runtime.decoder.new_state(batch_size=n, use_cache=request.use_cache)
@@ -215,11 +218,9 @@ class Generation:
         """Encodes the prompt, checks it fits, and runs the prefill."""
         self._started_at = time.perf_counter()
         self.prompt_ids = self.runtime.codec.encode(self.request.prompt, self.request.mode, self.request.system)
-        _check_prefix(self.request.prefix_tokens, self.runtime.shape.vocab_size)
         self.request.loop.check_context(
             len(self.prompt_ids) + len(self.request.prefix_tokens), self.runtime.shape.context_window
         )
-        self.request.sampling.validate_for_vocab(self.runtime.shape.vocab_size)
         self._logits = self._state.append_tokens(self.prompt_ids)
         return Started(self.request, self.prompt_ids)
 
@@ -302,7 +303,7 @@ def run_beam_search(
     started_at = time.perf_counter()
     request = request.with_seed()
     loop = request.loop
-    _check_prefix(request.prefix_tokens, runtime.shape.vocab_size)
+    check_prefix(request.prefix_tokens, runtime.shape.vocab_size)
     prompt_ids = runtime.codec.encode(request.prompt, request.mode, request.system)
     loop.check_context(len(prompt_ids) + len(request.prefix_tokens), runtime.shape.context_window)
     # Beam search starts after the prefix: its hypotheses hold the tokens it chose.
@@ -339,7 +340,8 @@ def run_beam_search(
     )
 
 
-def _check_prefix(prefix: tuple[int, ...], vocab_size: int) -> None:
+def check_prefix(prefix: tuple[int, ...], vocab_size: int) -> None:
+    """Every forced token must be in the vocabulary."""
     for i, token in enumerate(prefix):
         if not 0 <= token < vocab_size:
             raise ParamError(f"prefix_tokens.{i}", f"prefix_tokens.{i} must be a token id from 0 to {vocab_size - 1}, got {token}")

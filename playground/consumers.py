@@ -7,13 +7,16 @@ layer (see ``playground.worker``), so workers may live in this process or on oth
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from playground import protocol
-from playground.worker import INFERENCE_CHANNEL, ensure_embedded_worker
+from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
+
+log = logging.getLogger(__name__)
 
 
 class GenerateConsumer(AsyncWebsocketConsumer):
@@ -25,9 +28,16 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
-        """Closing the socket cancels every request it started."""
-        for request_id in list(self.requests):
-            await self._cancel(request_id)
+        """Closing the socket cancels every request it started. A request no worker has taken yet
+        is cancelled through the ``inference`` channel (behind the request itself) and the workers'
+        group, since no ``inference.queued`` will reach this consumer any more."""
+        for request_id, worker_channel in list(self.requests.items()):
+            if worker_channel is not None:
+                await self._cancel(request_id)
+                continue
+            cancel = {"type": "inference.cancel", "request_id": request_id, "reply_channel": self.channel_name}
+            await self.channel_layer.send(INFERENCE_CHANNEL, cancel)
+            await self.channel_layer.group_send(WORKERS_GROUP, cancel)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None:
@@ -37,6 +47,10 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             command = protocol.parse_client_frame(text_data)
         except protocol.ProtocolError as error:
             await self._send(error.to_event())
+            return
+        except Exception as error:  # noqa: BLE001 — a frame must never take the connection down
+            log.exception("could not read a frame")
+            await self._send(protocol.error_event("invalid_value", f"the frame could not be read: {error}"))
             return
         if isinstance(command, protocol.Cancel):
             await self._cancel_requested(command.request_id)
@@ -86,11 +100,15 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             await self._cancel(request_id)
 
     async def inference_event(self, message: dict[str, Any]) -> None:
-        """Passes a worker's event on to the client as it is."""
-        await self._send(message["event"])
+        """Passes a worker's event on to the client as it is; a request's last event frees its id."""
+        event = message["event"]
+        if event["type"] in protocol.FINAL_EVENTS:
+            self.requests.pop(message["request_id"], None)
+            self.cancel_asked.discard(message["request_id"])
+        await self._send(event)
 
     async def inference_finished(self, message: dict[str, Any]) -> None:
-        """The worker is done with the request: its id is free again."""
+        """The worker is done with the request (even one whose last event was lost): its id is free."""
         self.requests.pop(message["request_id"], None)
         self.cancel_asked.discard(message["request_id"])
 

@@ -7,6 +7,7 @@ and what it allows. Formatting turns the inference package's objects into JSON-r
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -32,6 +33,7 @@ CANCEL_KEYS = frozenset({"type", "request_id"})
 TOKENIZE_KEYS = frozenset({"type", "request_id", "text", "mode", "system"})
 INSPECT_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "prefix_tokens", "params", "variants", "top_n"})
 MAX_PREFIX_TOKENS = 8192
+FINAL_EVENTS = frozenset({"done", "error", "tokens", "inspection"})  # a request's last event is one of these
 MAX_VARIANTS = 8
 INSPECT_TOP_N = (1, 50)
 
@@ -89,8 +91,8 @@ Job = Generate | Tokenize | Inspect
 
 def parse_client_frame(text: str) -> Job | Cancel:
     try:
-        message = json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, RecursionError) as error:
+        message = parse_json(text)
+    except ValueError as error:
         raise ProtocolError("invalid_json", f"the frame is not valid JSON: {error}") from None
     if not isinstance(message, dict):
         raise ProtocolError("invalid_json", f"the frame must be a JSON object, got {type(message).__name__}")
@@ -115,8 +117,32 @@ def parse_client_frame(text: str) -> Job | Cancel:
     )
 
 
+def parse_json(text: str | bytes) -> Any:
+    """Strict JSON: NaN and Infinity are not numbers, and a number too long to be one is refused.
+
+    Raises ``ValueError`` (``json.JSONDecodeError`` included) for anything that is not such JSON.
+    """
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def _reject_constant(name: str) -> None:
-    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]}… is too large")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 40:  # far beyond any field's range (seeds are below 2**63)
+        raise ValueError(f"the number {text[:20]}… has too many digits")
+    return int(text)
 
 
 def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:

@@ -8,7 +8,9 @@ The websocket consumer and the worker speak only through the channel layer, in f
 - ``inference.event`` (worker → consumer): one websocket event (``started``, ``token``, ``done``,
   ``error``) to pass on as it is;
 - ``inference.finished`` (worker → consumer): the request has had its last event;
-- ``inference.cancel`` (consumer → ``worker_channel``).
+- ``inference.cancel`` (consumer → ``worker_channel``; for a request no worker has acknowledged
+  when its connection closes, to the ``inference`` channel and the ``inference-workers`` group,
+  and the worker that later receives the request drops it).
 
 Embedded default: the worker runs inside the server process on the in-memory channel layer,
 started on the first websocket connection. Scale-out: point ``CHANNEL_LAYERS`` at Redis and run
@@ -25,6 +27,7 @@ import asyncio
 import json
 import logging
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -48,6 +51,7 @@ from playground import protocol
 log = logging.getLogger(__name__)
 
 INFERENCE_CHANNEL = "inference"
+WORKERS_GROUP = "inference-workers"  # every worker instance: cancels for requests not yet taken
 _decode_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode")
 _quick_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
 _runtime_lock = threading.Lock()
@@ -79,11 +83,24 @@ class Job:
 class InferenceWorker(AsyncConsumer):
     """Takes requests off the ``inference`` channel and streams their events back."""
 
+    EARLY_CANCELS_KEPT = 1024
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.jobs: dict[tuple[str, str], Job] = {}
+        # Cancels that arrived before their request (a consumer that closed before any worker took
+        # its request): (reply_channel, request_id), oldest first.
+        self.early_cancels: OrderedDict[tuple[str, str], None] = OrderedDict()
+
     async def inference_request(self, message: dict[str, Any]) -> None:
         """Queues a request and tells the consumer where to send cancels."""
         job = Job(message["request_id"], message["reply_channel"], message["frame"])
-        self.jobs: dict[tuple[str, str], Job] = getattr(self, "jobs", {})
-        self.jobs[(job.reply_channel, job.request_id)] = job
+        key = (job.reply_channel, job.request_id)
+        await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
+        if key in self.early_cancels:
+            del self.early_cancels[key]  # its connection closed before any worker took it
+            return
+        self.jobs[key] = job
         await self.channel_layer.send(
             job.reply_channel,
             {"type": "inference.queued", "request_id": job.request_id, "worker_channel": self.channel_name},
@@ -92,9 +109,14 @@ class InferenceWorker(AsyncConsumer):
 
     async def inference_cancel(self, message: dict[str, Any]) -> None:
         """Raises the request's cancel flag; the decode thread sees it before its next token."""
-        job = getattr(self, "jobs", {}).get((message["reply_channel"], message["request_id"]))
+        key = (message["reply_channel"], message["request_id"])
+        job = self.jobs.get(key)
         if job is not None:
             job.cancelled.set()
+            return
+        self.early_cancels[key] = None
+        while len(self.early_cancels) > self.EARLY_CANCELS_KEPT:
+            self.early_cancels.popitem(last=False)
 
     async def _serve(self, job: Job) -> None:
         loop = asyncio.get_running_loop()
@@ -114,10 +136,14 @@ class InferenceWorker(AsyncConsumer):
                 await self.channel_layer.send(
                     job.reply_channel, {"type": "inference.event", "request_id": job.request_id, "event": event}
                 )
-            await decoding
+            await self.channel_layer.send(job.reply_channel, {"type": "inference.finished", "request_id": job.request_id})
+        except Exception:  # noqa: BLE001 — e.g. the consumer's channel is full or Redis is gone
+            log.exception("could not pass on the events of request %s; cancelling it", job.request_id)
         finally:
             self.jobs.pop((job.reply_channel, job.request_id), None)
-            await self.channel_layer.send(job.reply_channel, {"type": "inference.finished", "request_id": job.request_id})
+            if not decoding.done():
+                job.cancelled.set()  # nobody hears this run any more: stop it within one token
+            await asyncio.shield(decoding)
 
 
 def _is_tokenize(frame: str) -> bool:
@@ -194,9 +220,7 @@ def _inspect(model: Runtime, command: protocol.Inspect) -> dict[str, Any]:
     ids = prompt_ids + prefix
     if len(ids) > model.shape.context_window:
         raise ParamError("prefix_tokens", f"the prompt and prefix_tokens are {len(ids)} tokens; the context window is {model.shape.context_window}", code="prompt_too_long")
-    for i, token in enumerate(prefix):
-        if token >= model.shape.vocab_size:
-            raise ParamError(f"prefix_tokens.{i}", f"prefix_tokens.{i} must be a token id from 0 to {model.shape.vocab_size - 1}, got {token}")
+    generation.check_prefix(command.prefix_tokens, model.shape.vocab_size)
     for sampling, _ in command.variants:
         sampling.validate_for_vocab(model.shape.vocab_size)
     logits = _logits_cache.logits(model, prompt_ids, prefix)

@@ -40,6 +40,7 @@ DEFAULT_ORDER: tuple[str, ...] = (
 DEFAULT_DRY_BREAKERS: tuple[str, ...] = ("\n", ":", '"', "*")
 
 MAX_SEED = 2**63 - 1
+MAX_FLOAT_INT = 2**1023  # integers beyond this overflow a float
 MAX_BREAKERS = 32
 INF = math.inf
 
@@ -86,7 +87,11 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    if isinstance(v, int):
+        return abs(v) <= MAX_FLOAT_INT  # a larger integer has no float: math.isfinite would raise
+    return math.isfinite(v)
 
 
 @dataclass(frozen=True)

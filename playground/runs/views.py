@@ -20,7 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from playground.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
-from playground.protocol import parse_params
+from playground.protocol import parse_json, parse_params
 from playground.runs import schema
 from playground.runs.compare import compare
 
@@ -234,13 +234,9 @@ def _json_body(request: HttpRequest, limit: int) -> Any:
     if len(body) > limit:
         raise BadRequest(413, "too_large", f"the body is larger than {limit // (1024 * 1024)} MB")
     try:
-        return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        return parse_json(body.decode("utf-8"))
+    except ValueError as error:  # UnicodeDecodeError is one too
         raise BadRequest(400, "invalid_json", f"the body is not valid JSON: {error}") from None
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 class BadRequest(Exception):

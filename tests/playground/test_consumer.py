@@ -385,3 +385,50 @@ async def test_branch_labels_are_checked(extra, code, param):
     communicator = await connect()
     await expect_error(communicator, {"type": "generate", "request_id": "b", "prompt": "x"} | extra, code, param)
     await communicator.disconnect()
+
+
+@pytest.mark.parametrize("frame", [
+    '{"type": "generate", "request_id": "h", "prompt": "hi", "params": {"temperature": 1' + "0" * 400 + '}}',
+    '{"type": "generate", "request_id": "h", "prompt": "hi", "params": {"seed": 1' + "0" * 5000 + '}}',
+    '{"type": "generate", "request_id": "h", "prompt": "hi", "params": {"top_p": 1e400}}',
+])
+async def test_numbers_too_large_for_any_field_are_refused_and_the_connection_survives(frame):
+    communicator = await connect()
+    await expect_error(communicator, frame, "invalid_json", None)
+    await communicator.send_json_to({"type": "generate", "request_id": "after", "prompt": "Hi", "params": {"max_tokens": 1}})
+    assert (await events_until_end(communicator, "after"))[-1]["type"] == "done"
+    await communicator.disconnect()
+
+
+async def test_a_huge_logit_bias_id_is_named():
+    communicator = await connect()
+    await communicator.send_json_to({"type": "generate", "request_id": "lb", "prompt": "hi", "params": {"logit_bias": {str(10**30): 1}}})
+    event = (await events_until_end(communicator, "lb"))[-1]
+    assert event["type"] == "error" and event["error"]["param"] == f"params.logit_bias.{10**30}", event
+    await communicator.disconnect()
+
+
+async def test_cancel_after_done_is_an_unknown_request():
+    communicator = await connect()
+    await communicator.send_json_to({"type": "generate", "request_id": "fin", "prompt": "Hi", "params": {"max_tokens": 1}})
+    assert (await events_until_end(communicator, "fin"))[-1]["type"] == "done"
+    await expect_error(communicator, {"type": "cancel", "request_id": "fin"}, "unknown_request", "request_id")
+    await communicator.disconnect()
+
+
+async def test_closing_before_any_worker_took_the_request_still_cancels_it():
+    """Disconnect right after sending: the request is dropped or cancelled, never decoded to its end."""
+    from channels.db import database_sync_to_async
+
+    from playground.models import Run
+
+    communicator = await connect()
+    prompt = "A story that nobody will read:"
+    await communicator.send_json_to({"type": "generate", "request_id": "early", "prompt": prompt, "params": {"max_tokens": 8000, "ignore_eos": True}})
+    await communicator.disconnect()
+    other = await connect()  # the worker is serial: this runs after "early" is over
+    await other.send_json_to({"type": "generate", "request_id": "next", "prompt": "Hi", "params": {"max_tokens": 1}})
+    assert (await events_until_end(other, "next"))[-1]["type"] == "done"
+    await other.disconnect()
+    saved = await database_sync_to_async(list)(Run.objects.filter(prompt=prompt))
+    assert all(run.status == "cancelled" and len(run.tokens) < 50 for run in saved), [(r.status, len(r.tokens)) for r in saved]

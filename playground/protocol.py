@@ -28,7 +28,7 @@ GENERATE_KEYS = frozenset({
     "type", "request_id", "prompt", "mode", "system", "params", "top_n", "use_cache", "prefix_tokens",
     "parent_run", "branch_index",
 })
-RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,64}$")
+RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,43}$")  # as playground.models.RUN_ID_PATTERN
 CANCEL_KEYS = frozenset({"type", "request_id"})
 TOKENIZE_KEYS = frozenset({"type", "request_id", "text", "mode", "system"})
 INSPECT_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "prefix_tokens", "params", "variants", "top_n"})
@@ -163,7 +163,7 @@ def _branch_of(message: Mapping[str, Any]) -> None:
     """``parent_run`` and ``branch_index`` only label a branch for the saved run; checked here."""
     parent = message.get("parent_run")
     if parent is not None and (not isinstance(parent, str) or not RUN_ID.match(parent)):
-        raise ProtocolError("invalid_value", "parent_run must be a run id (16 to 64 URL-safe characters)", "parent_run")
+        raise ProtocolError("invalid_value", "parent_run must be a run id (16 to 43 URL-safe characters)", "parent_run")
     index = message.get("branch_index")
     if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
         raise ProtocolError("invalid_value", f"branch_index must be an integer from 0, got {index!r}", "branch_index")

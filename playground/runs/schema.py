@@ -14,13 +14,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from inference.sampling.params import MAX_SEED
 from playground import protocol
 from playground.models import Run
 
 RUN_SCHEMA = "token-playground.run"
 COMPARISON_SCHEMA = "token-playground.comparison"
 VERSION = 1
-MAX_SEED = 2**63 - 1
 MAX_TOKENS_PER_RUN = 200_000
 MAX_COMPARED = 4
 
@@ -260,7 +260,7 @@ def _run(data: Any, path: str) -> ImportedRun:
         "mode": parsed.mode,
         "system": parsed.system,
         "prompt_tokens": prompt_rows,
-        "params": params,
+        "params": parsed.params_dict(),  # normalized, as live runs store them
         "seed": seed,
         "top_n": parsed.top_n,
         "use_cache": parsed.use_cache,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from playground.protocol import parse_params
 from playground.runs.recording import RunRecorder
 
 MODEL = {
@@ -15,7 +16,9 @@ STAGES = ["temperature", "top_p", "dist"]
 
 
 def params(**overrides: Any) -> dict[str, Any]:
-    return {"temperature": 0.7, "top_p": 0.9, "max_tokens": 3, "seed": 42} | overrides
+    """Normalized params, every key filled in, as the server's ``started`` event carries them."""
+    sampling, loop = parse_params({"temperature": 0.7, "top_p": 0.9, "max_tokens": 3, "seed": 42} | overrides)
+    return {**sampling.to_dict(), **loop.to_dict()}
 
 
 def started(seed: int = 42, **param_overrides: Any) -> dict[str, Any]:

@@ -211,6 +211,17 @@ def test_import_round_trip_makes_new_runs_and_leaves_old_ones_alone(client, db_a
     assert (after.tokens, after.text, after.status) == (before.tokens, before.text, before.status)
 
 
+def test_imported_params_are_normalized_like_live_ones(client, db_alias):
+    run, _ = saved()
+    export = client.get(f"/r/{run.id}.json").json()
+    export["run"]["request"]["params"] = {"temperature": 0.7, "seed": run.seed, "max_tokens": 3, "top_p": 0.9}
+    created = post(client, "/api/runs/import", export).json()["runs"][0]["id"]
+    params = client.get(f"/r/{created}.json").json()["run"]["request"]["params"]
+    assert params == run.params  # every default filled in, so a comparison lists only real differences
+    compared = client.get(f"/compare/{run.id},{created}.json").json()["comparison"]
+    assert compared["differing"] == []
+
+
 def test_import_a_comparison(client, db_alias):
     a, _ = saved()
     b, _ = saved(temperature=1.0)

@@ -151,7 +151,8 @@ def _build(model_dir: Path, source: Source, source_info: dict[str, Any], timer: 
             with timer.step("export", f"export to ONNX ({recipe.EXPORT_TASK}, optimum)"):
                 fp32 = steps.export_onnx(checkpoint, work / "onnx", progress.verbosity)
             how = "the GGUF's blocks as they are" if source.gguf_weights else "MatMulNBits, block 32, symmetric"
-            with timer.step("quantize", f"quantize to 4 bits ({how})"):
+            fused = "fuse attention, " if recipe.FUSE_ATTENTION else ""
+            with timer.step("quantize", f"{fused}quantize to 4 bits ({how})"):
                 config = json.loads((checkpoint / md.CONFIG_FILE).read_text())
                 graph = steps.quantize(fp32, stage / md.MODEL_FILE, source.gguf_weights, config)
             with timer.step("verify", "verify with ONNX Runtime"):
@@ -268,6 +269,8 @@ def make_manifest(
             "matmul_nbits_nodes": graph["matmul_nbits_nodes"],
             "matmul_nodes_left": graph["matmul_nodes_left"],
             "gather_block_quantized_nodes": graph["gather_block_quantized_nodes"],
+            "group_query_attention_nodes": graph["group_query_attention_nodes"],
+            "fusions": graph["fusions"],
             "inputs": io["inputs"],
             "outputs": io["outputs"],
         },

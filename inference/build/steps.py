@@ -142,7 +142,10 @@ def export_onnx(checkpoint: Path, out_dir: Path, verbosity: int = 1, validate: b
 
 
 def quantize(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str, Any]) -> dict[str, Any]:
-    """Weight-only quantization of the fp32 export ``src`` into one self-contained ``dest``.
+    """Fused attention and weight-only quantization of the fp32 export ``src`` into one self-contained ``dest``.
+
+    First (``recipe.FUSE_ATTENTION``) each layer's attention becomes RotaryEmbedding +
+    GroupQueryAttention (``attention.fuse``); the weight MatMuls keep their names.
 
     With ``gguf_weights``, every weight MatMul (and the embedding) whose GGUF tensor is Q4_1 or
     Q8_0 gets the GGUF's own blocks, bit for bit (``lossless.convert``; raises if a GGUF tensor
@@ -150,15 +153,16 @@ def quantize(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str,
     them without a GGUF) are quantized by onnxruntime's ``MatMulNBitsQuantizer`` (4 bits, block
     32, symmetric). The model stays far below protobuf's 2 GB limit.
 
-    Returns what the manifest records: ``quantization`` (the method, faithfully) and the graph's
-    opsets and operator counts.
+    Returns what the manifest records: ``quantization`` (the method, faithfully), the fusions
+    applied, and the graph's opsets and operator counts.
     """
     import onnx
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
-    from . import lossless
+    from . import attention, lossless
 
     model = onnx.load(str(src))
+    fusions = {"attention": attention.fuse(model, config)} if recipe.FUSE_ATTENTION else {}
     conversion = None
     if gguf_weights is not None:
         lossless_recipe = recipe.LOSSLESS
@@ -204,6 +208,8 @@ def quantize(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str,
         "matmul_nbits_nodes": ops.get("MatMulNBits", 0),
         "matmul_nodes_left": ops.get("MatMul", 0),
         "gather_block_quantized_nodes": ops.get("GatherBlockQuantized", 0),
+        "group_query_attention_nodes": ops.get("GroupQueryAttention", 0),
+        "fusions": fusions,
     }
 
 

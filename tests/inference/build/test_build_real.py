@@ -70,8 +70,11 @@ def test_manifest_shapes(real_dir):
     assert m["source"]["file"] == "SmolLM2-135M-Instruct.Q4_1.gguf" and m["source"]["license"] == "Apache-2.0"
     assert m["special_tokens"]["eos_token_ids"] == [2, 0]
     assert len(m["onnx"]["inputs"]) == 3 + 60 and len(m["onnx"]["outputs"]) == 1 + 60
-    # 7 per layer; left: attention (2 per layer), rotary, the fp32 LM head, one block-offset MatMul per Q4_1 weight
-    assert m["onnx"]["matmul_nbits_nodes"] == 30 * 7 and m["onnx"]["matmul_nodes_left"] == 2 * 30 + 2 + 30 * 7
+    # 7 per layer; left: the fp32 LM head and one block-offset MatMul per Q4_1 weight (attention is fused)
+    assert m["onnx"]["matmul_nbits_nodes"] == 30 * 7 and m["onnx"]["matmul_nodes_left"] == 1 + 30 * 7
+    assert m["onnx"]["group_query_attention_nodes"] == 30
+    assert m["onnx"]["fusions"]["attention"]["layers"] == 30
+    assert m["onnx"]["fusions"]["attention"]["rotary_table_positions"] == 8192
 
 
 def test_manifest_records_the_lossless_quantization(real_dir):

@@ -41,6 +41,8 @@ def test_manifest_schema(tiny_dir):
     assert m["special_tokens"]["eos_token_ids"] == [2, 0] and m["special_tokens"]["bos_token_id"] == 1
     assert m["special_tokens"]["tokenizer_adds_bos"] is False
     assert m["onnx"]["matmul_nbits_nodes"] > 0
+    assert m["onnx"]["group_query_attention_nodes"] == 2
+    assert m["onnx"]["fusions"]["attention"]["requires_all_ones_attention_mask"] is True
     assert m["onnx_sha256"] == sha256_file(tiny_dir / md.MODEL_FILE)
     assert set(m["files"]) == {
         md.MODEL_FILE, md.TOKENIZER_FILE, md.CONFIG_FILE, md.GENERATION_CONFIG_FILE, md.CHAT_TEMPLATE_FILE,

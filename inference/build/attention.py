@@ -1,0 +1,181 @@
+"""Replace the export's unfused attention with ONNX Runtime's ``GroupQueryAttention``, layer by layer.
+
+optimum's export spells each layer's attention out in ~100 small nodes (shape arithmetic, rotary
+embedding, the causal mask, ``repeat_kv``'s Expand/Reshape, the cache Concat, two MatMuls, a
+Softmax and its NaN guard). At decode time, with one token, those nodes cost more in per-node
+overhead than in arithmetic. Per layer they become:
+
+    q' = RotaryEmbedding(q, position_ids)      [B, S, heads · head_dim]   (com.microsoft)
+    k' = RotaryEmbedding(k, position_ids)      [B, S, kv_heads · head_dim]
+    out, present.{i}.key, present.{i}.value = GroupQueryAttention(q', k', v, past.{i}.key, past.{i}.value,
+                                                                  seqlens_k, total_sequence_length)
+
+with the same inputs and outputs as before: ``past_key_values.*``/``present.*`` stay
+``[B, kv_heads, P(+S), head_dim]`` (GroupQueryAttention's own BNSH cache layout, past and present
+in separate buffers), the rotary embedding still reads ``position_ids``, and the q/k/v/o
+projection MatMuls keep their names (so ``lossless.convert`` still finds them).
+
+``seqlens_k`` (per row: tokens so far − 1) and ``total_sequence_length`` come from
+``attention_mask``: ``ReduceSum(mask) − 1`` and its width. GroupQueryAttention is causal and has
+no key mask, so **the mask must be all ones** (no padding), which is what every caller here
+passes; a padded mask would be read as a shorter sequence, not as holes.
+
+The rotary tables are computed once, in float64 and rounded to float32, from the export's own
+``inv_freq`` for positions ``0 .. max_positions − 1`` (the export computes them per call in
+float32; the two agree to ~1 ulp). The scale stays ``1 / sqrt(head_dim)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+MS_DOMAIN = "com.microsoft"
+PREFIX = "/model/layers.{i}/self_attn"
+INV_FREQ_USER = "/model/rotary_emb/Expand"  # the export's rotary: Expand(inv_freq [1, D/2, 1], …)
+SCALING_USERS = ("/model/rotary_emb/Mul_1", "/model/rotary_emb/Mul_2")  # cos · scaling, sin · scaling
+COS, SIN = "/gqa/cos_cache", "/gqa/sin_cache"
+SEQLENS, TOTAL = "/gqa/seqlens_k", "/gqa/total_sequence_length"
+
+
+class FusionError(RuntimeError):
+    """The export does not have the layout this fusion expects (nothing is changed then)."""
+
+
+def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
+    """Fuse every layer's attention in the ``onnx.ModelProto`` ``model`` in place; returns a summary."""
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    layers = config["num_hidden_layers"]
+    heads = config["num_attention_heads"]
+    kv_heads = config.get("num_key_value_heads", heads)
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    max_positions = config["max_position_embeddings"]
+    nodes_before = len(graph.node)
+
+    by_name = {n.name: n for n in graph.node}
+    producers = {o: n for n in graph.node for o in n.output}
+    inits = {i.name: i for i in graph.initializer}
+    constants = {n.output[0]: n for n in graph.node if n.op_type == "Constant"}
+
+    def constant(name: str) -> np.ndarray:
+        if name in inits:
+            return numpy_helper.to_array(inits[name])
+        if name in constants:
+            return numpy_helper.to_array(constants[name].attribute[0].t)
+        raise FusionError(f"{name} is not a constant")
+
+    # The export's rotary parameters: inv_freq and the attention scaling (1 for plain RoPE).
+    if INV_FREQ_USER not in by_name:
+        raise FusionError(f"no {INV_FREQ_USER} in the export")
+    inv_freq = constant(by_name[INV_FREQ_USER].input[0]).reshape(-1).astype(np.float32)
+    if inv_freq.shape != (head_dim // 2,):
+        raise FusionError(f"inv_freq has shape {inv_freq.shape}, expected ({head_dim // 2},)")
+    scaling = {float(constant(x)) for name in SCALING_USERS for x in by_name[name].input if x in inits or x in constants}
+    if scaling != {1.0}:
+        raise FusionError(f"rotary attention scaling {scaling} is not 1")
+    angles = np.arange(max_positions, dtype=np.float32)[:, None] * inv_freq[None, :]  # float32, as the export
+    cos = np.cos(angles.astype(np.float64)).astype(np.float32)
+    sin = np.sin(angles.astype(np.float64)).astype(np.float32)
+
+    graph_inputs = {i.name for i in graph.input}
+    graph_outputs = {o.name for o in graph.output}
+    new_nodes: list[Any] = [
+        # seqlens_k = ReduceSum(attention_mask, axis 1) - 1 as int32; total_sequence_length = its width.
+        helper.make_node("ReduceSum", ["attention_mask", "/gqa/axis_1"], ["/gqa/mask_sum"], name="/gqa/ReduceSum", keepdims=0),
+        helper.make_node("Sub", ["/gqa/mask_sum", "/gqa/one"], ["/gqa/seqlens_k_64"], name="/gqa/Sub"),
+        helper.make_node("Cast", ["/gqa/seqlens_k_64"], [SEQLENS], name="/gqa/Cast", to=6),
+        helper.make_node("Shape", ["attention_mask"], ["/gqa/mask_width"], name="/gqa/Shape", start=1, end=2),
+        helper.make_node("Squeeze", ["/gqa/mask_width", "/gqa/axis_0"], ["/gqa/total_64"], name="/gqa/Squeeze"),
+        helper.make_node("Cast", ["/gqa/total_64"], [TOTAL], name="/gqa/Cast_1", to=6),
+    ]
+    new_inits = [
+        numpy_helper.from_array(np.array([1], np.int64), "/gqa/axis_1"),
+        numpy_helper.from_array(np.array([0], np.int64), "/gqa/axis_0"),
+        numpy_helper.from_array(np.array(1, np.int64), "/gqa/one"),
+        numpy_helper.from_array(cos, COS),
+        numpy_helper.from_array(sin, SIN),
+    ]
+    replaced: set[str] = set()  # names of nodes whose outputs the fused nodes now produce
+    for i in range(layers):
+        p = PREFIX.format(i=i)
+        q, k, v = (f"{p}/{x}_proj/MatMul_output_0" for x in ("q", "k", "v"))
+        o_proj = by_name.get(f"{p}/o_proj/MatMul")
+        past_k, past_v = f"past_key_values.{i}.key", f"past_key_values.{i}.value"
+        present_k, present_v = f"present.{i}.key", f"present.{i}.value"
+        missing = [x for x in (q, k, v) if x not in producers]
+        missing += [x for x in (past_k, past_v) if x not in graph_inputs]
+        missing += [x for x in (present_k, present_v) if x not in graph_outputs or x not in producers]
+        if o_proj is None or missing:
+            raise FusionError(f"layer {i}: not the expected attention layout (missing {missing or 'o_proj'})")
+        attn_out = o_proj.input[0]
+        for name in (attn_out, present_k, present_v):
+            replaced.add(producers[name].name)
+        new_nodes += [
+            helper.make_node("RotaryEmbedding", [q, "position_ids", COS, SIN], [f"{p}/gqa/q_rotary"],
+                             name=f"{p}/gqa/RotaryEmbedding_q", domain=MS_DOMAIN, num_heads=heads, interleaved=0),
+            helper.make_node("RotaryEmbedding", [k, "position_ids", COS, SIN], [f"{p}/gqa/k_rotary"],
+                             name=f"{p}/gqa/RotaryEmbedding_k", domain=MS_DOMAIN, num_heads=kv_heads, interleaved=0),
+            helper.make_node(
+                "GroupQueryAttention",
+                [f"{p}/gqa/q_rotary", f"{p}/gqa/k_rotary", v, past_k, past_v, SEQLENS, TOTAL],
+                [attn_out, present_k, present_v],
+                name=f"{p}/gqa/GroupQueryAttention", domain=MS_DOMAIN,
+                num_heads=heads, kv_num_heads=kv_heads, scale=float(1 / np.sqrt(head_dim)),
+            ),
+        ]
+
+    kept = [n for n in graph.node if n.name not in replaced]
+    # Insert the fused nodes right before the first o_proj so the node list stays topologically sorted
+    # (each layer's fused nodes only need q/k/v, which precede its o_proj; the shared ones only inputs).
+    del graph.node[:]
+    graph.node.extend(_topological(kept + new_nodes, graph_inputs | set(inits) | {i.name for i in new_inits}))
+    graph.initializer.extend(new_inits)
+    _drop_unused(model)
+    if not any(o.domain == MS_DOMAIN for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
+    return {
+        "method": "GroupQueryAttention + RotaryEmbedding (com.microsoft), one per layer, replacing the export's attention",
+        "layers": layers,
+        "rotary_table_positions": max_positions,
+        "requires_all_ones_attention_mask": True,
+        "nodes_before": nodes_before,
+        "nodes_after": len(graph.node),
+    }
+
+
+def _topological(nodes: list[Any], available: set[str]) -> list[Any]:
+    """``nodes`` in an order where every input is produced before it is used (stable otherwise)."""
+    ready = set(available) | {""}
+    done: list[Any] = []
+    pending = list(nodes)
+    while pending:
+        left = []
+        for node in pending:
+            if all(x in ready for x in node.input):
+                done.append(node)
+                ready.update(node.output)
+            else:
+                left.append(node)
+        if len(left) == len(pending):
+            raise FusionError(f"cannot order the graph: {len(left)} nodes wait for inputs never produced, e.g. {left[0].name}")
+        pending = left
+    return done
+
+
+def _drop_unused(model) -> None:
+    """Remove nodes nothing uses (the old attention, the export's rotary and causal mask) and unused initializers."""
+    graph = model.graph
+    outputs = {o.name for o in graph.output}
+    while True:
+        used = {i for n in graph.node for i in n.input} | outputs
+        dead = [n for n in graph.node if not any(o in used for o in n.output)]
+        if not dead:
+            break
+        for n in dead:
+            graph.node.remove(n)
+    used = {i for n in graph.node for i in n.input} | outputs
+    for init in [i for i in graph.initializer if i.name not in used]:
+        graph.initializer.remove(init)

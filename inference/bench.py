@@ -26,6 +26,7 @@ from inference.generation import Finished, GenerationRequest, TokenStep, run
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
+from inference.sampling import bench as sampling_bench
 from inference.loop_params import LoopParams
 
 PROMPT = "The capital of France is"
@@ -126,12 +127,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"prefill_{args.prompt_tokens}_tokens_ms": min(prefill_ms(runtime, args.prompt_tokens) for _ in range(2)),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
-    try:
-        from inference.sampling import bench as sampling_bench
-
-        report["sampler_chain_ms_per_token"] = sampling_bench.figures()
-    except (ImportError, AttributeError):
-        pass
+    report["sampler_chain_ms_per_token"] = sampling_bench.figures()
     return report
 
 

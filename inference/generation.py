@@ -213,6 +213,7 @@ class Generation:
         self._first_token_at: float | None = None
         self._last_token_at: float | None = None
         self._steps = 0
+        self._tokens_after_first = 0  # over every sample: what decode_tokens_per_s counts
 
     def start(self) -> Started:
         """Encodes the prompt, checks it fits, and runs the prefill."""
@@ -249,6 +250,8 @@ class Generation:
         if self._first_token_at is None:
             self._first_token_at = now
         self._last_token_at = now
+        if self._steps:
+            self._tokens_after_first += len(picked)
         self._steps += 1
         elapsed = (now - began) * 1000.0
         return [
@@ -267,7 +270,7 @@ class Generation:
         ttft = None if first is None else (first - self._started_at) * 1000.0
         decode_rate = None
         if first is not None and last is not None and self._steps > 1 and last > first:
-            decode_rate = (self._steps - 1) / (last - first)
+            decode_rate = self._tokens_after_first / (last - first)
         return Finished(
             samples=tuple(sample.result() for sample in self.samples),
             prompt_tokens=len(self.prompt_ids),

@@ -16,7 +16,6 @@ Prompts:
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -55,14 +54,6 @@ def _unicode_to_byte() -> dict[str, int]:
             table[chr(256 + shifted)] = b
             shifted += 1
     return table
-
-
-@dataclass(frozen=True)
-class TokenView:
-    """A token as the page shows it: its id and its own text (bytes of partial characters as ``<0xNN>``)."""
-
-    id: int
-    text: str
 
 
 class TextCodec:
@@ -122,9 +113,6 @@ class TextCodec:
         if self._all_texts is None:
             self._all_texts = [self.token_text(i) for i in range(self.vocab_size)]
         return self._all_texts
-
-    def view(self, token_id: int) -> TokenView:
-        return TokenView(token_id, self.token_text(token_id))
 
     def decode(self, ids: list[int]) -> str:
         """The text of a whole id sequence, as the streamed pieces concatenate to."""

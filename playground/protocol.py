@@ -263,7 +263,11 @@ def job_message(frame: str, job: Job, reply_channel: str) -> dict[str, Any]:
     The worker parses the frame again with the same functions, so a worker on another machine
     trusts nothing it did not check itself.
     """
-    return {"type": "inference.request", "reply_channel": reply_channel, "request_id": job.request_id, "frame": frame}
+    return {
+        "type": "inference.request", "reply_channel": reply_channel, "request_id": job.request_id,
+        "quick": isinstance(job, Tokenize),  # needs no decoder: served beside generations, not behind them
+        "frame": frame,
+    }
 
 
 def _request_id(message: Mapping[str, Any]) -> str:

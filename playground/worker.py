@@ -77,6 +77,7 @@ class Job:
     request_id: str
     reply_channel: str
     frame: str  # the client's frame, parsed again here: a worker trusts only its own checks
+    quick: bool  # tokenizing: no decoder needed, so it never waits behind a generation
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
@@ -94,7 +95,7 @@ class InferenceWorker(AsyncConsumer):
 
     async def inference_request(self, message: dict[str, Any]) -> None:
         """Queues a request and tells the consumer where to send cancels."""
-        job = Job(message["request_id"], message["reply_channel"], message["frame"])
+        job = Job(message["request_id"], message["reply_channel"], message["frame"], bool(message.get("quick")))
         key = (job.reply_channel, job.request_id)
         await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
         if key in self.early_cancels:
@@ -129,7 +130,7 @@ class InferenceWorker(AsyncConsumer):
                 job.cancelled.set()
 
         # Tokenizing needs no decoder: it does not wait behind a generation.
-        executor = _quick_thread if _is_tokenize(job.frame) else _decode_thread
+        executor = _quick_thread if job.quick else _decode_thread
         decoding = loop.run_in_executor(executor, _serve_job, job, emit)
         try:
             while (event := await events.get()) is not _END:
@@ -144,13 +145,6 @@ class InferenceWorker(AsyncConsumer):
             if not decoding.done():
                 job.cancelled.set()  # nobody hears this run any more: stop it within one token
             await asyncio.shield(decoding)
-
-
-def _is_tokenize(frame: str) -> bool:
-    try:
-        return json.loads(frame).get("type") == "tokenize"
-    except (ValueError, AttributeError):
-        return False
 
 
 def _serve_job(job: Job, emit: Callable[[Any], None]) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 STATE_DIR = Path(os.environ.get("PLAYGROUND_STATE_DIR", BASE_DIR / ".state"))
-STATE_DIR.mkdir(parents=True, exist_ok=True)  # SQLite cannot create its file in a missing folder
 
 INSTALLED_APPS = [
     "daphne",  # first: its runserver serves ASGI, websockets included

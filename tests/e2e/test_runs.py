@@ -127,3 +127,35 @@ def test_unknown_run_is_a_404_page(page: Page, daphne_server):
     response = page.goto(daphne_server.url + "/r/" + "x" * 22)
     assert response.status == 404
     expect(page.get_by_test_id("not-found")).to_contain_text("no saved run has the id")
+
+
+def test_playground_runs_reach_the_history_with_their_delete_token(playground, daphne_server):
+    """Runs made on the playground page (Generate, and a branch it starts) are in /history with
+    their delete tokens: Delete there removes the run for good."""
+    page = playground.page
+    done = playground.run("The best thing about autumn is", temperature=0, max_tokens=4)
+    run_id = done["run_id"]
+    assert run_id and done["delete_token"]
+    playground.tokens.nth(1).click()
+    token = playground.events("token")[1]
+    alternative = next(a for a in token["alternatives"] if a["id"] != token["id"])
+    playground.frames.clear()
+    playground.inspector.locator(f"tr[data-id='{alternative['id']}'] button[data-branch]").click()
+    branch = playground.wait_done()
+    assert branch["run_id"]
+
+    stored = page.evaluate("() => JSON.parse(localStorage.getItem('playground.runs.v1'))")
+    assert [(r["id"], r["delete_token"]) for r in stored] == [
+        (branch["run_id"], branch["delete_token"]), (run_id, done["delete_token"])]
+
+    page.get_by_role("link", name="History").click()
+    page.wait_for_url("**/history")
+    rows = page.locator("[data-testid=history] tbody tr")
+    expect(rows).to_have_count(2)
+    row = page.locator(f"[data-testid=history] tbody tr[data-run-id='{run_id}']")
+    expect(row).to_contain_text("The best thing about autumn is")
+    row.get_by_role("button", name=f"Delete run {run_id}").click()
+    expect(page.get_by_test_id("history-status")).to_have_text(f"Deleted run {run_id}.")
+    expect(rows).to_have_count(1)
+    assert page.request.get(f"{daphne_server.url}/r/{run_id}").status == 404
+    assert page.request.get(f"{daphne_server.url}/r/{branch['run_id']}").status == 200

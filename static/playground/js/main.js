@@ -23,6 +23,7 @@ import { TokenStream } from "./stream.js";
 import { TemperatureExplorer } from "./temperature-explorer.js";
 import { decodeSettings, encodeSettings } from "./url-state.js";
 import { WhatIf } from "./what-if.js";
+import { rememberRun } from "../../runs/js/store.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -349,6 +350,9 @@ function receive(run, event, beforeToken, forkIndex) {
       }
       break;
     case "done":
+      // Every saved run the page starts (Generate, Step, Branch, what-if) goes into this browser's
+      // history with its once-only delete token (static/runs/js/store.js).
+      if (event.run_id) remember(event);
       if (onScreen) {
         if (run.isBeam) stream.appendTail(event.text);
         else stream.appendTail(event.tail);
@@ -371,6 +375,15 @@ function receive(run, event, beforeToken, forkIndex) {
     }
     default:
       break;
+  }
+}
+
+/** Keeps a saved run's id and delete token; a browser without storage just has no history. */
+function remember(done) {
+  try {
+    rememberRun(done.run_id, done.delete_token ?? null);
+  } catch {
+    // localStorage unavailable or full: the run is still saved and linked from the numbers.
   }
 }
 

@@ -19,6 +19,7 @@ FIELDS = {
     "top_k": "Top-k",
     "min_p": "Min-p",
     "max_tokens": "Max tokens",
+    "min_tokens": "Min tokens",
     "seed": "Seed",
     "top_n": "Top-N shown",
     "n": "Samples (n)",

@@ -322,3 +322,63 @@ def test_beam_tree_shows_kept_and_pruned_beams(playground: PlaygroundPage) -> No
     expect(page.locator("#output")).to_have_text(done["text"])
     page.locator("#beam-section").scroll_into_view_if_needed()
     playground.shot("27-beam-tree")
+
+
+def test_step_with_min_tokens_reproduces_the_full_run(playground: PlaygroundPage) -> None:
+    """max_tokens and min_tokens count the tokens after prefix_tokens: each step asks for one token
+    and keeps end-of-sequence suppressed exactly while the full run did."""
+    page = playground.page
+    full = playground.run(PROMPT, temperature=1, seed=11, max_tokens=4, min_tokens=3)
+    reference = playground.events("token")
+    assert len(reference) == 4
+
+    page.goto(playground.page.url)  # the same settings, from the address
+    page.locator("#connection[data-connected=true]").wait_for()
+    expect(page.get_by_label("Min tokens", exact=True)).to_have_value("3")
+    step = page.get_by_role("button", name="Step")
+    for count in range(1, 5):
+        playground.frames.clear()
+        step.click()
+        playground.wait_idle()
+        expect(playground.tokens).to_have_count(count)
+        newest = playground.events("token")[-1]
+        assert newest["index"] == count - 1 and not newest.get("forced")
+        assert (newest["id"], newest["draw"]) == (reference[count - 1]["id"], reference[count - 1]["draw"])
+    steps = playground.sent_of("generate")[-4:]
+    assert [s["params"]["max_tokens"] for s in steps] == [1, 1, 1, 1]
+    assert [s["params"].get("min_tokens", 0) for s in steps] == [1, 1, 1, 0]
+    assert [len(s.get("prefix_tokens", [])) for s in steps] == [0, 1, 2, 3]
+    assert "".join(playground.tokens.evaluate_all("els => els.map(el => el.textContent)")) == full["text"]
+
+
+def test_branches_of_branches_keep_the_whole_length_and_minimum(playground: PlaygroundPage) -> None:
+    """A branch asks for the parent's total length (its own prefix included) and the same minimum."""
+    page = playground.page
+    playground.run(PROMPT, temperature=0, max_tokens=6, min_tokens=5, top_n=5)
+    root = playground.events("token")
+    assert len(root) == 6
+
+    playground.tokens.nth(1).click()
+    alternative = next(a for a in root[1]["alternatives"] if a["id"] != root[1]["id"])
+    playground.frames.clear()
+    playground.inspector.locator(f"tr[data-id='{alternative['id']}'] button[data-branch]").click()
+    playground.wait_done()
+    sent = playground.sent_of("generate")[-1]
+    assert len(sent["prefix_tokens"]) == 2
+    assert (sent["params"]["max_tokens"], sent["params"]["min_tokens"]) == (4, 3)
+    branch = playground.events("token")
+    assert len(branch) == 6
+
+    # A branch of that branch, at its third token: prefix 3, so 3 more tokens, at least 2.
+    playground.tokens.nth(2).click()
+    expect(playground.inspector).to_have_attribute("data-index", "2")
+    second = next(a for a in branch[2]["alternatives"] if a["id"] != branch[2]["id"])
+    playground.frames.clear()
+    playground.inspector.locator(f"tr[data-id='{second['id']}'] button[data-branch]").click()
+    done = playground.wait_done()
+    sent = playground.sent_of("generate")[-1]
+    assert sent["prefix_tokens"] == [*ids(branch[:2]), second["id"]]
+    assert (sent["params"]["max_tokens"], sent["params"]["min_tokens"]) == (3, 2)
+    assert len(playground.events("token")) == 6 and done["reason"] == "max_tokens"
+    expect(playground.tokens).to_have_count(6)
+    expect(page.locator("#branches ul ul ul button.branch")).to_have_count(1)

@@ -221,22 +221,50 @@ function step() {
     stats.status("The model already ended this text (end of sequence); Generate starts again.", "done");
     return;
   }
-  const params = { ...request.params, max_tokens: 1 };
+  // The form's lengths are for the whole text; a step is one token after `prefix` tokens.
+  const wanted = { max: request.params.max_tokens ?? DEFAULT_MAX_TOKENS, min: request.params.min_tokens ?? 0 };
+  const prefix = extendable ? current.ids() : [];
+  const params = withLengths({ ...request.params }, wanted, prefix.length, 1);
   delete params.n;
   delete params.num_beams;
   if (!extendable) {
     const run = new Run({ ...request, params });
+    run.wanted = wanted;
     launch(run, tree.reset(run), { step: true });
     return;
   }
   if (params.seed === null && current.started) params.seed = wireSeed(current.started.seed); // the same draws
   const run = new Run({ ...request, prompt: current.request.prompt, system: current.request.system,
-    mode: current.request.mode, params, prefix_tokens: current.ids() });
+    mode: current.request.mode, params, prefix_tokens: prefix });
+  run.wanted = wanted;
   delete run.request.parent_run;
   delete run.request.branch_index;
   const node = tree.current;
   node.run = run;
   launch(run, node, { step: true, keepView: true });
+}
+
+const DEFAULT_MAX_TOKENS = 256; // the server's default (docs/websocket-api.md)
+
+/** Sets `max_tokens` / `min_tokens` of `params` for a run forcing `prefixLength` tokens, when the
+ *  whole text should be `wanted.max` tokens long and end no earlier than `wanted.min` (the server
+ *  counts both after the prefix). `cap` limits max_tokens (1 for a step); min_tokens never exceeds
+ *  max_tokens and is left out when 0 (its "off" value, as the form does). Returns `params`. */
+function withLengths(params, wanted, prefixLength, cap = Infinity) {
+  params.max_tokens = Math.min(cap, Math.max(1, wanted.max - prefixLength));
+  const min = Math.min(params.max_tokens, Math.max(0, wanted.min - prefixLength));
+  if (min > 0) params.min_tokens = min;
+  else delete params.min_tokens;
+  return params;
+}
+
+/** The whole text's lengths a run was asked for: its prefix plus its own max/min tokens, unless
+ *  it was a step (whose request says one token; the form's lengths were kept on the run). */
+function wantedLengths(run) {
+  if (run.wanted) return run.wanted;
+  const params = run.request.params ?? {};
+  const prefix = run.request.prefix_tokens?.length ?? 0;
+  return { max: prefix + (params.max_tokens ?? DEFAULT_MAX_TOKENS), min: prefix + (params.min_tokens ?? 0) };
 }
 
 /** Branch: continue from token `index` of the run on screen with alternative `alt` forced. */
@@ -265,15 +293,14 @@ function savedParent(run, index) {
   return run.done?.run_id ? { parent_run: run.done.run_id, branch_index: index } : { parent_run: undefined, branch_index: undefined };
 }
 
-/** A branch's params: the parent's, with `overrides`, its seed, one sample, and the same total length. */
+/** A branch's params: the parent's, with `overrides`, its seed, one sample, and the same total length
+ *  (and the same minimum) as the parent: the parent's own prefix counts too. */
 function branchParams(base, overrides, prefixLength) {
   const params = { ...base.request.params, ...overrides };
   delete params.n;
   delete params.num_beams;
   if (base.started) params.seed = wireSeed(base.started.seed);
-  const budget = base.request.params?.max_tokens ?? 256;
-  params.max_tokens = Math.max(1, budget - prefixLength);
-  return params;
+  return withLengths(params, wantedLengths(base), prefixLength);
 }
 
 async function launch(run, node, { keepView = false } = {}) {

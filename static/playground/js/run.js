@@ -15,6 +15,9 @@ export class Run {
     this.done = null; // the `done` event
     this.error = null; // the `error` object of an `error` event
     this.stopRequested = false;
+    // A step's request asks for one token; the whole text's {max, min} length the form asked for
+    // is kept here, so a branch from a stepped run keeps it. Null: read it from the request.
+    this.wanted = null;
   }
 
   /** "waiting" → "streaming" → "done" | "failed". */

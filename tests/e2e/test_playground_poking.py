@@ -382,3 +382,44 @@ def test_branches_of_branches_keep_the_whole_length_and_minimum(playground: Play
     assert len(playground.events("token")) == 6 and done["reason"] == "max_tokens"
     expect(playground.tokens).to_have_count(6)
     expect(page.locator("#branches ul ul ul button.branch")).to_have_count(1)
+
+
+def test_what_if_starts_at_exactly_the_runs_own_step(playground: PlaygroundPage) -> None:
+    """Values beyond the sliders' usual range (top-k 150, min-p 0.6) are kept exactly, and
+    penalize_prompt goes with the inspect: the first what-if answer is the run's own step."""
+    page = playground.page
+    penalties = playground.open_group("Penalties")
+    penalties.get_by_label("Repetition penalty", exact=True).fill("1.5")
+    penalties.get_by_label("Penalize the prompt's tokens too", exact=True).check()
+    playground.run(PROMPT, temperature=2, top_k=150, min_p=0.6, seed=5, max_tokens=6, top_n=5)
+    tokens = playground.events("token")
+    at = 3  # a step where min-p 0.6 keeps several tokens and the penalised prompt matters
+    playground.tokens.nth(at).click()
+    what_if = page.locator("#what-if")
+    expect(what_if).to_have_attribute("data-state", "ready", timeout=20_000)
+
+    first = next(s for s in playground.sent_of("inspect") if "variants" not in s)
+    assert first["prefix_tokens"] == ids(tokens[:at])
+    params = first["params"]
+    assert (params["top_k"], params["min_p"], params["temperature"]) == (150, 0.6, 2)
+    assert params["penalize_prompt"] is True and params["repetition_penalty"] == 1.5
+    answer = next(f for f in playground.frames if f.get("request_id") == first["request_id"])
+    trace = answer["traces"][0]
+    shown = len(tokens[at]["alternatives"])
+    assert [a["id"] for a in trace["alternatives"][:shown]] == [a["id"] for a in tokens[at]["alternatives"]]
+    assert [a["prob"] for a in trace["alternatives"][:shown]] == [a["prob"] for a in tokens[at]["alternatives"]]
+    assert sum(1 for a in tokens[at]["alternatives"] if a["prob"] > 0) > 1  # the test means something
+    rows = what_if.locator("tbody tr")
+    for i, alt in enumerate(trace["alternatives"]):
+        assert float(rows.nth(i).get_attribute("data-prob")) == alt["prob"]
+
+    # The dials show the run's values; the sliders' range grew to hold them.
+    for label, value in (("Top-k", "150"), ("Min-p", "0.6"), ("Temperature", "2")):
+        expect(page.get_by_label(f"What-if {label}, exact value", exact=True)).to_have_value(value)
+        expect(page.get_by_label(f"What-if {label}", exact=True)).to_have_value(value)
+
+    # Typing an exact value in the box is what is sent.
+    page.get_by_label("What-if Top-k, exact value", exact=True).fill("137")
+    expect(what_if.locator(".stages-kept")).to_contain_text("top_k: 137", timeout=10_000)
+    assert [s["params"]["top_k"] for s in playground.sent_of("inspect") if "variants" not in s][-1] == 137
+    expect(page.get_by_label("What-if Top-k", exact=True)).to_have_value("137")

@@ -9,11 +9,18 @@ export function wireSeed(seed) {
   return seed === null || seed === undefined ? null : seedValue(String(seed));
 }
 
-/** The run's sampling parameters (normalized from `started` when there, else as requested). */
+// Loop keys that change one step's distribution: `inspect` accepts them in `params` and uses
+// penalize_prompt for the penalties' history (the prompt's tokens too), as the run did.
+const STEP_LOOP_KEYS = new Set(["penalize_prompt"]);
+
+/** The run's parameters that shape one step (normalized from `started` when there, else as
+ *  requested): the sampler chain's and the loop's that matter for a single step. */
 export function samplingParams(run) {
   const source = run.started?.params ?? run.request.params ?? {};
   const params = {};
-  for (const [key, value] of Object.entries(source)) if (SAMPLING_KEYS.has(key)) params[key] = value;
+  for (const [key, value] of Object.entries(source)) {
+    if (SAMPLING_KEYS.has(key) || STEP_LOOP_KEYS.has(key)) params[key] = value;
+  }
   if ("seed" in params) params.seed = wireSeed(params.seed);
   return params;
 }

@@ -5,7 +5,7 @@
 // is drawn. "Continue from here with these settings" starts a branch at this step.
 
 import { formatProb, quoteToken } from "./format.js";
-import { WHAT_IF } from "./params-schema.js";
+import { PARAM_BY_KEY, WHAT_IF } from "./params-schema.js";
 import { inspectBase, samplingParams } from "./step-context.js";
 
 function el(tag, className, text) {
@@ -47,6 +47,8 @@ export class WhatIf {
       const label = el("label");
       label.htmlFor = id;
       label.append(el("span", "sr-only", "What-if "), spec.label);
+      // The slider covers the usual range; the number box beside it takes any value (the run's
+      // own, however far out) and is what is sent. The slider's range grows to include it.
       const input = document.createElement("input");
       input.type = "range";
       input.id = id;
@@ -54,16 +56,32 @@ export class WhatIf {
       input.max = String(spec.max);
       input.step = String(spec.step);
       input.dataset.key = spec.key;
+      const box = document.createElement("input");
+      box.type = "number";
+      box.id = `${id}-value`;
+      box.className = "slider-number";
+      box.step = "any";
+      box.min = String(spec.min);
+      box.inputMode = "decimal";
+      box.setAttribute("aria-label", `What-if ${spec.label}, exact value`);
+      box.dataset.key = spec.key;
       const output = document.createElement("output");
       output.htmlFor = id;
       output.className = "slider-value";
+      const slider = { input, box, output, spec };
       input.addEventListener("input", () => {
-        output.textContent = this.#describe(spec, Number(input.value));
+        this.#setValue(slider, Number(input.value), { fromSlider: true });
         this.#schedule();
       });
-      field.append(label, input, output);
+      box.addEventListener("input", () => {
+        const value = Number(box.value);
+        if (box.value === "" || !Number.isFinite(value)) return; // empty or not a number yet: keep typing
+        this.#setValue(slider, value, { fromBox: true });
+        this.#schedule();
+      });
+      field.append(label, input, box, output);
       form.append(field);
-      this.sliders[spec.key] = { input, output, spec };
+      this.sliders[spec.key] = slider;
     }
     const actions = el("div", "what-if-actions");
     this.resetButton = el("button", null, "Back to the run's settings");
@@ -86,24 +104,39 @@ export class WhatIf {
   }
 
   #describe(spec, value) {
-    const offs = { temperature: null, top_k: 0, top_p: 1, min_p: 0, typical_p: 1, top_n_sigma: 0, epsilon_cutoff: 0, eta_cutoff: 0 };
     if (spec.key === "temperature" && value === 0) return "0 (greedy)";
-    return value === offs[spec.key] ? `${value} (off)` : String(value);
+    return value === PARAM_BY_KEY[spec.key]?.off && spec.key !== "temperature" ? `${value} (off)` : String(value);
+  }
+
+  /** Sets one dial to exactly `value`: kept as the value to send, shown in the number box, and on
+   *  the slider, whose range grows to include it (a range input would clamp it otherwise). */
+  #setValue(slider, value, { fromSlider = false, fromBox = false } = {}) {
+    const { input, box, output, spec } = slider;
+    slider.value = value;
+    if (!fromSlider) {
+      input.min = String(Math.min(spec.min, value));
+      input.max = String(Math.max(spec.max, value));
+      input.value = String(value);
+    }
+    if (!fromBox) box.value = String(value);
+    output.textContent = this.#describe(spec, value);
   }
 
   #setSliders(params) {
-    const defaults = { temperature: 1, top_k: 0, top_p: 1, min_p: 0, typical_p: 1, top_n_sigma: 0, epsilon_cutoff: 0, eta_cutoff: 0 };
-    for (const { input, output, spec } of Object.values(this.sliders)) {
-      const value = params[spec.key] ?? defaults[spec.key];
-      input.value = String(value);
-      output.textContent = this.#describe(spec, Number(input.value));
+    for (const slider of Object.values(this.sliders)) {
+      const { spec } = slider;
+      const value = params[spec.key] ?? PARAM_BY_KEY[spec.key]?.off ?? spec.min;
+      // Back to the usual range first: a previous run's value may have widened it.
+      slider.input.min = String(spec.min);
+      slider.input.max = String(spec.max);
+      this.#setValue(slider, Number(value));
     }
   }
 
-  /** The run's sampling parameters with the sliders' values. */
+  /** The run's sampling parameters with the dials' exact values. */
   params() {
     const params = samplingParams(this.run);
-    for (const { input, spec } of Object.values(this.sliders)) params[spec.key] = Number(input.value);
+    for (const { value, spec } of Object.values(this.sliders)) params[spec.key] = value;
     return params;
   }
 

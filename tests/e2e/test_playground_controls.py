@@ -306,3 +306,34 @@ def test_settings_round_trip_through_the_url(playground: PlaygroundPage) -> None
     assert params["logit_bias"] == {"42": -7}
     assert second.errors == []
     other.close()
+
+
+def test_the_system_message_stays_in_chat_mode(playground: PlaygroundPage) -> None:
+    """A system message typed in chat mode is not sent with completion mode's `tokenize` (the
+    server refuses `system` outside chat mode), so the token view keeps working."""
+    page = playground.page
+    count = page.locator("#prompt-token-count")
+    page.get_by_label("Prompt", exact=True).fill("Hello world")
+    page.get_by_label("Chat", exact=True).check()
+    page.get_by_label("System message", exact=True).fill("Be brief.")
+    page.wait_for_function(
+        "() => document.querySelector('#prompt-tokens').textContent.includes('Be brief.')", timeout=10_000)
+
+    sent_before = len(playground.sent_of("tokenize"))
+    page.get_by_label("Completion", exact=True).check()
+    expect(page.get_by_label("System message", exact=True)).to_be_hidden()
+    page.wait_for_function(
+        "() => !document.querySelector('#prompt-tokens').textContent.includes('Be brief.')", timeout=10_000)
+    last = playground.sent_of("tokenize")[-1]
+    assert len(playground.sent_of("tokenize")) > sent_before
+    assert last["mode"] == "completion" and "system" not in last
+    answer = playground.request_frames("tokenize")[-1]
+    assert answer["type"] == "tokens", answer
+    expect(count).to_have_text(
+        f"{answer['count']} tokens of the {answer['context_window']}-token context window (live, as you type)")
+    expect(count).not_to_contain_text("Could not tokenize")
+    assert page.locator("#prompt-tokens li").all_text_contents() == [visible_whitespace(t["text"]) for t in answer["tokens"]]
+
+    # Generating in completion mode sends no system message either.
+    playground.run(temperature=0, max_tokens=1)
+    assert "system" not in playground.sent_of("generate")[-1]

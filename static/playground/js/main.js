@@ -43,8 +43,9 @@ const shown = () => tree.current?.run ?? null; // the run on screen
 const order = new StageOrder($("stage-order"), document.querySelector("[data-order-announcer]"));
 const bias = new LogitBiasEditor($("logit-bias-editor"), tokenize);
 const presets = new Presets($("presets"), (text) => stats.status(text, "idle"));
+// The system message is chat mode's only: the server refuses it with any other mode.
 const promptTokens = new LivePromptTokens($("prompt-tokens"), $("prompt-token-count"), () => ({
-  text: form.control("prompt").value, mode: form.mode, system: form.control("system").value,
+  text: form.control("prompt").value, mode: form.mode, system: form.mode === "chat" ? form.control("system").value : "",
 }), tokenize);
 
 const inspector = new Inspector($("inspector"), { onBranch: branchFrom });

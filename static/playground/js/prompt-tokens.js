@@ -56,7 +56,11 @@ export class LivePromptTokens {
       return;
     }
     try {
-      const answer = await this.tokenize({ text, mode, system: system || null });
+      const body = { text, mode };
+      // As `generate` gets it (controls.js): chat mode only (the server refuses it elsewhere), and
+      // a blank one means the default system message.
+      if (mode === "chat" && system && system.trim() !== "") body.system = system;
+      const answer = await this.tokenize(body);
       if (ticket !== this.sequence) return;
       renderPromptTokens(this.list, this.countEl, answer.tokens, answer.context_window, " (live, as you type)");
     } catch (error) {

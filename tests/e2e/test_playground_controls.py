@@ -337,3 +337,29 @@ def test_the_system_message_stays_in_chat_mode(playground: PlaygroundPage) -> No
     # Generating in completion mode sends no system message either.
     playground.run(temperature=0, max_tokens=1)
     assert "system" not in playground.sent_of("generate")[-1]
+
+
+def test_a_seed_with_leading_zeros_is_that_number(playground: PlaygroundPage) -> None:
+    """ "007" is the seed 7 (JSON numbers have no leading zeros, so it is sent as 7)."""
+    page = playground.page
+    playground.run("The capital of France is", temperature=1, max_tokens=3, seed="007")
+    assert playground.sent_of("generate")[-1]["params"]["seed"] == 7
+    assert playground.event("started")["seed"] == 7
+    expect(playground.stat("seed")).to_have_text("7")
+    with_seven = [t["id"] for t in playground.events("token")]
+    playground.run(seed=7)
+    assert [t["id"] for t in playground.events("token")] == with_seven
+
+    # Seed text that is not a whole number is the server's to judge: its message lands on the
+    # seed field (never a silent no-op).
+    for text in ("-007", "7.5.1", "seven"):
+        playground.set(seed=text)
+        page.get_by_role("button", name="Generate").click()
+        error = page.locator("#seed-error")
+        expect(error).to_be_visible()
+        expect(error).to_contain_text("seed must be an integer")
+        expect(page.get_by_label("Seed", exact=True)).to_have_attribute("aria-invalid", "true")
+        expect(page.locator("[data-action=generate]")).to_be_enabled()
+    playground.run(seed=" 0012 ")
+    assert playground.sent_of("generate")[-1]["params"]["seed"] == 12
+    expect(page.locator("#seed-error")).to_be_hidden()

@@ -36,14 +36,26 @@ export function parseEvent(text) {
   return JSON.parse(text, reviveSeed);
 }
 
-/** A value for `params.seed`: a number literal is sent as written (exactly), anything else as a
- *  string, so the server — the one judge of valid values — can name the problem. */
+/** A value for `params.seed`. Digits are a whole number, sent exactly in canonical form ("007" →
+ *  7); any other JSON number literal ("-1", "1.5", "1e3") is sent as written, and anything else as
+ *  a string, so the server — the one judge of valid values — names the problem next to the seed
+ *  field. Never throws. */
 export function seedValue(text) {
-  const trimmed = text.trim();
-  if (/^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(trimmed)) {
-    return typeof JSON.rawJSON === "function" ? JSON.rawJSON(trimmed) : Number(trimmed);
-  }
+  const trimmed = String(text).trim();
+  if (/^\d+$/.test(trimmed)) return exactNumber(BigInt(trimmed).toString(), trimmed); // no leading zeros in JSON
+  if (/^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/.test(trimmed)) return exactNumber(trimmed, trimmed); // JSON's number grammar
   return trimmed;
+}
+
+/** `literal` as a raw JSON number (exact digits); a plain number without JSON.rawJSON; `fallback`
+ *  (sent as a string) should the browser refuse the literal. */
+function exactNumber(literal, fallback) {
+  if (typeof JSON.rawJSON !== "function") return Number(literal);
+  try {
+    return JSON.rawJSON(literal);
+  } catch {
+    return fallback;
+  }
 }
 
 export class GenerateClient extends EventTarget {

@@ -159,3 +159,51 @@ def test_playground_runs_reach_the_history_with_their_delete_token(playground, d
     expect(rows).to_have_count(1)
     assert page.request.get(f"{daphne_server.url}/r/{run_id}").status == 404
     assert page.request.get(f"{daphne_server.url}/r/{branch['run_id']}").status == 200
+
+
+# A beam search over the websocket from the page; returns its `done`.
+GENERATE_BEAMS = """async () => {
+  const ws = new WebSocket(`ws://${location.host}/ws/generate/`);
+  await new Promise((ok, fail) => { ws.onopen = ok; ws.onerror = fail; });
+  const done = await new Promise((ok) => {
+    ws.addEventListener("message", (m) => {
+      const e = JSON.parse(m.data);
+      if (e.type === "done" || e.type === "error") ok(e);
+    });
+    ws.send(JSON.stringify({type: "generate", request_id: "beams", prompt: "The capital of France is",
+                            params: {num_beams: 2, max_tokens: 5, seed: 3}, top_n: 5}));
+  });
+  ws.close();
+  return done;
+}"""
+
+
+def test_replaying_a_beam_search_compares_the_beams(page: Page, daphne_server):
+    errors = page_errors(page)
+    base = daphne_server.url
+    page.goto(base + "/history")
+    done = page.evaluate(GENERATE_BEAMS)
+    assert done["type"] == "done" and done["run_id"], done
+    assert len(done["beams"]) == 2 and all(b["token_ids"] for b in done["beams"])
+
+    page.goto(f"{base}/r/{done['run_id']}")
+    page.get_by_role("button", name="Replay").click()
+    result = page.get_by_test_id("replay-result")
+    expect(result).to_have_text("Replay: identical. Compare with the replay", timeout=90_000)
+
+    # A saved run whose second beam was altered (an imported export): the replay names where.
+    export = page.request.get(f"{base}/r/{done['run_id']}.json").json()
+    beam = export["run"]["result"]["beams"][1]["token_ids"]
+    position = len(beam) - 1
+    saved = beam[position] = beam[position] + 1
+    imported = page.request.post(f"{base}/api/runs/import", data=export,
+                                 headers={"Content-Type": "application/json"})
+    assert imported.status == 201, imported.text()
+    altered = imported.json()["runs"][0]["id"]
+    page.goto(f"{base}/r/{altered}")
+    page.get_by_role("button", name="Replay").click()
+    expect(result).to_have_text(
+        f"Replay: beam 2 differs first at position {position}: saved token id {saved}, "
+        f"replay token id {saved - 1}. Compare with the replay", timeout=90_000)
+    expect(result).to_have_attribute("data-result", "differs")
+    assert errors == []

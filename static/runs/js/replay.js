@@ -39,18 +39,49 @@ export function compareTokens(stored, replayed, { prefixOnly = false } = {}) {
   return { identical: true };
 }
 
-/** Runs the replay; resolves to {result, done}. `onProgress(count)` after each token. */
+/** Compares a beam-search run's final hypotheses (`done.beams`, best first) with the replay's, beam
+ *  by beam, token id by token id. Returns {identical} or {identical: false, beam, position,
+ *  expected, got} (ids; null where one side has no token there; position null when the replay has
+ *  a different number of beams). A cancelled original is compared over what it kept. */
+export function compareBeams(stored, replayed, { prefixOnly = false } = {}) {
+  const count = prefixOnly ? stored.length : Math.max(stored.length, replayed.length);
+  for (let beam = 0; beam < count; beam++) {
+    const want = stored[beam]?.token_ids ?? null;
+    const have = replayed[beam]?.token_ids ?? null;
+    if (!want || !have) return { identical: false, beam, position: null, expected: want, got: have };
+    const length = prefixOnly ? want.length : Math.max(want.length, have.length);
+    for (let position = 0; position < length; position++) {
+      if (want[position] !== have[position]) {
+        return { identical: false, beam, position, expected: want[position] ?? null, got: have[position] ?? null };
+      }
+    }
+  }
+  return { identical: true };
+}
+
+/** Whether a saved run was a beam search (its tokens are `beams`, not `token` events). */
+export function isBeamRun(run) {
+  return (run.request?.params?.num_beams ?? 1) > 1;
+}
+
+/** Runs the replay; resolves to {result, done}. `onProgress(count)` after each token (or beam step). */
 export function replay(run, seed, onProgress = () => {}) {
   const client = new GenerateClient();
   const tokens = [];
   return new Promise((resolve, reject) => {
+    let steps = 0;
     client.generate(replayRequest(run, seed), (event) => {
       if (event.type === "token") {
         tokens.push(event);
         onProgress(tokens.length);
+      } else if (event.type === "beam_step") {
+        onProgress(++steps);
       } else if (event.type === "done") {
         const prefixOnly = run.status !== "complete";
-        resolve({ result: compareTokens(run.tokens, tokens, { prefixOnly }), done: event, tokens });
+        const result = isBeamRun(run)
+          ? compareBeams(run.result?.beams ?? [], event.beams ?? [], { prefixOnly })
+          : compareTokens(run.tokens, tokens, { prefixOnly });
+        resolve({ result, done: event, tokens });
       } else if (event.type === "error") {
         reject(new Error(event.error?.param ? `${event.error.param}: ${event.error.message}` : event.error?.message));
       }

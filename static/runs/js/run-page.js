@@ -52,6 +52,9 @@ replayButton.addEventListener("click", async () => {
     if (result.identical) {
       status.append("Replay: identical.");
       status.dataset.result = "identical";
+    } else if ("beam" in result) {
+      status.append(`Replay: ${beamDifference(result)}.`);
+      status.dataset.result = "differs";
     } else {
       const where = result.sample ? `sample ${result.sample}, position ${result.position}` : `position ${result.position}`;
       const expected = result.expected ? quoteToken(result.expected.token) : "nothing";
@@ -72,6 +75,16 @@ replayButton.addEventListener("click", async () => {
     replayButton.disabled = false;
   }
 });
+
+/** Where a beam-search replay first differs, in words (beams are numbered from 1, best first). */
+function beamDifference({ beam, position, expected, got }) {
+  if (position === null) {
+    return expected ? `the replay has no beam ${beam + 1} (the saved run has ${beam + 1} or more)`
+      : `the replay has a beam ${beam + 1} that the saved run does not`;
+  }
+  const id = (value) => (value === null ? "nothing" : `token id ${value}`);
+  return `beam ${beam + 1} differs first at position ${position}: saved ${id(expected)}, replay ${id(got)}`;
+}
 
 const pick = root.querySelector("[data-action=pick]");
 const comparePicked = root.querySelector("[data-action=compare-picked]");

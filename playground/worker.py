@@ -180,8 +180,7 @@ def _generate(model: Runtime, command: protocol.Generate, job: Job, emit: Callab
     recorder = RunRecorder(request_id, json.loads(job.frame))
 
     def record(event: dict[str, Any]) -> None:
-        recorder.observe(event)
-        emit(event)
+        emit(recorder.observe(event))
 
     try:
         for item in generation.run(model, command.request, job.cancelled.is_set):
@@ -195,13 +194,16 @@ def _generate(model: Runtime, command: protocol.Generate, job: Job, emit: Callab
                 emit(recorder.finish(protocol.done_event(request_id, item)))
     except ParamError as error:
         failure = protocol.param_error_event(error, request_id)
-        recorder.fail(failure)  # saves what a run that failed midway had generated
-        emit(failure)
+        emit(_with_run_id(failure, recorder.fail(failure)))  # saves what a run that failed midway made
     except Exception as error:  # noqa: BLE001
         log.exception("generation %s failed", request_id)
         failure = protocol.error_event("generation_failed", f"the model failed during this run: {error}", None, request_id)
-        recorder.fail(failure)
-        emit(failure)
+        emit(_with_run_id(failure, recorder.fail(failure)))
+
+
+def _with_run_id(event: dict[str, Any], run_id: str | None) -> dict[str, Any]:
+    """An error of a run that was saved (it had started) names the saved run."""
+    return event if run_id is None else event | {"run_id": run_id}
 
 
 _logits_cache = LogitsCache()

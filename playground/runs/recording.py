@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import connections, router, transaction
 
-from playground.models import Run, hash_delete_token, new_delete_token
+from playground.models import Run, hash_delete_token, new_delete_token, new_run_id
 from playground.runs.schema import compact_token
 
 log = logging.getLogger(__name__)
@@ -27,12 +27,17 @@ class RunRecorder:
         self.tokens: list[list[Any]] = []
         self.beam_steps: list[dict[str, Any]] = []
         self.broken: Exception | None = None  # set when an event could not be recorded
+        # Known from the start, so the client holds the permalink even if it never sees ``done``.
+        self.run_id = new_run_id()
+        self.delete_token = new_delete_token()
 
-    def observe(self, event: dict[str, Any]) -> None:
-        """Keeps what a ``started``, ``token`` or ``beam_step`` event says about the run."""
+    def observe(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Keeps what a ``started``, ``token`` or ``beam_step`` event says about the run; returns
+        the event to emit (``started`` gains the run's future ``run_id`` and its ``delete_token``)."""
         try:
             kind = event["type"]
             if kind == "started":
+                event = event | {"run_id": self.run_id, "delete_token": self.delete_token}
                 self.started = event
             elif kind == "token":
                 self.tokens.append(compact_token(event))
@@ -41,6 +46,7 @@ class RunRecorder:
         except Exception as error:  # noqa: BLE001 — recording must never stop the stream
             log.exception("could not record a %s event of request %s", event.get("type"), self.request_id)
             self.broken = self.broken or error
+        return event
 
     def finish(self, done: dict[str, Any]) -> dict[str, Any]:
         """Saves the finished run; returns the ``done`` event to emit, with ``run_id`` or ``save_error``."""
@@ -78,8 +84,9 @@ class RunRecorder:
             raise RuntimeError("the run never started")
         started = self.started
         model = started["model"]
-        delete_token = new_delete_token()
+        delete_token = self.delete_token
         run = Run(
+            id=self.run_id,
             delete_token_hash=hash_delete_token(delete_token),
             status=status,
             source=Run.Source.LIVE,

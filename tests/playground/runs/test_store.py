@@ -331,3 +331,18 @@ def test_delete_needs_the_runs_own_token(client, db_alias):
 def test_history_page_renders(client, db_alias):
     response = client.get("/history")
     assert response.status_code == 200 and b"history-page.js" in response.content
+
+
+def test_the_run_id_is_announced_at_started_and_kept_by_every_ending(db_alias):
+    evts = helpers.events()
+    recorder = helpers.RunRecorder("r", {"prompt": "The", "mode": "completion", "system": None})
+    started = recorder.observe(evts[0])
+    assert started["run_id"] and started["delete_token"] and "run_id" not in evts[0]  # the input is not changed
+    for event in evts[1:-1]:
+        recorder.observe(event)
+    done = recorder.finish(evts[-1])
+    assert (done["run_id"], done["delete_token"]) == (started["run_id"], started["delete_token"])
+    failing = helpers.RunRecorder("f", {"prompt": "The", "mode": "completion", "system": None})
+    announced = failing.observe(helpers.events()[0])["run_id"]
+    assert failing.fail({"type": "error", "error": {"code": "generation_failed", "message": "x", "param": None}}) == announced
+    assert Run.objects.get(pk=announced).status == "failed"

@@ -9,22 +9,12 @@
 // Settings as strings (`values()` / `apply()`) are what the URL and the presets keep: exactly what
 // was typed, so a 19-digit seed survives.
 
+import { el } from "./dom.js";
 import { GROUPS, PARAMS, PARAM_BY_KEY, controlId, initialValue } from "./params-schema.js";
 import { seedValue } from "./socket.js";
 
 // Fields of the request that are not sampler params: `error.param` → control id.
 const REQUEST_FIELDS = { prompt: "prompt", mode: "mode", system: "system", top_n: "top-n" };
-
-function el(tag, attrs = {}, text) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (name === "className") node.className = value;
-    else node.setAttribute(name, value === true ? "" : String(value));
-  }
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** "\n" written as backslash-n in a line-per-entry box ↔ the real character. */
 export function decodeLine(line) {

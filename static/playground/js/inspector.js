@@ -11,24 +11,8 @@
 // `Inspector` renders; `InspectorController` decides when it shows (hover, focus, tap, Escape).
 
 import { drawBar } from "./draw-bar.js";
+import { barCell, el } from "./dom.js";
 import { formatProb, quoteToken } from "./format.js";
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function bar(kind, p) {
-  const cell = el("td", `num ${kind}`);
-  const track = el("span", "bar");
-  const fill = el("span", `fill ${kind}`);
-  fill.style.width = `${Math.max(0, Math.min(1, p)) * 100}%`;
-  track.append(fill);
-  cell.append(track, el("span", "value", formatProb(p)));
-  return cell;
-}
 
 export class Inspector {
   /** @param options.onBranch  (tokenIndex, alternative) → void: shows a Branch button per row */
@@ -183,9 +167,9 @@ export class Inspector {
       row.setAttribute("aria-current", "true");
       name.append(el("span", "chosen-mark", "✓ chosen"));
     }
-    const final = bar("final", alt.prob);
+    const final = barCell("final", alt.prob);
     if (alt.removed_by) final.append(el("span", "removed-by", `removed by ${alt.removed_by}`));
-    row.append(name, bar("raw", alt.raw_prob), final);
+    row.append(name, barCell("raw", alt.raw_prob), final);
     if (this.onBranch) {
       const cell = el("td", "act");
       if (!chosen) {

@@ -3,16 +3,10 @@
 // `inspect` with five variants; rows are the step's most likely tokens, and the last rows give
 // how many times likelier the top token is than the second, and the entropy.
 
-import { formatProb, quoteToken } from "./format.js";
+import { barCell, el } from "./dom.js";
+import { quoteToken } from "./format.js";
 import { EXPLORER_TEMPERATURES } from "./params-schema.js";
 import { inspectBase } from "./step-context.js";
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 const ROWS = 6;
 
@@ -75,14 +69,9 @@ export class TemperatureExplorer {
       traces.forEach((trace, i) => {
         const found = trace.alternatives.find((a) => a.id === alt.id);
         const p = found ? found.prob : 0;
-        const cell = el("td", "num");
+        const cell = barCell("final", p, { cellClass: "num" });
         cell.dataset.temperature = String(EXPLORER_TEMPERATURES[i]);
         cell.dataset.prob = String(p);
-        const track = el("span", "bar");
-        const fill = el("span", "fill final");
-        fill.style.width = `${p * 100}%`;
-        track.append(fill);
-        cell.append(track, el("span", "value", formatProb(p)));
         row.append(cell);
       });
       body.append(row);

@@ -4,26 +4,10 @@
 // probability, which stage removed each token, and what each stage kept. Only the latest answer
 // is drawn. "Continue from here with these settings" starts a branch at this step.
 
+import { barCell, el } from "./dom.js";
 import { formatProb, quoteToken } from "./format.js";
 import { PARAM_BY_KEY, WHAT_IF } from "./params-schema.js";
 import { inspectBase, samplingParams } from "./step-context.js";
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function barCell(kind, p) {
-  const cell = el("td", `num ${kind}`);
-  const track = el("span", "bar");
-  const fill = el("span", `fill ${kind}`);
-  fill.style.width = `${Math.max(0, Math.min(1, p)) * 100}%`;
-  track.append(fill);
-  cell.append(track, el("span", "value", formatProb(p)));
-  return cell;
-}
 
 export class WhatIf {
   /** @param inspect  body → Promise<inspection>; @param onContinue  (run, index, params) → void */

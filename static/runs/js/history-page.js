@@ -1,6 +1,7 @@
 // /history: this browser's runs (ids kept in localStorage), summarised by the server for exactly
 // those ids; search by prompt text, select 2–4 to compare, delete your own, import a file.
 
+import { el } from "../../playground/js/dom.js";
 import { deleteToken, describeError, forgetRun, listRuns, picked, postJson, rememberRun, setPicked } from "./store.js";
 
 const body = document.querySelector("[data-testid=history] tbody");
@@ -8,12 +9,6 @@ const status = document.querySelector("[data-testid=history-status]");
 const search = document.getElementById("history-q");
 const compareButton = document.querySelector("[data-action=compare]");
 let selected = new Set(picked());
-
-function el(tag, text) {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function settingsText(params) {
   const shown = ["temperature", "top_p", "top_k", "min_p", "max_tokens"]
@@ -58,16 +53,16 @@ function row(run) {
   const selectCell = el("td");
   selectCell.append(pick);
   const promptCell = el("td");
-  const link = el("a", run.prompt.length > 80 ? `${run.prompt.slice(0, 80)}…` : run.prompt);
+  const link = el("a", null, run.prompt.length > 80 ? `${run.prompt.slice(0, 80)}…` : run.prompt);
   link.href = run.url;
   promptCell.append(link);
-  const output = el("td", run.text.length > 80 ? `${run.text.slice(0, 80)}…` : run.text);
-  const settings = el("td", `${settingsText(run.params)}; seed ${run.seed}; ${run.status}${run.reason ? ` (${run.reason})` : ""}`);
-  const saved = el("td", new Date(run.created_at).toLocaleString());
+  const output = el("td", null, run.text.length > 80 ? `${run.text.slice(0, 80)}…` : run.text);
+  const settings = el("td", null, `${settingsText(run.params)}; seed ${run.seed}; ${run.status}${run.reason ? ` (${run.reason})` : ""}`);
+  const saved = el("td", null, new Date(run.created_at).toLocaleString());
   const actions = el("td");
   const token = deleteToken(run.id);
   if (token) {
-    const del = el("button", "Delete");
+    const del = el("button", null, "Delete");
     del.type = "button";
     del.setAttribute("aria-label", `Delete run ${run.id}`);
     del.addEventListener("click", async () => {
@@ -84,7 +79,7 @@ function row(run) {
     });
     actions.append(del);
   } else {
-    const forget = el("button", "Forget");
+    const forget = el("button", null, "Forget");
     forget.type = "button";
     forget.title = "Remove from this browser's history (only its maker can delete it)";
     forget.addEventListener("click", () => {
@@ -135,7 +130,7 @@ importFile.addEventListener("change", async () => {
     return;
   }
   for (const created of [...answer.runs].reverse()) rememberRun(created.id, created.delete_token);
-  const link = el("a", answer.compare_url ? "open the comparison" : "open the run");
+  const link = el("a", null, answer.compare_url ? "open the comparison" : "open the run");
   link.href = answer.compare_url ?? answer.runs[0].url;
   importResult.append(`Imported ${answer.runs.length} run(s): `, link, ".");
   importResult.dataset.result = "ok";

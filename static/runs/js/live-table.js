@@ -5,14 +5,8 @@
 // catch up. Rows after it are greyed: their contexts differ.
 
 import { probColors } from "../../playground/js/colors.js";
+import { el } from "../../playground/js/dom.js";
 import { formatProb, quoteToken, visibleWhitespace } from "../../playground/js/format.js";
-
-function el(tag, text, className) {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  if (className) node.className = className;
-  return node;
-}
 
 class Column {
   constructor(label) {
@@ -42,14 +36,14 @@ export class LiveTable {
     this.rows = [];
     this.firstDivergence = null;
     const tr = el("tr");
-    tr.append(el("th", "#"));
+    tr.append(el("th", null, "#"));
     tr.firstChild.scope = "col";
     this.statusCells = columns.map(({ label, summary }, i) => {
       const th = el("th");
       th.scope = "col";
       th.dataset.column = String(i + 1);
-      const status = el("span", "queued", "column-status");
-      th.append(el("span", label, "column-label"), " ", el("span", summary, "column-summary"), " ", status);
+      const status = el("span", "column-status", "queued");
+      th.append(el("span", "column-label", label), " ", el("span", "column-summary", summary), " ", status);
       tr.append(th);
       return status;
     });
@@ -78,7 +72,7 @@ export class LiveTable {
   done(i, event) {
     const column = this.columns[i];
     column.ended = true;
-    this.#footCell(i).replaceChildren(el("span", event.text ?? "", "column-text"));
+    this.#footCell(i).replaceChildren(el("span", "column-text", event.text ?? ""));
     for (let index = column.tokens.length; index < this.rows.length; index++) {
       if (this.#check(index)) break;
     }
@@ -89,7 +83,7 @@ export class LiveTable {
     const column = this.columns[i];
     if (column.tokens.length === 0) column.active = false;
     column.ended = true;
-    this.#footCell(i).replaceChildren(el("span", message, "field-error"));
+    this.#footCell(i).replaceChildren(el("span", "field-error", message));
     for (let index = 0; index < this.rows.length; index++) if (this.#check(index)) break;
   }
 
@@ -101,9 +95,9 @@ export class LiveTable {
     while (this.rows.length <= index) {
       const tr = el("tr");
       tr.dataset.index = String(this.rows.length);
-      const th = el("th", String(this.rows.length));
+      const th = el("th", null, String(this.rows.length));
       th.scope = "row";
-      tr.append(th, ...this.columns.map(() => el("td", undefined, "cell")));
+      tr.append(th, ...this.columns.map(() => el("td", "cell")));
       if (this.firstDivergence !== null) tr.classList.add("other-context");
       this.body.append(tr);
       this.rows.push(tr);
@@ -112,22 +106,22 @@ export class LiveTable {
   }
 
   #cell(event) {
-    const token = el("span", event.text === "" ? event.token : visibleWhitespace(event.text), "token");
+    const token = el("span", "token", event.text === "" ? event.token : visibleWhitespace(event.text));
     if (event.text === "") token.classList.add("partial");
     const { tint, strong } = probColors(event.prob);
     token.style.setProperty("--tint", tint);
     token.style.setProperty("--tint-strong", strong);
     token.dataset.prob = String(event.prob);
     token.title = `id ${event.id}, ${quoteToken(event.token)}; chosen with ${formatProb(event.prob)}, model alone ${formatProb(event.raw_prob)}`;
-    return [token, " ", el("span", formatProb(event.prob), "value")];
+    return [token, " ", el("span", "value", formatProb(event.prob))];
   }
 
   #footCell(i) {
     if (!this.foot.rows.length) {
       const tr = el("tr");
-      const th = el("th", "Text");
+      const th = el("th", null, "Text");
       th.scope = "row";
-      tr.append(th, ...this.columns.map(() => el("td", undefined, "column-text-cell")));
+      tr.append(th, ...this.columns.map(() => el("td", "column-text-cell")));
       this.foot.append(tr);
     }
     return this.foot.rows[0].cells[i + 1];
@@ -161,7 +155,7 @@ export class LiveTable {
     this.firstDivergence = index;
     const row = this.rows[index];
     row.classList.add("first-divergence");
-    row.cells[0].append(el("span", "first divergence", "divergence-mark"));
+    row.cells[0].append(el("span", "divergence-mark", "first divergence"));
     this.rows.forEach((r, i) => r.classList.toggle("other-context", i > index));
     this.onDivergence(index, this.columns.map((c) => c.tokens[index] ?? null));
   }

@@ -1,0 +1,32 @@
+// Creating HTML elements, for every page module: text goes in only with textContent, attributes
+// only as values. One helper and one argument order everywhere: el(tag, classOrAttributes, text).
+
+import { formatProb } from "./format.js";
+
+/** A new `tag` element. `props` is a class name, or an object of attributes (`className` sets the
+ *  class; true → present and empty; false, null and undefined → left out). `text` → textContent. */
+export function el(tag, props = null, text = undefined) {
+  const node = document.createElement(tag);
+  if (typeof props === "string") {
+    node.className = props;
+  } else if (props) {
+    for (const [name, value] of Object.entries(props)) {
+      if (value === undefined || value === null || value === false) continue;
+      if (name === "className") node.className = value;
+      else node.setAttribute(name, value === true ? "" : String(value));
+    }
+  }
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+/** A table cell with a probability as a bar (`kind` "raw" or "final" styles it) and as text. */
+export function barCell(kind, p, { cellClass = `num ${kind}` } = {}) {
+  const cell = el("td", cellClass);
+  const track = el("span", "bar");
+  const fill = el("span", `fill ${kind}`);
+  fill.style.width = `${Math.max(0, Math.min(1, p)) * 100}%`;
+  track.append(fill);
+  cell.append(track, el("span", "value", formatProb(p)));
+  return cell;
+}

@@ -161,6 +161,24 @@ def test_playground_runs_reach_the_history_with_their_delete_token(playground, d
     assert page.request.get(f"{daphne_server.url}/r/{branch['run_id']}").status == 200
 
 
+
+def test_a_run_is_in_the_history_from_its_start(playground, daphne_server):
+    """`started` announces the run id and delete token: the page keeps them at once, so a run that
+    is stopped (or cut off) mid-stream is in the history too."""
+    page = playground.page
+    playground.generate("Once upon a time", temperature=1, seed=3, max_tokens=400)
+    expect(playground.tokens.first).to_be_attached(timeout=30_000)
+    started = playground.event("started")
+    assert started["run_id"] and started["delete_token"]
+    stored = page.evaluate("() => JSON.parse(localStorage.getItem('playground.runs.v1'))")
+    assert (stored[0]["id"], stored[0]["delete_token"]) == (started["run_id"], started["delete_token"])
+    page.get_by_role("button", name="Stop").click()
+    done = playground.wait_done()
+    assert done["reason"] == "cancelled" and done["run_id"] == started["run_id"]
+    page.goto(daphne_server.url + "/history")
+    row = page.locator(f"[data-testid=history] tbody tr[data-run-id='{started['run_id']}']")
+    expect(row.get_by_role("button", name=f"Delete run {started['run_id']}")).to_be_visible()
+
 # A beam search over the websocket from the page; returns its `done`.
 GENERATE_BEAMS = """async () => {
   const ws = new WebSocket(`ws://${location.host}/ws/generate/`);

@@ -356,6 +356,11 @@ function touchTree() {
 
 function receive(run, event, beforeToken, forkIndex) {
   run.apply(event);
+  // Every saved run the page starts (Generate, Step, Branch, what-if) goes into this browser's
+  // history with its delete token: announced in `started` (so a run whose `done` never arrives,
+  // e.g. the tab closed mid-run, is still listed), repeated in `done`; a failed run's `error`
+  // names it too.
+  if (event.run_id) remember(event);
   const onScreen = run === shown();
   switch (event.type) {
     case "started":
@@ -378,9 +383,6 @@ function receive(run, event, beforeToken, forkIndex) {
       }
       break;
     case "done":
-      // Every saved run the page starts (Generate, Step, Branch, what-if) goes into this browser's
-      // history with its once-only delete token (static/runs/js/store.js).
-      if (event.run_id) remember(event);
       if (onScreen) {
         if (run.isBeam) stream.appendTail(event.text);
         else stream.appendTail(event.tail);
@@ -406,10 +408,11 @@ function receive(run, event, beforeToken, forkIndex) {
   }
 }
 
-/** Keeps a saved run's id and delete token; a browser without storage just has no history. */
-function remember(done) {
+/** Keeps a saved run's id and delete token (static/runs/js/store.js keeps a token it already has);
+ *  a browser without storage just has no history. */
+function remember(event) {
   try {
-    rememberRun(done.run_id, done.delete_token ?? null);
+    rememberRun(event.run_id, event.delete_token ?? null);
   } catch {
     // localStorage unavailable or full: the run is still saved and linked from the numbers.
   }

@@ -50,12 +50,12 @@ function runColumn(i, body) {
       resolve({ error });
     };
     const onEvent = (event) => {
+      if (event.run_id) rememberRun(event.run_id, event.delete_token); // from `started` on, so a cut-off run is kept too
       if (event.type === "started") {
         table.status(i, "running", "running");
       } else if (event.type === "token") {
         table.token(i, event);
       } else if (event.type === "done") {
-        if (event.run_id) rememberRun(event.run_id, event.delete_token);
         const count = event.usage?.completion_tokens ?? 0;
         const saved = event.run_id ? "" : `; not saved: ${event.save_error ?? "no run id"}`;
         table.status(i, `${count} tokens, stopped by ${event.reason}${saved}`, "done");

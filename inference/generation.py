@@ -138,7 +138,7 @@ class _Sample:
         position = len(self.generated) - len(self.prefix)  # < 0 inside the prefix
         forced = self.prefix[len(self.generated)] if position < 0 else None
         if forced is None and position < self.loop.min_tokens:
-            logits = self._without_eos(logits)
+            logits = without_tokens(logits, self.codec.eos_ids)
         history = prompt_ids + self.generated if self.loop.penalize_prompt else self.generated
         trace = self.chain.step(logits, history, self.rng, top_n=top_n, force=forced)
         token = int(trace.token)  # type: ignore[arg-type]
@@ -166,10 +166,6 @@ class _Sample:
             token_ids=tuple(self.generated),
         )
 
-    def _without_eos(self, logits: np.ndarray) -> np.ndarray:
-        masked = logits.copy()
-        masked[list(self.codec.eos_ids)] = -np.inf
-        return masked
 
     def _release(self, token: int, position: int) -> str:
         """The text this token lets out, ending the sample on end-of-sequence or a stop string."""
@@ -341,6 +337,14 @@ def run_beam_search(
         total_ms=(time.perf_counter() - started_at) * 1000.0,
         beams=hypotheses,
     )
+
+
+def without_tokens(logits: np.ndarray, ids: frozenset[int]) -> np.ndarray:
+    """A copy of the logits [V] with these tokens ruled out (−inf): how ``min_tokens`` holds off
+    the end-of-sequence tokens."""
+    masked = logits.copy()
+    masked[list(ids)] = -np.inf
+    return masked
 
 
 def check_prefix(prefix: tuple[int, ...], vocab_size: int) -> None:

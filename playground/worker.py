@@ -223,7 +223,9 @@ def _inspect(model: Runtime, command: protocol.Inspect) -> dict[str, Any]:
     results = []
     for sampling, loop in command.variants:
         history = ids if loop.penalize_prompt else prefix
-        results += inspect_position(logits, history, [sampling], model.codec.token_texts(), command.top_n)
+        # as in a run: before min_tokens new tokens, the end-of-sequence tokens are ruled out
+        seen = logits if len(prefix) >= loop.min_tokens else generation.without_tokens(logits, model.codec.eos_ids)
+        results += inspect_position(seen, history, [sampling], model.codec.token_texts(), command.top_n)
     return protocol.inspection_event(command.request_id, len(prefix), results, model.codec)
 
 

@@ -432,3 +432,24 @@ async def test_closing_before_any_worker_took_the_request_still_cancels_it():
     await other.disconnect()
     saved = await database_sync_to_async(list)(Run.objects.filter(prompt=prompt))
     assert all(run.status == "cancelled" and len(run.tokens) < 50 for run in saved), [(r.status, len(r.tokens)) for r in saved]
+
+
+async def test_inspect_holds_off_end_of_sequence_inside_min_tokens_as_the_run_did():
+    communicator = await connect()
+    frame = {"type": "generate", "request_id": "m", "prompt": "Say hi.", "mode": "chat",
+             "params": {"temperature": 0, "max_tokens": 12, "min_tokens": 12}, "top_n": 20}
+    await communicator.send_json_to(frame)
+    tokens = [e for e in await events_until_end(communicator, "m") if e["type"] == "token"]
+    step = 3
+    await communicator.send_json_to({
+        "type": "inspect", "request_id": "mi", "prompt": "Say hi.", "mode": "chat",
+        "prefix_tokens": [t["id"] for t in tokens[:step]], "params": frame["params"], "top_n": 20,
+    })
+    inspection = (await events_until_end(communicator, "mi", "inspection"))[-1]
+    seen = {a["id"]: (a["raw_prob"], a["prob"]) for a in inspection["traces"][0]["alternatives"]}
+    run = {a["id"]: (a["raw_prob"], a["prob"]) for a in tokens[step]["alternatives"]}
+    assert seen.keys() == run.keys()
+    for token_id, (raw, prob) in run.items():
+        assert seen[token_id][0] == pytest.approx(raw, rel=1e-6, abs=1e-12)
+        assert seen[token_id][1] == pytest.approx(prob, rel=1e-6, abs=1e-12)
+    await communicator.disconnect()

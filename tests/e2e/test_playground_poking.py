@@ -423,3 +423,26 @@ def test_what_if_starts_at_exactly_the_runs_own_step(playground: PlaygroundPage)
     expect(what_if.locator(".stages-kept")).to_contain_text("top_k: 137", timeout=10_000)
     assert [s["params"]["top_k"] for s in playground.sent_of("inspect") if "variants" not in s][-1] == 137
     expect(page.get_by_label("What-if Top-k", exact=True)).to_have_value("137")
+
+
+def test_what_if_reaches_the_penalties_too(playground: PlaygroundPage) -> None:
+    """A repetition penalty in the what-if lowers the tokens the history holds (here the prompt's)."""
+    page = playground.page
+    playground.open_group("Penalties").get_by_label("Penalize the prompt's tokens too", exact=True).check()
+    playground.run("one two one two one two one", temperature=1, top_p=1, seed=2, max_tokens=2, top_n=5)
+    prompt_ids = {t["id"] for t in playground.event("started")["prompt_tokens"]}
+    playground.tokens.nth(0).click()
+    what_if = page.locator("#what-if")
+    expect(what_if).to_have_attribute("data-state", "ready", timeout=20_000)
+    before = {int(row.get_attribute("data-id")): float(row.get_attribute("data-prob"))
+              for row in what_if.locator("tbody tr").all()}
+    page.get_by_label("What-if Repetition penalty", exact=True).fill("2")
+    expect(what_if.locator(".stages-kept")).to_contain_text("repetition_penalty", timeout=10_000)
+    page.wait_for_function("() => document.querySelector('#what-if').dataset.state === 'ready'")
+    sent = [s for s in playground.sent_of("inspect") if "variants" not in s][-1]
+    assert sent["params"]["repetition_penalty"] == 2 and sent["params"]["penalize_prompt"] is True
+    answer = next(f for f in playground.frames if f.get("request_id") == sent["request_id"])
+    after = {a["id"]: a["prob"] for a in answer["traces"][0]["alternatives"]}
+    penalised = [i for i in prompt_ids if before.get(i, 0) > 0.01]
+    assert penalised, f"expected a prompt token among the likely alternatives: {before}"
+    assert all(after[i] < before[i] for i in penalised)

@@ -177,7 +177,8 @@ export const BUILTIN_PRESETS = [
   { name: "Wild", about: "T 1.5, min-p 0.05", values: { temperature: 1.5, min_p: 0.05 } },
 ];
 
-/** The what-if sliders: the truncation and temperature dials, with slider ranges. */
+/** The what-if sliders: temperature, truncation, penalties and the llama.cpp stages, with slider
+ *  ranges (the number box beside each slider takes any value in the parameter's own range). */
 export const WHAT_IF = [
   { key: "temperature", label: "Temperature", min: 0, max: 2, step: 0.05 },
   { key: "top_k", label: "Top-k", min: 0, max: 100, step: 1 },
@@ -187,6 +188,13 @@ export const WHAT_IF = [
   { key: "top_n_sigma", label: "Top-nσ", min: 0, max: 5, step: 0.1 },
   { key: "epsilon_cutoff", label: "Epsilon cutoff", min: 0, max: 0.2, step: 0.001 },
   { key: "eta_cutoff", label: "Eta cutoff", min: 0, max: 0.2, step: 0.001 },
+  { key: "dynatemp_range", label: "Dynamic temperature range", min: 0, max: 2, step: 0.05 },
+  { key: "xtc_probability", label: "XTC probability", min: 0, max: 1, step: 0.05 },
+  { key: "xtc_threshold", label: "XTC threshold", min: 0, max: 0.5, step: 0.01 },
+  { key: "repetition_penalty", label: "Repetition penalty", min: 0.5, max: 2, step: 0.05 },
+  { key: "frequency_penalty", label: "Frequency penalty", min: -2, max: 2, step: 0.1 },
+  { key: "presence_penalty", label: "Presence penalty", min: -2, max: 2, step: 0.1 },
+  { key: "dry_multiplier", label: "DRY multiplier", min: 0, max: 2, step: 0.05 },
 ];
 
 /** The temperature explorer's columns, as in the seed texts' tables. */

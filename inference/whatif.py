@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -27,6 +27,10 @@ class Variant:
     top_final: tuple[tuple[int, float], ...]  # (token id, final probability), most likely first
 
 
+class Cancelled(Exception):
+    """The caller no longer wants the answer."""
+
+
 class LogitsCache:
     """The logits [V] of recently inspected positions, keyed by the ids that lead to them.
 
@@ -41,7 +45,15 @@ class LogitsCache:
         self.capacity = capacity
         self._entries: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
 
-    def logits(self, runtime: Runtime, prompt_ids: Sequence[int], generated: Sequence[int]) -> np.ndarray:
+    def logits(
+        self,
+        runtime: Runtime,
+        prompt_ids: Sequence[int],
+        generated: Sequence[int],
+        is_cancelled: Callable[[], bool] = lambda: False,
+    ) -> np.ndarray:
+        """The logits after ``prompt_ids`` + ``generated``; raises ``Cancelled`` when asked to stop
+        (checked before every token, so a long path stops within one)."""
         key = (*prompt_ids, *generated)
         cached = self._entries.get(key)
         if cached is not None:
@@ -51,6 +63,8 @@ class LogitsCache:
         path = tuple(prompt_ids)
         logits = self._keep(path, state.append_tokens(list(prompt_ids))[0])
         for token in generated:
+            if is_cancelled():
+                raise Cancelled("the inspection was cancelled")
             path = (*path, token)
             logits = self._keep(path, state.append_tokens([token])[0])
         return logits

@@ -45,31 +45,43 @@ from inference.beam import BeamStep
 from inference.errors import ParamError
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
-from inference.whatif import LogitsCache, inspect_position
+from inference.whatif import Cancelled, LogitsCache, inspect_position
 from playground import protocol
 
 log = logging.getLogger(__name__)
 
 INFERENCE_CHANNEL = "inference"
 WORKERS_GROUP = "inference-workers"  # every worker instance: cancels for requests not yet taken
-_decode_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode")
-_quick_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
-_runtime_lock = threading.Lock()
 _END = object()
 
 
-def runtime() -> Runtime:
-    """The process's model, loaded once, by whichever worker thread needs it first."""
-    with _runtime_lock:
-        return _load_runtime()
+class ProcessResources:
+    """What one worker process owns: the model (loaded on first use), the decode thread, a thread
+    for tokenizing, and the what-if logits cache. Made on first use, not at import."""
+
+    def __init__(self) -> None:
+        self.decode_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode")
+        self.quick_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
+        self.logits_cache = LogitsCache()
+        self._runtime: Runtime | None = None
+        self._lock = threading.Lock()
+
+    def runtime(self) -> Runtime:
+        """The process's model, loaded once, by whichever worker thread needs it first."""
+        with self._lock:
+            if self._runtime is None:
+                config = settings.INFERENCE
+                self._runtime = load_runtime(
+                    default_model_dir(), config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"]
+                )
+                info = self._runtime.info
+                log.info("inference worker serving %s on %s", info.name, info.execution_provider)
+            return self._runtime
 
 
 @lru_cache(maxsize=1)
-def _load_runtime() -> Runtime:
-    config = settings.INFERENCE
-    loaded = load_runtime(default_model_dir(), config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"])
-    log.info("inference worker serving %s on %s", loaded.info.name, loaded.info.execution_provider)
-    return loaded
+def resources() -> ProcessResources:
+    return ProcessResources()
 
 
 @dataclass
@@ -130,7 +142,7 @@ class InferenceWorker(AsyncConsumer):
                 job.cancelled.set()
 
         # Tokenizing needs no decoder: it does not wait behind a generation.
-        executor = _quick_thread if job.quick else _decode_thread
+        executor = resources().quick_thread if job.quick else resources().decode_thread
         decoding = loop.run_in_executor(executor, _serve_job, job, emit)
         try:
             while (event := await events.get()) is not _END:
@@ -152,16 +164,18 @@ def _serve_job(job: Job, emit: Callable[[Any], None]) -> None:
     request_id = job.request_id
     try:
         command = protocol.parse_client_frame(job.frame)
-        model = runtime()
+        model = resources().runtime()
         if isinstance(command, protocol.Tokenize):
             ids = model.codec.encode(command.text, command.mode, command.system)  # type: ignore[arg-type]
             emit(protocol.tokens_event(request_id, ids, model.codec, model.shape.context_window))
         elif isinstance(command, protocol.Inspect):
-            emit(_inspect(model, command))
+            emit(_inspect(model, command, job.cancelled.is_set))
         elif isinstance(command, protocol.Generate):
             _generate(model, command, job, emit)
     except ParamError as error:
         emit(protocol.param_error_event(error, request_id))
+    except Cancelled:
+        emit(protocol.error_event("cancelled", "the request was cancelled before its answer was ready", None, request_id))
     except protocol.ProtocolError as error:
         emit(error.to_event() | {"request_id": request_id})
     except Exception as error:  # noqa: BLE001 — the client must hear about it, and the worker must go on
@@ -206,10 +220,7 @@ def _with_run_id(event: dict[str, Any], run_id: str | None) -> dict[str, Any]:
     return event if run_id is None else event | {"run_id": run_id}
 
 
-_logits_cache = LogitsCache()
-
-
-def _inspect(model: Runtime, command: protocol.Inspect) -> dict[str, Any]:
+def _inspect(model: Runtime, command: protocol.Inspect, is_cancelled: Callable[[], bool]) -> dict[str, Any]:
     """The distribution at one position under each setting asked for, from the real logits."""
     prompt_ids = model.codec.encode(command.prompt, command.mode, command.system)  # type: ignore[arg-type]
     prefix = list(command.prefix_tokens)
@@ -219,7 +230,7 @@ def _inspect(model: Runtime, command: protocol.Inspect) -> dict[str, Any]:
     generation.check_prefix(command.prefix_tokens, model.shape.vocab_size)
     for sampling, _ in command.variants:
         sampling.validate_for_vocab(model.shape.vocab_size)
-    logits = _logits_cache.logits(model, prompt_ids, prefix)
+    logits = resources().logits_cache.logits(model, prompt_ids, prefix, is_cancelled)
     results = []
     for sampling, loop in command.variants:
         history = ids if loop.penalize_prompt else prefix

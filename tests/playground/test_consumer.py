@@ -453,3 +453,14 @@ async def test_inspect_holds_off_end_of_sequence_inside_min_tokens_as_the_run_di
         assert seen[token_id][0] == pytest.approx(raw, rel=1e-6, abs=1e-12)
         assert seen[token_id][1] == pytest.approx(prob, rel=1e-6, abs=1e-12)
     await communicator.disconnect()
+
+
+async def test_a_slow_inspection_can_be_cancelled():
+    communicator = await connect()
+    await communicator.send_json_to({"type": "generate", "request_id": "long", "prompt": "Count:", "params": {"temperature": 0, "max_tokens": 300, "ignore_eos": True}})
+    tokens = [e["id"] for e in await events_until_end(communicator, "long") if e["type"] == "token"]
+    await communicator.send_json_to({"type": "inspect", "request_id": "far", "prompt": "Count:", "prefix_tokens": tokens[:299]})
+    await communicator.send_json_to({"type": "cancel", "request_id": "far"})
+    event = (await events_until_end(communicator, "far", "inspection"))[-1]
+    assert event["type"] == "error" and event["error"]["code"] == "cancelled", event
+    await communicator.disconnect()

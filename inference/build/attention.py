@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from inference.build.onnx_graph import drop_unused
+
 MS_DOMAIN = "com.microsoft"
 PREFIX = "/model/layers.{i}/self_attn"
 INV_FREQ_USER = "/model/rotary_emb/Expand"  # the export's rotary: Expand(inv_freq [1, D/2, 1], …)
@@ -133,7 +135,7 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     del graph.node[:]
     graph.node.extend(_topological(kept + new_nodes, graph_inputs | set(inits) | {i.name for i in new_inits}))
     graph.initializer.extend(new_inits)
-    _drop_unused(model)
+    drop_unused(model)
     if not any(o.domain == MS_DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     return {
@@ -163,19 +165,3 @@ def _topological(nodes: list[Any], available: set[str]) -> list[Any]:
             raise FusionError(f"cannot order the graph: {len(left)} nodes wait for inputs never produced, e.g. {left[0].name}")
         pending = left
     return done
-
-
-def _drop_unused(model) -> None:
-    """Remove nodes nothing uses (the old attention, the export's rotary and causal mask) and unused initializers."""
-    graph = model.graph
-    outputs = {o.name for o in graph.output}
-    while True:
-        used = {i for n in graph.node for i in n.input} | outputs
-        dead = [n for n in graph.node if not any(o in used for o in n.output)]
-        if not dead:
-            break
-        for n in dead:
-            graph.node.remove(n)
-    used = {i for n in graph.node for i in n.input} | outputs
-    for init in [i for i in graph.initializer if i.name not in used]:
-        graph.initializer.remove(init)

@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from inference.build.onnx_graph import drop_unused
+
 from . import gguf_blocks as gb
 
 # optimum's node names for the weight MatMuls → the GGUF tensor names (llama.cpp's llama layout).
@@ -195,7 +197,7 @@ def convert(
     del graph.node[:]
     graph.node.extend(nodes)
     graph.initializer.extend(new_inits)
-    _drop_unused(model)
+    drop_unused(model)
     if not any(o.domain == MS_DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     return result
@@ -224,19 +226,3 @@ def _check_equal(node_name: str, target: str, dequantized: np.ndarray, weight: n
     if not np.array_equal(dequantized, weight.T):
         diff = float(np.abs(dequantized - weight.T).max())
         raise WeightMismatchError(f"{node_name}: {target} dequantized differs from the export's weight (max |diff| {diff:g})")
-
-
-def _drop_unused(model) -> None:
-    """Remove nodes whose outputs nothing uses (the tied LM head's Transpose) and unused initializers."""
-    graph = model.graph
-    outputs = {o.name for o in graph.output}
-    while True:
-        used = {i for n in graph.node for i in n.input} | outputs
-        dead = [n for n in graph.node if not any(o in used for o in n.output)]
-        if not dead:
-            break
-        for n in dead:
-            graph.node.remove(n)
-    used = {i for n in graph.node for i in n.input} | outputs
-    for init in [i for i in graph.initializer if i.name not in used]:
-        graph.initializer.remove(init)

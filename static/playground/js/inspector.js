@@ -11,7 +11,8 @@
 // `Inspector` renders; `InspectorController` decides when it shows (hover, focus, tap, Escape).
 
 import { drawBar } from "./draw-bar.js";
-import { barCell, el } from "./dom.js";
+import { alternativeRow } from "./alternative-row.js";
+import { el } from "./dom.js";
 import { formatProb, quoteToken } from "./format.js";
 
 export class Inspector {
@@ -155,21 +156,8 @@ export class Inspector {
   }
 
   #row(alt, chosen) {
-    const row = el("tr");
-    row.dataset.id = String(alt.id);
-    row.dataset.rawProb = String(alt.raw_prob);
-    row.dataset.prob = String(alt.prob);
-    const name = el("th", "tok");
-    name.scope = "row";
-    name.append(el("code", "token-text", quoteToken(alt.token)));
-    if (chosen) {
-      row.classList.add("chosen");
-      row.setAttribute("aria-current", "true");
-      name.append(el("span", "chosen-mark", "✓ chosen"));
-    }
-    const final = barCell("final", alt.prob);
-    if (alt.removed_by) final.append(el("span", "removed-by", `removed by ${alt.removed_by}`));
-    row.append(name, barCell("raw", alt.raw_prob), final);
+    const row = alternativeRow(alt, chosen ? "✓ chosen" : null);
+    if (chosen) row.setAttribute("aria-current", "true");
     if (this.onBranch) {
       const cell = el("td", "act");
       if (!chosen) {

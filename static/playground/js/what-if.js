@@ -4,7 +4,8 @@
 // probability, which stage removed each token, and what each stage kept. Only the latest answer
 // is drawn. "Continue from here with these settings" starts a branch at this step.
 
-import { barCell, el } from "./dom.js";
+import { alternativeRow } from "./alternative-row.js";
+import { el } from "./dom.js";
 import { formatProb, quoteToken } from "./format.js";
 import { PARAM_BY_KEY, WHAT_IF } from "./params-schema.js";
 import { inspectBase, samplingParams } from "./step-context.js";
@@ -179,21 +180,7 @@ export class WhatIf {
     thead.append(head);
     const body = el("tbody");
     for (const alt of trace.alternatives) {
-      const row = el("tr");
-      row.dataset.id = String(alt.id);
-      row.dataset.rawProb = String(alt.raw_prob);
-      row.dataset.prob = String(alt.prob);
-      const name = el("th", "tok");
-      name.scope = "row";
-      name.append(el("code", "token-text", quoteToken(alt.token)));
-      if (chosen && alt.id === chosen.id) {
-        row.classList.add("chosen");
-        name.append(el("span", "chosen-mark", "✓ chosen in the run"));
-      }
-      const final = barCell("final", alt.prob);
-      if (alt.removed_by) final.append(el("span", "removed-by", `removed by ${alt.removed_by}`));
-      row.append(name, barCell("raw", alt.raw_prob), final);
-      body.append(row);
+      body.append(alternativeRow(alt, chosen && alt.id === chosen.id ? "✓ chosen in the run" : null));
     }
     table.append(thead, body);
     const details = el("dl", "step-details");

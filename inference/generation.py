@@ -205,15 +205,11 @@ class Generation:
         self.prompt_ids: list[int] = []
         self._logits: np.ndarray | None = None  # [n, V] for the next position
         self._pending: list[int] | None = None  # chosen but not yet fed to the decoder
-        self._started_at = 0.0
-        self._first_token_at: float | None = None
-        self._last_token_at: float | None = None
-        self._steps = 0
-        self._tokens_after_first = 0  # over every sample: what decode_tokens_per_s counts
+        self._clock = StepClock()
 
     def start(self) -> Started:
         """Encodes the prompt, checks it fits, and runs the prefill."""
-        self._started_at = time.perf_counter()
+        self._clock = StepClock()
         self.prompt_ids = self.runtime.codec.encode(self.request.prompt, self.request.mode, self.request.system)
         self.request.loop.check_context(
             len(self.prompt_ids) + len(self.request.prefix_tokens), self.runtime.shape.context_window
@@ -242,14 +238,7 @@ class Generation:
                 picked.append((sample, *sample.pick(logits, self.prompt_ids, self.request.top_n)))
         if not self.is_done():
             self._pending = [s.generated[-1] if s.reason is None else self._filler for s in self.samples]
-        now = time.perf_counter()
-        if self._first_token_at is None:
-            self._first_token_at = now
-        self._last_token_at = now
-        if self._steps:
-            self._tokens_after_first += len(picked)
-        self._steps += 1
-        elapsed = (now - began) * 1000.0
+        elapsed = (self._clock.tick(len(picked)) - began) * 1000.0
         return [
             TokenStep(
                 sample.index, len(sample.generated) - 1, token, text, trace, elapsed,
@@ -262,17 +251,10 @@ class Generation:
         """The summary once the run has ended; a cancelled run releases what it held back."""
         if not self.is_done():
             raise RuntimeError("finish() before the run ended")
-        first, last = self._first_token_at, self._last_token_at
-        ttft = None if first is None else (first - self._started_at) * 1000.0
-        decode_rate = None
-        if first is not None and last is not None and self._steps > 1 and last > first:
-            decode_rate = self._tokens_after_first / (last - first)
         return Finished(
             samples=tuple(sample.result() for sample in self.samples),
             prompt_tokens=len(self.prompt_ids),
-            time_to_first_token_ms=ttft,
-            decode_tokens_per_s=decode_rate,
-            total_ms=(time.perf_counter() - self._started_at) * 1000.0,
+            **self._clock.timing(),
         )
 
 
@@ -299,7 +281,7 @@ def run_beam_search(
     runtime: Runtime, request: GenerationRequest, is_cancelled: Callable[[], bool] = lambda: False
 ) -> Iterator[Started | BeamStep | Finished]:
     """Beam search in place of sampling: one ``BeamStep`` per step, then the ranked hypotheses."""
-    started_at = time.perf_counter()
+    clock = StepClock()
     request = request.with_seed()
     loop = request.loop
     check_prefix(request.prefix_tokens, runtime.shape.vocab_size)
@@ -309,16 +291,12 @@ def run_beam_search(
     search = BeamSearch(runtime, prompt_ids + list(request.prefix_tokens), loop.num_beams, loop.length_penalty, loop.max_tokens,
                         loop.ignore_eos, request.use_cache)
     yield Started(request, prompt_ids)
-    first_at = last_at = None
-    steps = 0
     while not search.is_done():
         if is_cancelled():
             search.cancel()
             break
         yield search.step()
-        steps += 1
-        last_at = time.perf_counter()
-        first_at = first_at or last_at
+        clock.tick(1)  # a beam step counts as one token
     hypotheses = tuple(search.hypotheses())
     samples = tuple(
         SampleResult(
@@ -328,15 +306,40 @@ def run_beam_search(
         )
         for i, h in enumerate(hypotheses)
     )
-    rate = (steps - 1) / (last_at - first_at) if first_at and last_at and steps > 1 and last_at > first_at else None
-    yield Finished(
-        samples=samples,
-        prompt_tokens=len(prompt_ids),
-        time_to_first_token_ms=None if first_at is None else (first_at - started_at) * 1000.0,
-        decode_tokens_per_s=rate,
-        total_ms=(time.perf_counter() - started_at) * 1000.0,
-        beams=hypotheses,
-    )
+    yield Finished(samples=samples, prompt_tokens=len(prompt_ids), beams=hypotheses, **clock.timing())
+
+
+class StepClock:
+    """A run's timings: from its start to the first step (the prefill and the first pick), and the
+    rate of the tokens made after the first step."""
+
+    def __init__(self) -> None:
+        self.started_at = time.perf_counter()
+        self.first_at: float | None = None
+        self.last_at: float | None = None
+        self.tokens_after_first = 0  # over every sample: what decode_tokens_per_s counts
+
+    def tick(self, tokens: int) -> float:
+        """Marks the end of a step that made ``tokens`` tokens; returns the time."""
+        now = time.perf_counter()
+        if self.first_at is None:
+            self.first_at = now
+        else:
+            self.tokens_after_first += tokens
+        self.last_at = now
+        return now
+
+    def timing(self) -> dict[str, float | None]:
+        """``Finished``'s timing fields."""
+        first, last = self.first_at, self.last_at
+        rate = None
+        if first is not None and last is not None and self.tokens_after_first and last > first:
+            rate = self.tokens_after_first / (last - first)
+        return {
+            "time_to_first_token_ms": None if first is None else (first - self.started_at) * 1000.0,
+            "decode_tokens_per_s": rate,
+            "total_ms": (time.perf_counter() - self.started_at) * 1000.0,
+        }
 
 
 def without_tokens(logits: np.ndarray, ids: frozenset[int]) -> np.ndarray:

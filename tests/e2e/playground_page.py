@@ -47,6 +47,14 @@ def visible_whitespace(text: str) -> str:
     return text.replace("\r", "␍").replace("\n", "↵").replace("\t", "⇥")
 
 
+def page_errors(page: Page) -> list[str]:
+    """A list that fills with the page's uncaught errors and console errors."""
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    return errors
+
+
 class PlaygroundPage:
     def __init__(self, page: Page, base_url: str, artifacts: Path) -> None:
         self.page = page

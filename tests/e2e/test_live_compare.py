@@ -15,6 +15,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.e2e.playground_page import page_errors
+
 pytestmark = pytest.mark.e2e
 
 PROMPT = "The capital of France is"
@@ -32,13 +34,6 @@ WATCH = """() => {
   new MutationObserver(() => { if (!link.hidden) window.__linkShown ??= performance.now(); })
     .observe(link, {attributes: true});
 }"""
-
-
-def page_errors(page: Page) -> list[str]:
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-    return errors
 
 
 def column_tokens(page: Page, n: int) -> list[str]:

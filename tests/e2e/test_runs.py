@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.e2e.playground_page import page_errors
+
 pytestmark = pytest.mark.e2e
 
 # Runs the two generations in the page and keeps their ids (and delete tokens) as the playground
@@ -35,13 +37,6 @@ GENERATE_TWO = """async ([settings]) => {
   localStorage.setItem("playground.runs.v1", JSON.stringify(stored));
   return results;
 }"""
-
-
-def page_errors(page: Page) -> list[str]:
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-    return errors
 
 
 def comparison_snapshot(page: Page) -> dict:

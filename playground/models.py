@@ -1,9 +1,12 @@
 """Saved runs: one row per run, everything needed to show it again and to reproduce it.
 
 Per-token data (each token's alternatives, stage counts, entropy and draw) lives compactly in one
-JSON column, ``tokens``, as rows in the field order of ``TOKEN_FIELDS`` (see
+JSON column, ``tokens``, as rows read and written by ``playground.runs.token_rows.TokenRow`` (see
 ``playground.runs.schema`` for the expanded, documented export). Ids are random and unguessable;
 nothing lists all runs.
+
+A run is never saved with text that cannot be stored or shown (``playground.runs.text_check``):
+``Run.save`` refuses it with ``UnencodableText`` naming the field, whoever the caller is.
 """
 
 from __future__ import annotations
@@ -11,8 +14,14 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from typing import Any, Iterator
+
 from django.db import models
 from django.utils import timezone
+
+from playground.runs.errors import UnencodableText
+from playground.runs.text_check import first_unencodable
+from playground.runs.token_rows import TokenRow
 
 RUN_ID_BYTES = 16  # 128 random bits → 22 URL-safe characters
 RUN_ID_PATTERN = r"[A-Za-z0-9_-]{16,43}"
@@ -72,7 +81,7 @@ class Run(models.Model):
     stop_string = models.TextField(null=True, blank=True)
     text = models.TextField(blank=True, default="")
     tail = models.TextField(blank=True, default="")
-    tokens = models.JSONField(default=list, help_text="one row per generated token, fields as TOKEN_FIELDS")
+    tokens = models.JSONField(default=list, help_text="one row per generated token, as playground.runs.token_rows")
     beam_steps = models.JSONField(default=list)
     samples = models.JSONField(default=list)
     beams = models.JSONField(default=list)
@@ -88,3 +97,31 @@ class Run(models.Model):
 
     def check_delete_token(self, token: str) -> bool:
         return secrets.compare_digest(self.delete_token_hash, hash_delete_token(token))
+
+    def text_fields(self) -> Iterator[tuple[str, Any]]:
+        """Every field that holds text (strings, or JSON with strings in it), as (name, value)."""
+        for field in self._meta.concrete_fields:
+            if isinstance(field, (models.CharField, models.TextField, models.JSONField)):
+                yield field.attname, getattr(self, field.attname)
+
+    def unencodable_text(self) -> tuple[str, str] | None:
+        """The first field path holding text that cannot be stored or shown, and the problem.
+        Tokens are named by their fields (``tokens[3].alternatives[0].token``), not positions."""
+        for name, value in self.text_fields():
+            if name == "tokens":
+                found = first_unencodable(value)
+                if found is not None:  # name it by field: a stored row is positional
+                    found = first_unencodable([TokenRow.from_stored(row).to_event() for row in value], name)
+            else:
+                found = first_unencodable(value, name)
+            if found is not None:
+                return found
+        return None
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saves the run; raises ``UnencodableText`` (nothing written) if any of its text could not
+        be stored or shown again."""
+        found = self.unencodable_text()
+        if found is not None:
+            raise UnencodableText(found[0], f"{found[0]} {found[1]}; the run was not saved")
+        super().save(*args, **kwargs)

@@ -35,7 +35,8 @@ def is_clean(value: Any) -> bool:
     """Whether every string in ``value`` (dict keys included, nested to any depth) is storable."""
     if isinstance(value, str):
         return UNENCODABLE.search(value) is None
-    return UNENCODABLE.search(json.dumps(value, ensure_ascii=False, default=str)) is None
+    dumped = json.dumps(value, ensure_ascii=False, default=str)  # writes U+0000 as its escape
+    return UNENCODABLE.search(dumped) is None and "\\u0000" not in dumped
 
 
 def first_unencodable(value: Any, path: str = "") -> tuple[str, str] | None:

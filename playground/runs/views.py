@@ -21,7 +21,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 
 from playground.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
 from playground.protocol import parse_json, parse_params
@@ -190,7 +190,7 @@ def settings_rows(params: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
 # Pages.
 
 
-@require_GET
+@require_safe
 def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
     try:
         run = get_run(run_id)
@@ -205,7 +205,7 @@ def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
     })
 
 
-@require_GET
+@require_safe
 def compare_page(request: HttpRequest, ids: str) -> HttpResponse:
     try:
         runs = get_runs(ids)
@@ -241,7 +241,7 @@ def _range(tv: dict[str, float] | None) -> str | None:
     return f"{tv['lower']:.3f}" if tv["upper"] - tv["lower"] < 0.0005 else f"{tv['lower']:.3f}–{tv['upper']:.3f}"
 
 
-@require_GET
+@require_safe
 def history_page(request: HttpRequest) -> HttpResponse:
     return _page(request, "runs/history.html", {})
 

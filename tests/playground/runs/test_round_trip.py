@@ -15,6 +15,7 @@ import pytest
 from playground import protocol, worker
 from playground.models import Run
 from playground.runs import schema
+from playground.runs.token_rows import load_rows
 
 pytestmark = pytest.mark.django_db(databases=["default", "postgres"])
 
@@ -85,7 +86,7 @@ def runs_of_every_kind(tiny_runtime, db_alias) -> dict[str, str]:
     }
     ids = {kind: run_id_of(events) for kind, events in made.items()}
     parent = Run.objects.get(pk=ids["plain"])
-    first = parent.tokens[0][2]  # the parent's first token id, by its stored column
+    first = load_rows(parent.tokens)[0].id  # the parent's first token
     branch = generate(tiny_runtime, "branch", prefix_tokens=[first], parent_run=parent.id, branch_index=1)
     ids["branch"] = run_id_of(branch)
     return ids
@@ -95,7 +96,7 @@ def test_the_runs_are_of_the_kinds_they_claim(runs_of_every_kind):
     runs = {kind: Run.objects.get(pk=run_id) for kind, run_id in runs_of_every_kind.items()}
     assert runs["plain"].status == "complete" and runs["plain"].tokens
     assert runs["chat"].mode == "chat" and runs["chat"].system == "Answer briefly."
-    assert {row[0] for row in runs["samples"].tokens} == {0, 1, 2} and len(runs["samples"].samples) == 3
+    assert {row.sample for row in load_rows(runs["samples"].tokens)} == {0, 1, 2} and len(runs["samples"].samples) == 3
     assert runs["beams"].tokens == [] and runs["beams"].beam_steps and len(runs["beams"].beams) == 3
     assert runs["cancelled"].status == "cancelled" and 2 <= len(runs["cancelled"].tokens) < 50
     assert runs["failed"].status == "failed" and runs["failed"].error["code"] == "generation_failed"

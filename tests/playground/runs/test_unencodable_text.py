@@ -5,6 +5,7 @@ are shown anyway and repaired by ``manage.py repair_run_text``."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import json
 
@@ -15,6 +16,7 @@ from django.db import DataError, connections, transaction
 from playground.models import Run
 from playground.runs.errors import UnencodableText
 from playground.runs.recording import RunRecorder
+from playground.runs.token_rows import TokenRow, load_rows
 from tests.playground.runs import helpers
 
 pytestmark = pytest.mark.django_db(databases=["default", "postgres"])
@@ -111,7 +113,9 @@ def test_saving_refuses_bad_text_whoever_saves(db_alias, name, text, problem):
     assert raised.value.param == "prompt" and problem in raised.value.message
     original = Run.objects.get()
     before = copy.deepcopy(original.tokens)
-    original.tokens[1][11][0][1] = text  # token 1, alternatives, first one, its token text
+    row = TokenRow.from_stored(original.tokens[1])
+    bad = dataclasses.replace(row.alternatives[0], token=text)
+    original.tokens[1] = dataclasses.replace(row, alternatives=(bad, *row.alternatives[1:])).to_stored()
     with pytest.raises(UnencodableText) as raised:
         original.save()
     assert raised.value.param == "tokens[1].alternatives[0].token"  # named by field, not by column
@@ -124,7 +128,7 @@ def _store_as_an_old_server_did(db_alias: str, run_id: str) -> None:
     run = Run.objects.get(pk=run_id)
     params = json.dumps(run.params | {"stop": [f"x{SURROGATE}", "\n"]})
     tokens = copy.deepcopy(run.tokens)
-    tokens[0][4] = f"{SURROGATE} Paris"
+    tokens[0] = dataclasses.replace(TokenRow.from_stored(tokens[0]), text=f"{SURROGATE} Paris").to_stored()
     cast = "::jsonb" if connections[db_alias].vendor == "postgresql" else ""
     with connections[db_alias].cursor() as cursor:
         cursor.execute(f"UPDATE playground_run SET params = %s{cast}, tokens = %s{cast}, prompt = %s WHERE id = %s",
@@ -164,7 +168,7 @@ def test_runs_saved_with_bad_text_are_shown_and_repaired(client, db_alias):
     assert out.getvalue().strip() == "repaired 1 of 2 runs"
     repaired = Run.objects.get(pk=run.id)
     assert repaired.params["stop"] == ["x\ufffd", "\n"]
-    assert repaired.prompt == "The\ufffd" and repaired.tokens[0][4] == "\ufffd Paris"
+    assert repaired.prompt == "The\ufffd" and load_rows(repaired.tokens)[0].text == "\ufffd Paris"
     assert repaired.tokens[1:] == Run.objects.get(pk=good.id).tokens[1:]  # the rest untouched
     assert repaired.unencodable_text() is None
 

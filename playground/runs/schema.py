@@ -134,7 +134,8 @@ def _str(value: Any, path: str, low: int = 0, high: int | None = None) -> str:
     if not isinstance(value, str):
         raise SchemaError(path, f"must be a string, got {_kind(value)}")
     if len(value) < low or (high is not None and len(value) > high):
-        raise SchemaError(path, f"must be {low} to {high if high is not None else 'any number of'} characters, got {len(value)}")
+        most = high if high is not None else "any number of"
+        raise SchemaError(path, f"must be {low} to {most} characters, got {len(value)}")
     return value
 
 
@@ -146,7 +147,8 @@ def _bool(value: Any, path: str) -> bool:
 
 def _choice(value: Any, path: str, allowed: tuple[Any, ...]) -> Any:
     if isinstance(value, bool) or value not in allowed:
-        raise SchemaError(path, f"must be one of {', '.join(repr(a) if a is not None else 'null' for a in allowed)}, got {_shown(value)}")
+        names = ", ".join(repr(a) if a is not None else "null" for a in allowed)
+        raise SchemaError(path, f"must be one of {names}, got {_shown(value)}")
     return value
 
 
@@ -394,7 +396,8 @@ def _run(data: Any, path: str) -> ImportedRun:
     try:
         parsed = protocol.parse_generate(generate)  # what a replay will send must be a valid request
     except protocol.ProtocolError as error:
-        raise SchemaError(f"{path}.request.{error.param}" if error.param else f"{path}.request", error.message) from None
+        where = f"{path}.request.{error.param}" if error.param else f"{path}.request"
+        raise SchemaError(where, error.message) from None
     if not isinstance(request["params"], dict) or request["params"].get("seed") != seed:
         raise SchemaError(f"{path}.request.params.seed", f"must equal request.seed ({seed})")
 

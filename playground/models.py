@@ -6,7 +6,8 @@ JSON column, ``tokens``, as rows read and written by ``playground.runs.token_row
 nothing lists all runs.
 
 A run is never saved with text that cannot be stored or shown (``playground.runs.text_check``):
-``Run.save`` refuses it with ``UnencodableText`` naming the field, whoever the caller is.
+``Run.save``, and ``bulk_create``, ``bulk_update`` and ``update`` of its queries, refuse it with
+``UnencodableText`` naming the field, whoever the caller is.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from django.db import models
 from django.utils import timezone
@@ -37,6 +38,34 @@ def new_delete_token() -> str:
 
 def hash_delete_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _refuse_unencodable(name: str, value: Any) -> None:
+    found = first_unencodable(value, name)
+    if found is not None:
+        raise UnencodableText(found[0], f"{found[0]} {found[1]}; nothing was saved")
+
+
+class RunQuerySet(models.QuerySet):
+    """Bulk writes check the text they write as ``Run.save`` does."""
+
+    def bulk_create(self, objs: Iterable[Run], *args: Any, **kwargs: Any) -> list[Run]:
+        objs = list(objs)
+        for run in objs:
+            run.refuse_unencodable_text()
+        return super().bulk_create(objs, *args, **kwargs)
+
+    def bulk_update(self, objs: Iterable[Run], fields: Any, *args: Any, **kwargs: Any) -> int:
+        objs = list(objs)
+        for run in objs:
+            run.refuse_unencodable_text()
+        return super().bulk_update(objs, fields, *args, **kwargs)
+
+    def update(self, **kwargs: Any) -> int:
+        for name, value in kwargs.items():
+            if isinstance(value, (str, list, dict)):  # values, not expressions
+                _refuse_unencodable(name, value)
+        return super().update(**kwargs)
 
 
 class Run(models.Model):
@@ -89,6 +118,8 @@ class Run(models.Model):
     timing = models.JSONField(default=dict)
     error = models.JSONField(null=True, blank=True, help_text="the error event's error object, when failed")
 
+    objects = RunQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
 
@@ -118,10 +149,14 @@ class Run(models.Model):
                 return found
         return None
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        """Saves the run; raises ``UnencodableText`` (nothing written) if any of its text could not
-        be stored or shown again."""
+    def refuse_unencodable_text(self) -> None:
+        """Raises ``UnencodableText`` naming the first field that holds text no page could show."""
         found = self.unencodable_text()
         if found is not None:
             raise UnencodableText(found[0], f"{found[0]} {found[1]}; the run was not saved")
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saves the run; raises ``UnencodableText`` (nothing written) if any of its text could not
+        be stored or shown again."""
+        self.refuse_unencodable_text()
         super().save(*args, **kwargs)

@@ -122,6 +122,25 @@ def test_saving_refuses_bad_text_whoever_saves(db_alias, name, text, problem):
     assert Run.objects.count() == 1 and Run.objects.get().tokens == before
 
 
+@pytest.mark.parametrize("name, text, problem", BAD_TEXT, ids=[b[0] for b in BAD_TEXT])
+def test_bulk_writes_refuse_bad_text_too(db_alias, name, text, problem):
+    run, _ = saved()
+    copy_of_run = Run.objects.get(pk=run.id)
+    copy_of_run.pk = copy_of_run.id = "y" * 22
+    copy_of_run.system = text
+    with pytest.raises(UnencodableText) as raised:
+        Run.objects.bulk_create([copy_of_run])
+    assert raised.value.param == "system" and problem in raised.value.message
+    with pytest.raises(UnencodableText) as raised:
+        Run.objects.filter(pk=run.id).update(params=run.params | {"stop": [text]})
+    assert raised.value.param == "params.stop[0]"
+    run.text = text
+    with pytest.raises(UnencodableText):
+        Run.objects.bulk_update([run], ["text"])
+    assert Run.objects.count() == 1 and Run.objects.get().unencodable_text() is None
+    assert Run.objects.filter(pk=run.id).update(text="fine") == 1  # clean values pass
+
+
 def _store_as_an_old_server_did(db_alias: str, run_id: str) -> None:
     """What a server without the check left in SQLite: the escape inside the JSON columns (a stop
     string, a token's text) and a NUL in a text column."""

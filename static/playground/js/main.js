@@ -9,7 +9,8 @@ import { ParamsForm } from "./controls.js";
 import { Inspector, InspectorController } from "./inspector.js";
 import { LatencyChart } from "./latency-chart.js";
 import { LogitBiasEditor } from "./logit-bias.js";
-import { enabledStages } from "./params-schema.js";
+import { settingsFromAddress, settingsToAddress } from "./address.js";
+import { DEFAULTS, SCHEMA, enabledStages } from "./params-schema.js";
 import { Presets } from "./presets.js";
 import { clearPromptTokens, LivePromptTokens } from "./prompt-tokens.js";
 import { Run } from "./run.js";
@@ -21,7 +22,6 @@ import { wireSeed } from "./step-context.js";
 import { StripChart } from "./strip-chart.js";
 import { TokenStream } from "./stream.js";
 import { TemperatureExplorer } from "./temperature-explorer.js";
-import { decodeSettings, encodeSettings } from "./url-state.js";
 import { WhatIf } from "./what-if.js";
 import { rememberRun } from "../../runs/js/store.js";
 
@@ -70,18 +70,17 @@ renderLegend($("legend"));
 clearPromptTokens($("prompt-tokens"), $("prompt-token-count"));
 
 // Settings: restored from the address, written back on every change.
-const KNOWN = new Set(Object.keys(ParamsForm.initialValues()));
 restoreFromUrl();
 let urlTimer = 0;
 function settingsChanged() {
   syncChatOnly();
   const values = form.values();
   const params = typedParams();
-  order.markEnabled(enabledStages(params));
+  order.markEnabled(enabledStages(params, order.order));
   presets.markActive(params);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
-    const query = encodeSettings(values, ParamsForm.initialValues(), { order: order.value, bias: bias.entriesList });
+    const query = settingsToAddress(SCHEMA, values, ParamsForm.initialValues(), { order: order.value, bias: bias.entriesList });
     history.replaceState(null, "", query ? `?${query}` : location.pathname);
   }, 150);
 }
@@ -104,7 +103,7 @@ settingsChanged();
 if (form.control("prompt").value) promptTokens.schedule();
 
 function restoreFromUrl() {
-  const { values, order: savedOrder, bias: savedBias } = decodeSettings(location.search, KNOWN);
+  const { values, order: savedOrder, bias: savedBias } = settingsFromAddress(SCHEMA, location.search);
   if (Object.keys(values).length) form.apply(values);
   if (savedOrder) order.set(savedOrder);
   if (savedBias.length) bias.setEntries(savedBias);
@@ -245,7 +244,7 @@ function step() {
   launch(run, node, { step: true, keepView: true });
 }
 
-const DEFAULT_MAX_TOKENS = 256; // the server's default (docs/websocket-api.md)
+const DEFAULT_MAX_TOKENS = DEFAULTS.max_tokens; // the server's default
 
 /** Sets `max_tokens` / `min_tokens` of `params` for a run forcing `prefixLength` tokens, when the
  *  whole text should be `wanted.max` tokens long and end no earlier than `wanted.min` (the server

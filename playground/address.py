@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from decimal import Decimal
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -126,12 +126,8 @@ def run_texts(request: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str
     if not request.get("use_cache", True):
         texts["no_cache"] = "1"
     properties = params_schema()["properties"]
-    for key in _known(params, properties):
+    for key in (key for key in params if key in properties):
         text = param_text(key, params[key])
         if text or param_text(key, properties[key]["default"]):
             texts[key] = text
     return texts
-
-
-def _known(params: Mapping[str, Any], properties: Mapping[str, Any]) -> Iterable[str]:
-    return (key for key in params if key in properties)

@@ -104,8 +104,10 @@ def params_schema() -> dict[str, Any]:
         "title": "Generation parameters",
         "description": (
             "The params object of a generate request (inspect takes the x-part 'sampling' ones). "
-            "Every key is optional; a missing key takes its default. min_tokens must be at most "
-            "max_tokens, and max_tokens must fit the context window after the prompt."
+            "Every key is optional; a missing key takes its default. Rules between fields: min_tokens "
+            "at most max_tokens; max_tokens fits the context window after the prompt; n above 1 needs "
+            "num_beams 1; sampler_order names every stage the settings switch on; xtc_probability "
+            "above 0 needs a seed; logit_bias ids are below the vocabulary size."
         ),
         "type": "object",
         "properties": properties,

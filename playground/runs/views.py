@@ -29,11 +29,6 @@ from playground.runs.compare import compare
 RUN_ID = re.compile(rf"^{RUN_ID_PATTERN}$")
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 MAX_SUMMARY_IDS = 500
-# Pages load only their own scripts; the websocket for Replay is same-origin.
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
-)
 
 
 class NotFound(Exception):
@@ -47,9 +42,7 @@ def error_json(status: int, code: str, message: str, param: str | None = None, *
 
 
 def _page(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
-    response = render(request, template, context, status=status)
-    response["Content-Security-Policy"] = CSP
-    return response
+    return render(request, template, context, status=status)  # its CSP: playground/security.py, as every page
 
 
 def _not_found_page(request: HttpRequest, error: NotFound) -> HttpResponse:

@@ -245,3 +245,18 @@ def test_unbounded_ranges_have_no_maximum():
     assert PROPERTIES["seed"]["maximum"] == MAX_SEED
     assert not any(isinstance(v, float) and math.isinf(v)
                    for prop in PROPERTIES.values() for v in itertools.chain(prop.values()))
+
+
+@pytest.mark.django_db
+def test_the_live_comparison_renders_its_fields_from_the_same_data(client):
+    html = client.get("/compare/live").content.decode()
+    match = re.search(r'<script id="live-fields" type="application/json">(.*?)</script>', html, re.S)
+    assert match and json.loads(match.group(1)) == live_fields()
+    for n in range(1, 5):
+        for field in live_fields()["column"]:
+            key = field["key"]
+            assert f'id="c{n}-{key}" name="c{n}.{key}"' in html and f'inputmode="{field["inputmode"]}"' in html
+    rendered = set(re.findall(r'id="c1-(\w+)" name="c1\.', html))
+    assert rendered == {field["key"] for field in live_fields()["column"]} | {"other"}  # other: the JSON box
+    for key in live_fields()["shared"]:
+        assert f'id="live-{key}"' in html

@@ -82,3 +82,19 @@ def test_static_files_are_still_served(daphne_server):
     status, headers, body = raw_get(daphne_server.url, "/static/playground/js/param-facts.js")
     assert status == 200 and b"export function enabledStages" in body
     assert raw_get(daphne_server.url, "/static/playground/js/nope.js")[0] == 404
+
+
+def test_a_run_on_the_playground_violates_nothing(page: Page, daphne_server):
+    """Streaming, tinting, the inspector and the charts all work under the policy."""
+    errors = page_errors(page)
+    page.add_init_script(
+        "window.__violations = [];"
+        "document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective));")
+    page.goto(daphne_server.url + "/?prompt=The+capital+of+France+is&max_tokens=4&seed=1")
+    page.locator("#connection[data-connected=true]").wait_for()
+    page.get_by_role("button", name="Generate").click()
+    page.locator("#status[data-state=done]").wait_for(timeout=90_000)
+    page.locator("#output .token").first.click()
+    page.locator("#inspector").wait_for()
+    assert page.evaluate("window.__violations") == []
+    assert errors == []

@@ -106,8 +106,10 @@ class LoopParams:
                 fact = {"kind": "number", "low": low_lp, "low_open": False, "high": high_lp, "high_open": False}
             elif name == "stop":
                 fact = {"kind": "strings", "max_items": MAX_STOP_STRINGS, "item_length": STOP_STRING_LENGTH}
-            else:
+            elif name in ("ignore_eos", "penalize_prompt"):
                 fact = {"kind": "boolean"}
+            else:
+                raise TypeError(f"field_facts knows nothing of the field {name!r}: add it")
             facts[name] = {**fact, "off": _OFF[name].format(default=default), "nullable": False, "default": default}
         return facts
 

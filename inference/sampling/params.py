@@ -221,8 +221,10 @@ class SamplingParams:
             elif name == "dry_sequence_breakers":
                 fact = {"kind": "strings", "max_items": MAX_BREAKERS, "item_length": BREAKER_LENGTH,
                         "off": "default: newline, colon, quote, asterisk"}
-            else:  # sampler_order
+            elif name == "sampler_order":
                 fact = {"kind": "stage_order", "choices": DEFAULT_ORDER, "off": "the default order"}
+            else:
+                raise TypeError(f"field_facts knows nothing of the field {name!r}: add it")
             fact["nullable"] = name in ("seed", "top_n_sigma")
             fact["default"] = defaults[name]
             facts[name] = fact

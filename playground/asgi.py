@@ -10,13 +10,13 @@ django_asgi_app = get_asgi_application()  # before importing consumers: it sets 
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from playground.routing import websocket_urlpatterns  # noqa: E402
+from playground.static_files import StaticFilesHandler  # noqa: E402
 from playground.worker import INFERENCE_CHANNEL, InferenceWorker  # noqa: E402
 
 # The embedded default serves its own static files; behind a proxy, set PLAYGROUND_SERVE_STATIC=0.
-http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
+http_app = StaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
 
 application = ProtocolTypeRouter(
     {

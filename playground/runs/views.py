@@ -24,7 +24,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_safe
 
 from playground.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
-from playground.protocol import parse_json, parse_params
+from playground.address import encode_address, run_texts
+from playground.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
+from playground.protocol import parse_json
 from playground.runs import schema
 from playground.runs.compare import compare
 from playground.runs.errors import BadRequest, NotFound, RunsError
@@ -40,11 +42,6 @@ MAX_SUMMARY_BYTES = 1024 * 1024
 MAX_DELETE_BYTES = 4096
 MAX_QUERY_CHARACTERS = 1000
 MAX_DELETE_TOKEN_CHARACTERS = 200
-# Pages load only their own scripts; the websocket for Replay is same-origin.
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
-)
 
 
 def error_json(error: RunsError) -> JsonResponse:
@@ -74,9 +71,7 @@ def json_endpoint(*methods: str) -> Callable[[Callable[..., HttpResponse]], Call
 
 
 def _page(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
-    response = render(request, template, context, status=status)
-    response["Content-Security-Policy"] = CSP
-    return response
+    return render(request, template, context, status=status)  # its CSP: playground/security.py, as every page
 
 
 def _not_found_page(request: HttpRequest, error: NotFound) -> HttpResponse:
@@ -115,46 +110,11 @@ def get_runs(ids: str) -> list[Run]:
 
 
 def playground_query(run: Run) -> str:
-    """The playground's address with this run's prompt and settings, written the way the page
-    keeps its settings in the address (static/playground/js/url-state.js): each value as its
-    control shows it; lists one entry per line with newlines written as \\n; the stage order
-    comma-separated; the logit bias as JSON [[id, bias], …]."""
-    query: dict[str, str] = {"prompt": run.prompt, "mode": run.mode, "top_n": str(run.top_n)}
-    if run.system is not None:
-        query["system"] = run.system
-    if not run.use_cache:
-        query["no_cache"] = "1"
-    for key, value in run.params.items():
-        if key == "sampler_order":
-            query[key] = ",".join(value)
-        elif key == "logit_bias":
-            if value:
-                query[key] = json.dumps([[int(token), bias] for token, bias in value.items()])
-        elif isinstance(value, bool):
-            if value:
-                query[key] = "1"
-        elif isinstance(value, list):
-            query[key] = "\n".join(_control_line(item) for item in value)
-        elif value is not None:
-            query[key] = str(value)
-    return f"{reverse('index')}?{urlencode(query)}"
-
-
-def _control_line(text: str) -> str:
-    """One entry of a line-per-entry control: backslash, newline and tab written as escapes."""
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
-
-
-# The live comparison's own fields: shared by every column, or one per column; any other
-# parameter goes in a column's JSON box (docs/runs.md, "Live comparison").
-LIVE_SHARED = ("seed", "max_tokens")
-LIVE_FIELDS = ("temperature", "top_p", "top_k", "min_p")
-
-
-def default_params() -> dict[str, Any]:
-    """The normalized params of a request that sets nothing."""
-    sampling, loop = parse_params({})
-    return {**sampling.to_dict(), **loop.to_dict()}
+    """The playground's address with this run's prompt and settings, in the page's own address
+    format (playground/address.py)."""
+    request = {"prompt": run.prompt, "mode": run.mode, "system": run.system, "top_n": run.top_n,
+               "use_cache": run.use_cache}
+    return f"{reverse('index')}?{encode_address(run_texts(request, run.params))}"
 
 
 def live_query(runs: list[Run]) -> str:
@@ -170,7 +130,7 @@ def live_query(runs: list[Run]) -> str:
     query["columns"] = str(len(runs))
     for n, run in enumerate(runs, start=1):
         changed = {k: v for k, v in run.params.items() if k not in LIVE_SHARED and v != defaults.get(k, object())}
-        for key in LIVE_FIELDS:
+        for key in LIVE_COLUMN:
             if key in changed:
                 query[f"c{n}.{key}"] = json.dumps(changed.pop(key))
         if changed:
@@ -224,11 +184,24 @@ def compare_page(request: HttpRequest, ids: str) -> HttpResponse:
     })
 
 
+# The live comparison's starting texts: two columns that differ in top-p, a short run.
+LIVE_START = {"max_tokens": "24", "columns": [{"temperature": "1"}, {"temperature": "1", "top_p": "0.5"}, {}, {}]}
+
+
 @require_GET
 def live_compare_page(request: HttpRequest) -> HttpResponse:
     """One prompt, 2–4 settings, one seed, streamed side by side; the page reads its settings from
-    the query string itself (static/runs/js/live-settings.js)."""
-    return _page(request, "runs/live_compare.html", {"columns": range(1, 5)})
+    the query string itself (static/runs/js/live-settings.js). Its fields are the parameter facts'
+    (``live_fields``), rendered here and read by the page's scripts from the same data."""
+    fields = live_fields()
+    columns = [
+        {"n": n, "fields": [{**field, "value": start.get(field["key"], "")} for field in fields["column"]]}
+        for n, start in enumerate(LIVE_START["columns"], start=1)
+    ]
+    return _page(request, "runs/live_compare.html", {
+        "columns": columns, "max_tokens": LIVE_START["max_tokens"],
+        "live_fields": fields, "param_facts": params_schema(),
+    })
 
 
 def _percent(p: float) -> str:

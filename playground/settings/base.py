@@ -21,6 +21,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "playground.security.ContentSecurityPolicyMiddleware",  # one policy for every page
 ]
 
 ROOT_URLCONF = "playground.urls"

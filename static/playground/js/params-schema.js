@@ -197,5 +197,5 @@ export const WHAT_IF = [
   { key: "dry_multiplier", label: "DRY multiplier", min: 0, max: 2, step: 0.05 },
 ];
 
-/** The temperature explorer's columns, as in the seed texts' tables. */
+/** The temperature explorer's columns, as in the seed texts' "Effect of Temperature on Token Probabilities" table. */
 export const EXPLORER_TEMPERATURES = [0.1, 0.5, 1, 1.5, 2];

@@ -92,7 +92,6 @@ def test_beam_search_is_deterministic_and_ranks_by_score(real_runtime):
 
 def test_beam_search_cumulative_logprob_matches_the_model(real_runtime):
     """Re-score the best hypothesis token by token with a plain greedy-free forward pass."""
-    import numpy as np
     from inference.beam import log_softmax
 
     finished = list(run(real_runtime, beam_request(2, max_tokens=6)))[-1]

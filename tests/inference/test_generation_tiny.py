@@ -16,7 +16,7 @@ from inference.generation import Generation, GenerationRequest, StepClock, run, 
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
 
-from .helpers import collect, log_softmax, recording, single_token, softmax
+from .helpers import collect, recording, single_token, softmax
 
 PROMPT = "Once upon a time"
 

@@ -4,7 +4,7 @@
 
 Figures: time to first token and decode tokens/s of our generation loop (sampler chain, top-N
 alternatives and streaming text included), the same for a plain ONNX Runtime loop that copies the
-KV cache through numpy every step (the peer from notes/peers.md, measured in the same run, so the
+KV cache through numpy every step (the peer, measured in the same run, so the
 ratio is fair), prefill time of a long prompt, peak RSS, and the sampler chain's cost per token.
 Speed targets are read from these numbers, never asserted in tests.
 """

@@ -1,6 +1,7 @@
 """One run: prompt in, a stream of traced tokens out, until a stopping rule ends it.
 
-The loop follows the seed texts' pipeline, one token per sample per ``step``:
+The loop is the seed texts' "run model, sample one token, append to sequence", one token per
+sample per ``step``:
 
 1. feed the tokens chosen last time to the decoder (the prompt once, at the start) → logits [n, V];
 2. hand each sample's logits and history to its own sampler chain, which picks a token with the

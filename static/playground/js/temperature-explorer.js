@@ -1,5 +1,6 @@
 // The temperature explorer: the selected step's real distribution at T = 0.1, 0.5, 1, 1.5 and 2
-// side by side (temperature alone, every other stage off), as in the seed texts' tables. One
+// side by side (temperature alone, every other stage off), as in the seed texts' table "Effect of
+// Temperature on Token Probabilities" (T=0.1, 0.5, 1.0, 1.5, 2.0). One
 // `inspect` with five variants; rows are the step's most likely tokens, and the last rows give
 // how many times likelier the top token is than the second, and the entropy.
 

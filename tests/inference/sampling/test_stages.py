@@ -1,7 +1,7 @@
 """Table tests, one stage at a time, over vocabularies small enough to work out by hand.
 
-Expected numbers come from the definitions (worked in the comments) and from the seed texts in
-/work/shared/seeds, never from running the chain.
+Expected numbers come from the definitions (worked in the comments) and from the worked examples
+of the seed texts, quoted where they are used, never from running the chain.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from inference.sampling import XTC_STREAM, SamplerChain, SamplingParams
 from .helpers import ScriptedRng, dist, kept, logits_for, softmax
 
 
-# -- temperature: the seed's two-token example (logits 8.0 and 3.0) ----------------------------
+# -- temperature: from the seed texts, "consider two tokens with logits 8.0 and 3.0" -------------
 
 @pytest.mark.parametrize(
     "temperature, seed_value, tolerance",
@@ -54,7 +54,9 @@ def test_greedy_sees_stages_before_temperature_and_skips_the_filters_after():
     assert chain.distribution(np.array([1.0, 3.0, 2.9]), [1]).tolist() == [0, 0, 1]
 
 
-# -- top-p: the seed's confident and uncertain nucleus sizes ------------------------------------
+# -- top-p: the seed texts' "Nucleus size adapts to model confidence" -----------------------------
+# (their confident_logits [10.0, 2.0, 1.5, 1.0, 0.5, 0.0, -1.0, -2.0, -3.0, -5.0] and
+# uncertain_logits [3.0, 2.8, 2.6, 2.4, 2.2, 2.0, 1.8, 1.6, 1.4, 1.2], nucleus at p = 0.9)
 
 def test_nucleus_of_the_confident_distribution_is_one_token():
     # e^10 / (e^10 + e^2 + e^1.5 + ... ) = 22026.5 / 22044.3 = 0.9992 >= 0.9 on its own.
@@ -75,7 +77,8 @@ def test_top_p_keeps_the_prefix_reaching_exactly_top_p_and_breaks_ties_by_lower_
     assert kept([0.0, 0.0, 0.0, 0.0], top_p=0.51) == [0, 1, 2]
 
 
-# -- min-p against top-p at T = 1.5 (the seed's comparison) -------------------------------------
+# -- min-p against top-p: the seed texts' "Comparing top-p and min-p at high temperature (T=1.5)",
+# on their logits [8.0, 3.0, 2.5, 2.0, 1.0, 0.0, -1.0, -3.0, -5.0, -8.0], top-p 0.9 and min-p 0.1
 
 SEED_MIN_P_LOGITS = [8.0, 3.0, 2.5, 2.0, 1.0, 0.0, -1.0, -3.0, -5.0, -8.0]
 
@@ -159,7 +162,11 @@ def test_eta_cutoff():
     assert kept(logits, eta_cutoff=0.3) == [0, 1]
 
 
-# -- penalties: the seed's examples --------------------------------------------------------------
+# -- penalties: the seed texts' examples ---------------------------------------------------------
+# "the model wants to repeat "the" (token_id=1)": logits [8.2, 5.5, 2.8, 2.5, 2.0], penalty=1.2,
+# "only 'the' is penalized, regardless of how many times it appeared"; then ""the" appeared 5
+# times, "is" appeared 2 times": logits [8.2, 5.5, 4.0, 2.8, 2.5], frequency penalty=0.5 and
+# presence penalty=0.6 on the "same example".
 
 def _log_ratios(p):
     """ln(p_i / p_0): the logits up to the shift softmax ignores."""

@@ -7,6 +7,7 @@ and what it allows. Formatting turns the inference package's objects into JSON-r
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from inference.sampling import SamplingParams
 from inference.text import TextCodec
 from inference.whatif import Variant
 
+log = logging.getLogger(__name__)
+
 REQUEST_ID = re.compile(r"^[A-Za-z0-9_\-.:]{1,64}$")
 PROMPT_CHARACTERS = (1, 20_000)
 TOP_N = (1, 20)
@@ -30,12 +33,18 @@ GENERATE_KEYS = frozenset({
 })
 RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,43}$")  # as playground.models.RUN_ID_PATTERN
 CANCEL_KEYS = frozenset({"type", "request_id"})
-TOKENIZE_KEYS = frozenset({"type", "request_id", "text", "mode", "system"})
+TOKENIZE_KEYS = frozenset({"type", "request_id", "text", "mode", "system", "offset", "limit"})
 INSPECT_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "prefix_tokens", "params", "variants", "top_n"})
 MAX_PREFIX_TOKENS = 8192
 FINAL_EVENTS = frozenset({"done", "error", "tokens", "inspection"})  # a request's last event is one of these
 MAX_VARIANTS = 8
 INSPECT_TOP_N = (1, 50)
+MAX_TOKEN_ID_DIGITS = 40  # a logit_bias key longer than this is not named in full (it is no token id anyway)
+EXCERPT_CHARACTERS = 40  # an error quotes at most this much of a bad value
+MAX_ERROR_MESSAGE = 300  # characters: an error message never grows with the input
+TOKENIZE_PAGE = (1, 4096)  # tokens per ``tokens`` event: ``limit``'s range and default (the maximum)
+MAX_REPLY_BYTES = 1024 * 1024  # no server event is larger (the client's usual frame limit)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ProtocolError(Exception):
@@ -71,6 +80,8 @@ class Tokenize:
     text: str
     mode: str
     system: str | None
+    offset: int = 0  # the page of the token list to answer with: ``limit`` tokens from ``offset``
+    limit: int = TOKENIZE_PAGE[1]
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,7 @@ def parse_client_frame(text: str) -> Job | Cancel:
     known_id = request_id if isinstance(request_id, str) and REQUEST_ID.match(request_id) else None
     kind = message.get("type")
     try:
+        _refuse_unencodable(message)
         if kind == "generate":
             return Generate(_request_id(message), parse_generate(message))
         if kind == "cancel":
@@ -113,8 +125,39 @@ def parse_client_frame(text: str) -> Job | Cancel:
         error.request_id = known_id
         raise
     raise ProtocolError(
-        "unknown_type", f"type must be one of generate, cancel, tokenize, inspect; got {kind!r}", "type", known_id
+        "unknown_type", f"type must be one of generate, cancel, tokenize, inspect; got {excerpt(kind)}", "type", known_id
     )
+
+
+def excerpt(value: Any) -> str:
+    """A bad value as an error quotes it: its ``repr``, cut to a few dozen characters."""
+    text = repr(value)
+    if len(text) <= EXCERPT_CHARACTERS:
+        return text
+    return f"{text[:EXCERPT_CHARACTERS]}… ({len(text)} characters)"
+
+
+def _refuse_unencodable(message: dict[str, Any]) -> None:
+    """Text that cannot be encoded as UTF-8 (a lone surrogate such as the JSON escape ``\\ud800``)
+    is refused wherever it is, key or value, naming the field: nothing downstream could show,
+    send or save it. Walked without recursion, so no nesting depth can break it."""
+    pending: list[tuple[str, Any]] = [("", message)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                raise ProtocolError("invalid_value", f"{path} contains a lone surrogate: text that is not valid Unicode", path)
+        elif isinstance(value, dict):
+            items = list(value.items())
+            for key, _ in items:
+                if _SURROGATE.search(key):
+                    where = path or "the frame"
+                    raise ProtocolError(
+                        "invalid_value", f"a key of {where} contains a lone surrogate: text that is not valid Unicode", path or None
+                    )
+            pending.extend((f"{path}.{key}" if path else key, item) for key, item in reversed(items))
+        elif isinstance(value, list):
+            pending.extend((f"{path}.{i}", item) for i, item in reversed(list(enumerate(value))))
 
 
 def parse_json(text: str | bytes) -> Any:
@@ -152,7 +195,7 @@ def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:
     top_n = _int_in(message, "top_n", 5, TOP_N)
     use_cache = message.get("use_cache", True)
     if not isinstance(use_cache, bool):
-        raise ProtocolError("invalid_value", f"use_cache must be true or false, got {use_cache!r}", "use_cache")
+        raise ProtocolError("invalid_value", f"use_cache must be true or false, got {excerpt(use_cache)}", "use_cache")
     sampling, loop = parse_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
     _branch_of(message)
@@ -166,7 +209,7 @@ def _branch_of(message: Mapping[str, Any]) -> None:
         raise ProtocolError("invalid_value", "parent_run must be a run id (16 to 43 URL-safe characters)", "parent_run")
     index = message.get("branch_index")
     if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
-        raise ProtocolError("invalid_value", f"branch_index must be an integer from 0, got {index!r}", "branch_index")
+        raise ProtocolError("invalid_value", f"branch_index must be an integer from 0, got {excerpt(index)}", "branch_index")
     if (parent is None) != (index is None):
         field_name = "branch_index" if index is None else "parent_run"
         raise ProtocolError("missing_field", "parent_run and branch_index go together", field_name)
@@ -175,7 +218,9 @@ def _branch_of(message: Mapping[str, Any]) -> None:
 def parse_tokenize(request_id: str, message: Mapping[str, Any]) -> Tokenize:
     _reject_unknown(message, TOKENIZE_KEYS)
     text, mode, system = _prompt(message, "text", modes=("completion", "chat", "plain"), minimum=0)
-    return Tokenize(request_id, text, mode, system)
+    offset = _int_in(message, "offset", 0, (0, PROMPT_CHARACTERS[1] * 4))  # a character is at most 4 byte tokens
+    limit = _int_in(message, "limit", TOKENIZE_PAGE[1], TOKENIZE_PAGE)
+    return Tokenize(request_id, text, mode, system, offset, limit)
 
 
 def parse_inspect(request_id: str, message: Mapping[str, Any]) -> Inspect:
@@ -194,7 +239,8 @@ def parse_inspect(request_id: str, message: Mapping[str, Any]) -> Inspect:
         try:
             parsed.append(parse_params({**base, **variant}))
         except ProtocolError as error:
-            if error.param and error.param.split(".")[1] in variant:
+            parts = (error.param or "").split(".")
+            if len(parts) > 1 and parts[0] == "params" and parts[1] in variant:
                 error.param = f"variants.{i}." + error.param.removeprefix("params.")
             raise
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
@@ -213,7 +259,7 @@ def _prompt(
         raise ProtocolError("invalid_value", f"{field_name} must be a string of {minimum} to {high} characters", field_name)
     mode = message.get("mode", "completion")
     if mode not in modes:
-        raise ProtocolError("invalid_value", f"mode must be one of {', '.join(modes)}; got {mode!r}", "mode")
+        raise ProtocolError("invalid_value", f"mode must be one of {', '.join(modes)}; got {excerpt(mode)}", "mode")
     system = message.get("system")
     if system is not None and (mode != "chat" or not isinstance(system, str) or len(system) > high):
         raise ProtocolError("invalid_value", f"system must be a string of at most {high} characters, in chat mode only", "system")
@@ -224,7 +270,7 @@ def _int_in(message: Mapping[str, Any], field_name: str, default: int, bounds: t
     value = message.get(field_name, default)
     low, high = bounds
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ProtocolError("invalid_value", f"{field_name} must be an integer from {low} to {high}, got {value!r}", field_name)
+        raise ProtocolError("invalid_value", f"{field_name} must be an integer from {low} to {high}, got {excerpt(value)}", field_name)
     return value
 
 
@@ -233,7 +279,7 @@ def _token_ids(value: Any, field_name: str) -> tuple[int, ...]:
         raise ProtocolError("invalid_value", f"{field_name} must be a list of at most {MAX_PREFIX_TOKENS} token ids", field_name)
     for i, token in enumerate(value):
         if isinstance(token, bool) or not isinstance(token, int) or token < 0:
-            raise ProtocolError("invalid_value", f"{field_name}.{i} must be a token id (an integer from 0), got {token!r}", f"{field_name}.{i}")
+            raise ProtocolError("invalid_value", f"{field_name}.{i} must be a token id (an integer from 0), got {excerpt(token)}", f"{field_name}.{i}")
     return tuple(value)
 
 
@@ -245,16 +291,31 @@ def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:
     stopping_keys = LoopParams.field_names()
     unknown = sorted(set(params) - sampling_keys - stopping_keys)
     if unknown:
-        raise ProtocolError("unknown_param", f"unknown parameter params.{unknown[0]}", f"params.{unknown[0]}")
+        raise ProtocolError("unknown_param", f"unknown parameter params.{excerpt(unknown[0])}", f"params.{unknown[0]}")
+    _check_logit_bias_keys(params.get("logit_bias"))
     try:
         sampling = SamplingParams.from_dict({k: v for k, v in params.items() if k in sampling_keys})
         stopping = LoopParams.from_dict({k: v for k, v in params.items() if k in stopping_keys})
     except ParamError as error:
         prefixed = error.prefixed("params.")
         raise ProtocolError(prefixed.code, prefixed.message, prefixed.param) from None
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError) as error:  # a value of a shape no check above foresaw
         raise ProtocolError("invalid_value", f"params: {error}", "params") from None
     return sampling, stopping
+
+
+def _check_logit_bias_keys(bias: Any) -> None:
+    """A key far too long to be a token id is refused before anything turns it into a number
+    (Python's int() refuses beyond 4,300 digits; no vocabulary needs more than a few)."""
+    if not isinstance(bias, dict):
+        return  # the sampler's own check names what logit_bias must be
+    for key in bias:
+        if len(key) > MAX_TOKEN_ID_DIGITS:
+            raise ProtocolError(
+                "invalid_value",
+                f"params.logit_bias keys must be token ids (integers from 0); got a key of {len(key)} characters",
+                "params.logit_bias",
+            )
 
 
 def job_message(frame: str, job: Job, reply_channel: str) -> dict[str, Any]:
@@ -284,7 +345,7 @@ def _request_id(message: Mapping[str, Any]) -> str:
 def _reject_unknown(message: Mapping[str, Any], known: frozenset[str]) -> None:
     unknown = sorted(set(message) - known)
     if unknown:
-        raise ProtocolError("unknown_param", f"unknown field {unknown[0]!r}", unknown[0])
+        raise ProtocolError("unknown_param", f"unknown field {excerpt(unknown[0])}", unknown[0])
 
 
 # Server → client events.
@@ -299,10 +360,61 @@ def param_error_event(error: ParamError, request_id: str | None) -> dict[str, An
 
 
 def error_event(code: str, message: str, param: str | None = None, request_id: str | None = None) -> dict[str, Any]:
+    """An ``error`` event; its message is cut to ``MAX_ERROR_MESSAGE`` characters whatever made it."""
+    if len(message) > MAX_ERROR_MESSAGE:
+        message = message[: MAX_ERROR_MESSAGE - 1] + "…"
+    if param is not None and len(param) > MAX_ERROR_MESSAGE:
+        param = param[: MAX_ERROR_MESSAGE - 1] + "…"
     event: dict[str, Any] = {"type": "error", "error": {"code": code, "message": message, "param": param}}
     if request_id is not None:
         event["request_id"] = request_id
     return event
+
+
+def unknown_request_event(request_id: str) -> dict[str, Any]:
+    """The answer to a cancel of a request that is not running (never was, or has ended)."""
+    return error_event("unknown_request", f"no running request has request_id {request_id!r}", "request_id", request_id)
+
+
+def limit_event(code: str, message: str, retry_after: float | None, request_id: str) -> dict[str, Any]:
+    """A request refused by a per-client limit; ``retry_after`` (seconds, or null: when one of the
+    client's requests has ended) says when to try again."""
+    event = error_event(code, message, None, request_id)
+    event["error"]["retry_after"] = retry_after
+    return event
+
+
+def ended_by_cancel(event: Mapping[str, Any]) -> bool:
+    """Whether a request's last event says a cancel ended it."""
+    if event.get("type") == "done":
+        return event.get("reason") == "cancelled"
+    return event.get("type") == "error" and event.get("error", {}).get("code") == "cancelled"
+
+
+def encode_event(event: dict[str, Any]) -> str:
+    """An event as the text frame that carries it. An event that cannot be sent as it is (larger
+    than ``MAX_REPLY_BYTES``, or not encodable) becomes an ``error`` for its request instead, so a
+    reply never breaks the socket."""
+    try:
+        text = json.dumps(event, ensure_ascii=False, allow_nan=False)
+        size = len(text.encode("utf-8"))
+    except (TypeError, ValueError) as error:  # UnicodeEncodeError is a ValueError
+        problem = f"could not be encoded ({type(error).__name__})"
+    else:
+        if size <= MAX_REPLY_BYTES:
+            return text
+        problem = f"would be {size} bytes, over the limit of {MAX_REPLY_BYTES}"
+    kind = str(event.get("type"))[:20]
+    request_id = event.get("request_id") if isinstance(event.get("request_id"), str) else None
+    log.warning("a %s event of request %s %s; sent an error instead", kind, request_id, problem)
+    code = "reply_too_large" if "bytes" in problem else "internal_error"
+    return json.dumps(error_event(code, f"the {kind} event {problem}", None, request_id), ensure_ascii=True)
+
+
+def not_started_event(request_id: str) -> dict[str, Any]:
+    """The answer to a request cancelled before it started (or before an inspection's answer was
+    ready): nothing ran that is worth keeping, and nothing is saved."""
+    return error_event("cancelled", "the request was cancelled before it started or was answered; nothing was saved", None, request_id)
 
 
 def started_event(request_id: str, started: Started, codec: TextCodec, model: ModelInfo) -> dict[str, Any]:
@@ -361,12 +473,19 @@ def beam_step_event(request_id: str, step: BeamStep, codec: TextCodec) -> dict[s
     }
 
 
-def tokens_event(request_id: str, ids: list[int], codec: TextCodec, context_window: int) -> dict[str, Any]:
+def tokens_event(
+    request_id: str, ids: list[int], codec: TextCodec, context_window: int, offset: int = 0, limit: int = TOKENIZE_PAGE[1]
+) -> dict[str, Any]:
+    """One page of a text's tokens: ``limit`` of them from ``offset``; ``count`` is the whole
+    text's, ``next_offset`` where the next page starts (null after the last page)."""
+    end = min(offset + limit, len(ids))
     return {
         "type": "tokens",
         "request_id": request_id,
-        "tokens": _token_views(ids, codec),
+        "tokens": _token_views(ids[offset:end], codec),
         "count": len(ids),
+        "offset": offset,
+        "next_offset": end if end < len(ids) else None,
         "context_window": context_window,
     }
 

@@ -17,7 +17,9 @@ started on the first websocket connection. Scale-out: point ``CHANNEL_LAYERS`` a
 ``python manage.py runworker inference`` on other machines; the consumer does not change.
 
 Each worker process decodes one request at a time on one thread of its own, so the event loop
-never blocks; the thread checks the request's cancel flag before every token. Tokenizing, which
+never blocks; the thread checks the request's cancel flag before every token and between prefill
+chunks. Requests waiting for the decoder sit in the worker's queue, where a cancel (or the closing
+of their socket) removes them without running them. Tokenizing, which
 needs no decoder, has a thread of its own and never waits behind a generation.
 """
 
@@ -42,10 +44,10 @@ from django.conf import settings
 
 from inference import generation
 from inference.beam import BeamStep
-from inference.errors import ParamError
+from inference.errors import Cancelled, ParamError
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
-from inference.whatif import Cancelled, LogitsCache, inspect_position
+from inference.whatif import LogitsCache, inspect_position
 from playground import protocol
 
 log = logging.getLogger(__name__)
@@ -92,15 +94,26 @@ class Job:
     quick: bool  # tokenizing: no decoder needed, so it never waits behind a generation
     cancelled: threading.Event = field(default_factory=threading.Event)
 
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.reply_channel, self.request_id)
+
 
 class InferenceWorker(AsyncConsumer):
-    """Takes requests off the ``inference`` channel and streams their events back."""
+    """Takes requests off the ``inference`` channel and streams their events back.
+
+    Requests that need the decoder wait in this worker's own queue, in arrival order, and go to the
+    decode thread one at a time; a cancel for a request still waiting takes it out of the queue at
+    once (it never runs, nothing is saved, its answer is an ``error`` of code ``cancelled``).
+    """
 
     EARLY_CANCELS_KEPT = 1024
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.jobs: dict[tuple[str, str], Job] = {}
+        self.jobs: dict[tuple[str, str], Job] = {}  # every request this worker holds, waiting or running
+        self.waiting: OrderedDict[tuple[str, str], Job] = OrderedDict()  # decoder requests not yet begun
+        self._decoding: asyncio.Future[Any] | None = None  # the task feeding ``waiting`` to the decode thread
         # Cancels that arrived before their request (a consumer that closed before any worker took
         # its request): (reply_channel, request_id), oldest first.
         self.early_cancels: OrderedDict[tuple[str, str], None] = OrderedDict()
@@ -108,28 +121,42 @@ class InferenceWorker(AsyncConsumer):
     async def inference_request(self, message: dict[str, Any]) -> None:
         """Queues a request and tells the consumer where to send cancels."""
         job = Job(message["request_id"], message["reply_channel"], message["frame"], bool(message.get("quick")))
-        key = (job.reply_channel, job.request_id)
         await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
-        if key in self.early_cancels:
-            del self.early_cancels[key]  # its connection closed before any worker took it
+        if job.key in self.early_cancels:
+            del self.early_cancels[job.key]  # its connection closed before any worker took it
             return
-        self.jobs[key] = job
+        self.jobs[job.key] = job
         await self.channel_layer.send(
             job.reply_channel,
             {"type": "inference.queued", "request_id": job.request_id, "worker_channel": self.channel_name},
         )
-        asyncio.ensure_future(self._serve(job))
+        if job.quick:  # tokenizing needs no decoder: served beside generations, not behind them
+            asyncio.ensure_future(self._serve(job))
+            return
+        self.waiting[job.key] = job
+        if self._decoding is None or self._decoding.done():
+            self._decoding = asyncio.ensure_future(self._decode_waiting())
 
     async def inference_cancel(self, message: dict[str, Any]) -> None:
-        """Raises the request's cancel flag; the decode thread sees it before its next token."""
+        """A waiting request leaves the queue and is answered now; a running one has its cancel
+        flag raised, which the decode thread sees before its next token or prefill chunk."""
         key = (message["reply_channel"], message["request_id"])
         job = self.jobs.get(key)
-        if job is not None:
-            job.cancelled.set()
+        if job is None:
+            self.early_cancels[key] = None
+            while len(self.early_cancels) > self.EARLY_CANCELS_KEPT:
+                self.early_cancels.popitem(last=False)
             return
-        self.early_cancels[key] = None
-        while len(self.early_cancels) > self.EARLY_CANCELS_KEPT:
-            self.early_cancels.popitem(last=False)
+        job.cancelled.set()
+        if self.waiting.pop(key, None) is not None:
+            self.jobs.pop(key, None)
+            await self._send_all(job, [protocol.not_started_event(job.request_id)])
+
+    async def _decode_waiting(self) -> None:
+        """Feeds the waiting requests to the decode thread, oldest first, one at a time."""
+        while self.waiting:
+            _, job = self.waiting.popitem(last=False)
+            await self._serve(job)
 
     async def _serve(self, job: Job) -> None:
         loop = asyncio.get_running_loop()
@@ -141,7 +168,6 @@ class InferenceWorker(AsyncConsumer):
             except RuntimeError:  # the event loop has closed (shutdown): nobody is listening
                 job.cancelled.set()
 
-        # Tokenizing needs no decoder: it does not wait behind a generation.
         executor = resources().quick_thread if job.quick else resources().decode_thread
         decoding = loop.run_in_executor(executor, _serve_job, job, emit)
         try:
@@ -151,23 +177,38 @@ class InferenceWorker(AsyncConsumer):
                 )
             await self.channel_layer.send(job.reply_channel, {"type": "inference.finished", "request_id": job.request_id})
         except Exception:  # noqa: BLE001 — e.g. the consumer's channel is full or Redis is gone
-            log.exception("could not pass on the events of request %s; cancelling it", job.request_id)
+            log.warning("could not pass on the events of request %s; cancelling it", job.request_id, exc_info=True)
         finally:
-            self.jobs.pop((job.reply_channel, job.request_id), None)
+            self.jobs.pop(job.key, None)
             if not decoding.done():
                 job.cancelled.set()  # nobody hears this run any more: stop it within one token
             await asyncio.shield(decoding)
+
+    async def _send_all(self, job: Job, events: list[dict[str, Any]]) -> None:
+        """Sends a request's last events and frees its id, outside the decode thread."""
+        try:
+            for event in events:
+                await self.channel_layer.send(
+                    job.reply_channel, {"type": "inference.event", "request_id": job.request_id, "event": event}
+                )
+            await self.channel_layer.send(job.reply_channel, {"type": "inference.finished", "request_id": job.request_id})
+        except Exception:  # noqa: BLE001 — the consumer may be gone: nobody to tell
+            log.warning("could not answer the cancelled request %s", job.request_id, exc_info=True)
 
 
 def _serve_job(job: Job, emit: Callable[[Any], None]) -> None:
     """Runs one job on a worker thread, emitting websocket events; never raises."""
     request_id = job.request_id
     try:
+        if job.cancelled.is_set():
+            raise Cancelled("cancelled before its turn")
         command = protocol.parse_client_frame(job.frame)
         model = resources().runtime()
         if isinstance(command, protocol.Tokenize):
             ids = model.codec.encode(command.text, command.mode, command.system)  # type: ignore[arg-type]
-            emit(protocol.tokens_event(request_id, ids, model.codec, model.shape.context_window))
+            emit(protocol.tokens_event(
+                request_id, ids, model.codec, model.shape.context_window, command.offset, command.limit
+            ))
         elif isinstance(command, protocol.Inspect):
             emit(_inspect(model, command, job.cancelled.is_set))
         elif isinstance(command, protocol.Generate):
@@ -175,7 +216,7 @@ def _serve_job(job: Job, emit: Callable[[Any], None]) -> None:
     except ParamError as error:
         emit(protocol.param_error_event(error, request_id))
     except Cancelled:
-        emit(protocol.error_event("cancelled", "the request was cancelled before its answer was ready", None, request_id))
+        emit(protocol.not_started_event(request_id))
     except protocol.ProtocolError as error:
         emit(error.to_event() | {"request_id": request_id})
     except Exception as error:  # noqa: BLE001 — the client must hear about it, and the worker must go on
@@ -197,7 +238,7 @@ def _generate(model: Runtime, command: protocol.Generate, job: Job, emit: Callab
         emit(recorder.observe(event))
 
     try:
-        for item in generation.run(model, command.request, job.cancelled.is_set):
+        for item in generation.run(model, command.request, job.cancelled.is_set):  # Cancelled before Started
             if isinstance(item, generation.Started):
                 record(protocol.started_event(request_id, item, model.codec, model.info))
             elif isinstance(item, generation.TokenStep):
@@ -206,6 +247,8 @@ def _generate(model: Runtime, command: protocol.Generate, job: Job, emit: Callab
                 record(protocol.beam_step_event(request_id, item, model.codec))
             else:
                 emit(recorder.finish(protocol.done_event(request_id, item)))
+    except Cancelled:
+        raise  # before ``started``: nothing to save
     except ParamError as error:
         failure = protocol.param_error_event(error, request_id)
         emit(_with_run_id(failure, recorder.fail(failure)))  # saves what a run that failed midway made

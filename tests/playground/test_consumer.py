@@ -388,8 +388,8 @@ async def test_a_ninth_pending_request_is_refused():
         event = await communicator.receive_json_from(timeout=TIMEOUT)
         if event["type"] in ("done", "error"):
             ended[event["request_id"]] = event
-    # the first had started: it ends as a cancelled run; the others never ran, and say so
-    assert ended["q0"]["type"] == "done" and ended["q0"]["reason"] == "cancelled"
+    # the first may have started (then it ends as a cancelled run); the others never ran, and say so
+    assert (ended["q0"]["type"], ended["q0"].get("reason")) == ("done", "cancelled") or ended["q0"]["error"]["code"] == "cancelled"
     for i in range(1, 8):
         assert ended[f"q{i}"]["type"] == "error" and ended[f"q{i}"]["error"]["code"] == "cancelled", ended[f"q{i}"]
     await communicator.disconnect()

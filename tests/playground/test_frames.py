@@ -149,3 +149,13 @@ def test_the_largest_seed_is_accepted_with_several_samples():
 def test_tokenize_pages_default_to_the_first_page():
     job = parse_client_frame(json.dumps({"type": "tokenize", "request_id": "t", "text": "x"}))
     assert (job.offset, job.limit) == (0, protocol.TOKENIZE_PAGE[1])
+
+
+def test_the_recorder_refuses_a_run_with_unencodable_text():
+    """Behind the edge, the last guard: a run holding a lone surrogate is never saved."""
+    from playground.runs.recording import _check_encodable
+    from playground.models import Run
+
+    _check_encodable(Run(prompt="fine", text="ok", params={"stop": ["x"]}, tokens=[], samples=[]))
+    with pytest.raises(ValueError, match="params"):
+        _check_encodable(Run(prompt="fine", text="ok", params={"stop": ["\ud800"]}, tokens=[], samples=[]))

@@ -61,9 +61,9 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         if isinstance(command, protocol.Cancel):
             await self._cancel_requested(command.request_id)
         else:
-            await self._submit(command, text_data)
+            await self._submit(command)
 
-    async def _submit(self, command: protocol.Job, frame: str) -> None:
+    async def _submit(self, command: protocol.Job) -> None:
         request_id = command.request_id
         if request_id in self.requests:
             await self._send(protocol.error_event(
@@ -81,7 +81,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             await self._send(protocol.limit_event(refusal.code, refusal.message, refusal.retry_after, request_id))
             return
         self.requests[request_id] = None
-        await self.channel_layer.send(INFERENCE_CHANNEL, protocol.job_message(frame, command, self.channel_name))
+        await self.channel_layer.send(INFERENCE_CHANNEL, protocol.job_message(command, self.channel_name))
 
     async def _cancel_requested(self, request_id: str) -> None:
         if request_id not in self.requests:

@@ -10,7 +10,7 @@ import json
 import logging
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
 from inference.errors import ParamError
@@ -62,9 +62,18 @@ class ProtocolError(Exception):
 
 
 @dataclass(frozen=True)
+class Branch:
+    """A run labelled as a branch of a saved run at one of its token indexes (stored with the run)."""
+
+    parent_run: str
+    branch_index: int
+
+
+@dataclass(frozen=True)
 class Generate:
     request_id: str
     request: GenerationRequest
+    branch: Branch | None = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +122,7 @@ def parse_client_frame(text: str) -> Job | Cancel:
     try:
         _refuse_unencodable(message)
         if kind == "generate":
-            return Generate(_request_id(message), parse_generate(message))
+            return Generate(_request_id(message), parse_generate(message), parse_branch(message))
         if kind == "cancel":
             _reject_unknown(message, CANCEL_KEYS)
             return Cancel(_request_id(message))
@@ -198,11 +207,11 @@ def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:
         raise ProtocolError("invalid_value", f"use_cache must be true or false, got {excerpt(use_cache)}", "use_cache")
     sampling, loop = parse_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
-    _branch_of(message)
+    parse_branch(message)
     return GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix)
 
 
-def _branch_of(message: Mapping[str, Any]) -> None:
+def parse_branch(message: Mapping[str, Any]) -> Branch | None:
     """``parent_run`` and ``branch_index`` only label a branch for the saved run; checked here."""
     parent = message.get("parent_run")
     if parent is not None and (not isinstance(parent, str) or not RUN_ID.match(parent)):
@@ -213,6 +222,7 @@ def _branch_of(message: Mapping[str, Any]) -> None:
     if (parent is None) != (index is None):
         field_name = "branch_index" if index is None else "parent_run"
         raise ProtocolError("missing_field", "parent_run and branch_index go together", field_name)
+    return None if parent is None else Branch(parent, index)
 
 
 def parse_tokenize(request_id: str, message: Mapping[str, Any]) -> Tokenize:
@@ -318,17 +328,71 @@ def _check_logit_bias_keys(bias: Any) -> None:
             )
 
 
-def job_message(frame: str, job: Job, reply_channel: str) -> dict[str, Any]:
-    """A checked job as it travels to a worker over the channel layer: the client's own frame.
-
-    The worker parses the frame again with the same functions, so a worker on another machine
-    trusts nothing it did not check itself.
-    """
+def job_message(job: Job, reply_channel: str) -> dict[str, Any]:
+    """A checked job as it travels to a worker over the channel layer: its normalized dict
+    (``job_to_dict``), which the worker turns back into the same typed job (``job_from_dict``);
+    no client frame is parsed twice."""
     return {
         "type": "inference.request", "reply_channel": reply_channel, "request_id": job.request_id,
         "quick": isinstance(job, Tokenize),  # needs no decoder: served beside generations, not behind them
-        "frame": frame,
+        "job": job_to_dict(job),
     }
+
+
+def job_to_dict(job: Job) -> dict[str, Any]:
+    """A typed job as plain data (every parameter with its value; what the channel layer carries)."""
+    if isinstance(job, Generate):
+        request = job.request
+        return {
+            "kind": "generate", "request_id": job.request_id, "prompt": request.prompt, "mode": request.mode,
+            "system": request.system, "params": request.params_dict(), "top_n": request.top_n,
+            "use_cache": request.use_cache, "prefix_tokens": list(request.prefix_tokens),
+            "branch": None if job.branch is None else {"parent_run": job.branch.parent_run, "branch_index": job.branch.branch_index},
+        }
+    if isinstance(job, Tokenize):
+        return {"kind": "tokenize", **asdict(job)}
+    return {
+        "kind": "inspect", "request_id": job.request_id, "prompt": job.prompt, "mode": job.mode, "system": job.system,
+        "prefix_tokens": list(job.prefix_tokens), "top_n": job.top_n,
+        "variants": [{**sampling.to_dict(), **loop.to_dict()} for sampling, loop in job.variants],
+    }
+
+
+def job_from_dict(data: Mapping[str, Any]) -> Job:
+    """The typed job ``job_to_dict`` made. The fields are not parsed again as a client frame; the
+    parameter objects are rebuilt by their own constructors, which keep their invariants."""
+    kind = data["kind"]
+    if kind == "tokenize":
+        return Tokenize(**{k: v for k, v in data.items() if k != "kind"})
+    if kind == "inspect":
+        variants = tuple(_params_from_dict(v) for v in data["variants"])
+        return Inspect(data["request_id"], data["prompt"], data["mode"], data["system"], tuple(data["prefix_tokens"]),
+                       variants, data["top_n"])
+    sampling, loop = _params_from_dict(data["params"])
+    request = GenerationRequest(data["prompt"], data["mode"], data["system"], sampling, loop, data["top_n"],
+                                data["use_cache"], tuple(data["prefix_tokens"]))
+    branch = data.get("branch")
+    return Generate(data["request_id"], request, None if branch is None else Branch(branch["parent_run"], branch["branch_index"]))
+
+
+def record_fields(job: Generate) -> dict[str, Any]:
+    """What the run's recorder keeps from the request beside its events (``started`` has only the
+    prompt's tokens): the prompt and system text, the forced prefix, and the branch it labels."""
+    request = job.request
+    return {
+        "prompt": request.prompt, "mode": request.mode, "system": request.system,
+        "prefix_tokens": list(request.prefix_tokens),
+        "parent_run": None if job.branch is None else job.branch.parent_run,
+        "branch_index": None if job.branch is None else job.branch.branch_index,
+    }
+
+
+def _params_from_dict(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams]:
+    sampling_keys = SamplingParams.field_names()
+    return (
+        SamplingParams.from_dict({k: v for k, v in params.items() if k in sampling_keys}),
+        LoopParams.from_dict({k: v for k, v in params.items() if k not in sampling_keys}),
+    )
 
 
 def _request_id(message: Mapping[str, Any]) -> str:

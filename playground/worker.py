@@ -3,7 +3,8 @@
 The websocket consumer and the worker speak only through the channel layer, in five messages:
 
 - ``inference.request`` (consumer → the shared ``inference`` channel): ``reply_channel``,
-  ``request_id`` and the client's checked ``frame`` (a generate, tokenize or inspect request);
+  ``request_id`` and the checked ``job`` as its normalized dict (``protocol.job_to_dict``: a
+  generate, tokenize or inspect request), which the worker rebuilds as the same typed job;
 - ``inference.queued`` (worker → consumer): the worker's own ``worker_channel``, where cancels go;
 - ``inference.event`` (worker → consumer): one websocket event (``started``, ``token``, ``done``,
   ``error``) to pass on as it is;
@@ -26,7 +27,6 @@ needs no decoder, has a thread of its own and never waits behind a generation.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -87,10 +87,12 @@ def resources() -> ProcessResources:
 
 
 @dataclass
-class Job:
+class Assignment:
+    """A job this worker holds: who to answer, and the flag that cancels it."""
+
     request_id: str
     reply_channel: str
-    frame: str  # the client's frame, parsed again here: a worker trusts only its own checks
+    command: protocol.Job  # parsed once, at the consumer
     quick: bool  # tokenizing: no decoder needed, so it never waits behind a generation
     cancelled: threading.Event = field(default_factory=threading.Event)
 
@@ -111,8 +113,8 @@ class InferenceWorker(AsyncConsumer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.jobs: dict[tuple[str, str], Job] = {}  # every request this worker holds, waiting or running
-        self.waiting: OrderedDict[tuple[str, str], Job] = OrderedDict()  # decoder requests not yet begun
+        self.jobs: dict[tuple[str, str], Assignment] = {}  # every request this worker holds, waiting or running
+        self.waiting: OrderedDict[tuple[str, str], Assignment] = OrderedDict()  # decoder requests not yet begun
         self._decoding: asyncio.Future[Any] | None = None  # the task feeding ``waiting`` to the decode thread
         # Cancels that arrived before their request (a consumer that closed before any worker took
         # its request): (reply_channel, request_id), oldest first.
@@ -120,7 +122,9 @@ class InferenceWorker(AsyncConsumer):
 
     async def inference_request(self, message: dict[str, Any]) -> None:
         """Queues a request and tells the consumer where to send cancels."""
-        job = Job(message["request_id"], message["reply_channel"], message["frame"], bool(message.get("quick")))
+        job = Assignment(
+            message["request_id"], message["reply_channel"], protocol.job_from_dict(message["job"]), bool(message.get("quick"))
+        )
         await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
         if job.key in self.early_cancels:
             del self.early_cancels[job.key]  # its connection closed before any worker took it
@@ -158,7 +162,7 @@ class InferenceWorker(AsyncConsumer):
             _, job = self.waiting.popitem(last=False)
             await self._serve(job)
 
-    async def _serve(self, job: Job) -> None:
+    async def _serve(self, job: Assignment) -> None:
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Any] = asyncio.Queue()
 
@@ -184,7 +188,7 @@ class InferenceWorker(AsyncConsumer):
                 job.cancelled.set()  # nobody hears this run any more: stop it within one token
             await asyncio.shield(decoding)
 
-    async def _send_all(self, job: Job, events: list[dict[str, Any]]) -> None:
+    async def _send_all(self, job: Assignment, events: list[dict[str, Any]]) -> None:
         """Sends a request's last events and frees its id, outside the decode thread."""
         try:
             for event in events:
@@ -196,13 +200,13 @@ class InferenceWorker(AsyncConsumer):
             log.warning("could not answer the cancelled request %s", job.request_id, exc_info=True)
 
 
-def _serve_job(job: Job, emit: Callable[[Any], None]) -> None:
+def _serve_job(job: Assignment, emit: Callable[[Any], None]) -> None:
     """Runs one job on a worker thread, emitting websocket events; never raises."""
     request_id = job.request_id
     try:
         if job.cancelled.is_set():
             raise Cancelled("cancelled before its turn")
-        command = protocol.parse_client_frame(job.frame)
+        command = job.command
         model = resources().runtime()
         if isinstance(command, protocol.Tokenize):
             ids = model.codec.encode(command.text, command.mode, command.system)  # type: ignore[arg-type]
@@ -226,13 +230,13 @@ def _serve_job(job: Job, emit: Callable[[Any], None]) -> None:
         emit(_END)
 
 
-def _generate(model: Runtime, command: protocol.Generate, job: Job, emit: Callable[[Any], None]) -> None:
+def _generate(model: Runtime, command: protocol.Generate, job: Assignment, emit: Callable[[Any], None]) -> None:
     """Streams one generation. Every event also goes to the run's recorder, which saves the run
     when it ends (finished, cancelled, or failed after it started) and puts its id into ``done``."""
     from playground.runs.recording import RunRecorder  # the app registry is ready by now
 
     request_id = command.request_id
-    recorder = RunRecorder(request_id, json.loads(job.frame))
+    recorder = RunRecorder(request_id, protocol.record_fields(command))
 
     def record(event: dict[str, Any]) -> None:
         emit(recorder.observe(event))

@@ -159,3 +159,28 @@ def test_the_recorder_refuses_a_run_with_unencodable_text():
     _check_encodable(Run(prompt="fine", text="ok", params={"stop": ["x"]}, tokens=[], samples=[]))
     with pytest.raises(ValueError, match="params"):
         _check_encodable(Run(prompt="fine", text="ok", params={"stop": ["\ud800"]}, tokens=[], samples=[]))
+
+
+@pytest.mark.parametrize("frame", [
+    generate(mode="chat", system="Be brief.", top_n=7, use_cache=False, prefix_tokens=[5, 6], parent_run="a" * 22, branch_index=1,
+             params={"temperature": 0.7, "logit_bias": {"42": -3}, "stop": "x", "seed": 2**63 - 1, "n": 2, "max_tokens": 9}),
+    generate(),
+    {"type": "tokenize", "request_id": "t", "text": "hello", "mode": "plain", "offset": 3, "limit": 10},
+    {"type": "inspect", "request_id": "i", "prompt": "x", "prefix_tokens": [1], "params": {"top_p": 0.9},
+     "variants": [{"temperature": 0.1}, {"temperature": 2.0, "min_tokens": 1}], "top_n": 12},
+])
+def test_a_job_crosses_the_channel_layer_as_plain_data_and_comes_back_the_same(frame):
+    import msgpack  # what the Redis channel layer packs messages with
+
+    job = parse_client_frame(json.dumps(frame))
+    message = protocol.job_message(job, "reply")
+    carried = msgpack.unpackb(msgpack.packb(message), raw=False)
+    assert protocol.job_from_dict(carried["job"]) == job
+    assert carried["quick"] is (frame["type"] == "tokenize")
+
+
+def test_the_recorder_gets_the_branch_from_the_typed_job():
+    job = parse_client_frame(json.dumps(generate(parent_run="b" * 22, branch_index=3, prefix_tokens=[1, 2])))
+    assert protocol.record_fields(job) | {} == {
+        "prompt": "hi", "mode": "completion", "system": None, "prefix_tokens": [1, 2], "parent_run": "b" * 22, "branch_index": 3,
+    }

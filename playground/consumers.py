@@ -2,7 +2,7 @@
 
 The consumer never touches the model. It speaks to inference workers only through the channel
 layer (see ``playground.worker``), so workers may live in this process or on other machines.
-Every frame gets its answer or a structured ``error``; no reply grows past ``MAX_REPLY_BYTES``.
+Every frame gets its answer or a structured ``error``; no reply grows past ``events.MAX_REPLY_BYTES``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import Any
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from playground import protocol
+from playground import channel_messages as messages
+from playground import events, frames
 from playground.client_limits import client_limits
 from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
 
@@ -41,51 +42,51 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             if worker_channel is not None:
                 await self._cancel(request_id, worker_channel)
                 continue
-            cancel = {"type": "inference.cancel", "request_id": request_id, "reply_channel": self.channel_name}
+            cancel = messages.cancel(request_id, self.channel_name)
             await self.channel_layer.send(INFERENCE_CHANNEL, cancel)
             await self.channel_layer.group_send(WORKERS_GROUP, cancel)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None:
-            await self._send(protocol.error_event("binary_frame", "binary frames are not understood; send JSON text frames"))
+            await self._send(events.error_event("binary_frame", "binary frames are not understood; send JSON text frames"))
             return
         try:
-            command = protocol.parse_client_frame(text_data)
-        except protocol.ProtocolError as error:
+            command = frames.parse_client_frame(text_data)
+        except frames.ProtocolError as error:
             await self._send(error.to_event())
             return
         except Exception as error:  # noqa: BLE001 — a frame must never take the connection down
             log.exception("could not read a frame")
-            await self._send(protocol.error_event("invalid_value", f"the frame could not be read: {type(error).__name__}"))
+            await self._send(events.error_event("invalid_value", f"the frame could not be read: {type(error).__name__}"))
             return
-        if isinstance(command, protocol.Cancel):
+        if isinstance(command, frames.Cancel):
             await self._cancel_requested(command.request_id)
         else:
             await self._submit(command)
 
-    async def _submit(self, command: protocol.Job) -> None:
+    async def _submit(self, command: frames.Job) -> None:
         request_id = command.request_id
         if request_id in self.requests:
-            await self._send(protocol.error_event(
+            await self._send(events.error_event(
                 "duplicate_request", f"request {request_id!r} is still running", "request_id", request_id
             ))
             return
         limit = settings.INFERENCE["MAX_REQUESTS_PER_CONNECTION"]
         if len(self.requests) >= limit:
-            await self._send(protocol.error_event(
+            await self._send(events.error_event(
                 "too_many_requests", f"at most {limit} requests may run or wait per connection", None, request_id
             ))
             return
         refusal = client_limits().admit(self.client)
         if refusal is not None:
-            await self._send(protocol.limit_event(refusal.code, refusal.message, refusal.retry_after, request_id))
+            await self._send(events.limit_event(refusal.code, refusal.message, refusal.retry_after, request_id))
             return
         self.requests[request_id] = None
-        await self.channel_layer.send(INFERENCE_CHANNEL, protocol.job_message(command, self.channel_name))
+        await self.channel_layer.send(INFERENCE_CHANNEL, messages.request(command, self.channel_name))
 
     async def _cancel_requested(self, request_id: str) -> None:
         if request_id not in self.requests:
-            await self._send(protocol.unknown_request_event(request_id))
+            await self._send(events.unknown_request_event(request_id))
             return
         worker_channel = self.requests[request_id]
         if worker_channel is None:
@@ -95,9 +96,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
 
     async def _cancel(self, request_id: str, worker_channel: str) -> None:
         self.cancel_sent.add(request_id)
-        await self.channel_layer.send(worker_channel, {
-            "type": "inference.cancel", "request_id": request_id, "reply_channel": self.channel_name,
-        })
+        await self.channel_layer.send(worker_channel, messages.cancel(request_id, self.channel_name))
 
     async def inference_queued(self, message: dict[str, Any]) -> None:
         """A worker took the request; a cancel asked for meanwhile goes to it now."""
@@ -115,14 +114,14 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         ``unknown_request`` right after that last event, as a cancel of a finished request is."""
         event = message["event"]
         request_id = message["request_id"]
-        if event.get("type") not in protocol.FINAL_EVENTS:
+        if event.get("type") not in events.FINAL_EVENTS:
             await self._send(event)
             return
-        crossed = request_id in self.cancel_sent and not protocol.ended_by_cancel(event)
+        crossed = request_id in self.cancel_sent and not events.ended_by_cancel(event)
         self._forget(request_id)
         await self._send(event)
         if crossed:
-            await self._send(protocol.unknown_request_event(request_id))
+            await self._send(events.unknown_request_event(request_id))
 
     async def inference_finished(self, message: dict[str, Any]) -> None:
         """The worker is done with the request (even one whose last event was lost): its id is free."""
@@ -136,7 +135,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         self.cancel_sent.discard(request_id)
 
     async def _send(self, event: dict[str, Any]) -> None:
-        await self.send(text_data=protocol.encode_event(event))
+        await self.send(text_data=events.encode_event(event))
 
 
 _GONE = object()

@@ -1,17 +1,7 @@
 """The inference worker: serves generation requests arriving on the ``inference`` channel.
 
-The websocket consumer and the worker speak only through the channel layer, in five messages:
-
-- ``inference.request`` (consumer → the shared ``inference`` channel): ``reply_channel``,
-  ``request_id`` and the checked ``job`` as its normalized dict (``protocol.job_to_dict``: a
-  generate, tokenize or inspect request), which the worker rebuilds as the same typed job;
-- ``inference.queued`` (worker → consumer): the worker's own ``worker_channel``, where cancels go;
-- ``inference.event`` (worker → consumer): one websocket event (``started``, ``token``, ``done``,
-  ``error``) to pass on as it is;
-- ``inference.finished`` (worker → consumer): the request has had its last event;
-- ``inference.cancel`` (consumer → ``worker_channel``; for a request no worker has acknowledged
-  when its connection closes, to the ``inference`` channel and the ``inference-workers`` group,
-  and the worker that later receives the request drops it).
+The websocket consumer and the worker speak only through the channel layer, in the five messages
+documented and made in ``playground.channel_messages``.
 
 Embedded default: the worker runs inside the server process on the in-memory channel layer,
 started on the first websocket connection. Scale-out: point ``CHANNEL_LAYERS`` at Redis and run
@@ -48,7 +38,8 @@ from inference.errors import Cancelled, ParamError
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
 from inference.whatif import LogitsCache, inspect_position
-from playground import protocol
+from playground import channel_messages as messages
+from playground import events, frames
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +83,7 @@ class Assignment:
 
     request_id: str
     reply_channel: str
-    command: protocol.Job  # parsed once, at the consumer
+    command: frames.Job  # parsed once, at the consumer
     quick: bool  # tokenizing: no decoder needed, so it never waits behind a generation
     cancelled: threading.Event = field(default_factory=threading.Event)
 
@@ -123,7 +114,7 @@ class InferenceWorker(AsyncConsumer):
     async def inference_request(self, message: dict[str, Any]) -> None:
         """Queues a request and tells the consumer where to send cancels."""
         job = Assignment(
-            message["request_id"], message["reply_channel"], protocol.job_from_dict(message["job"]), bool(message.get("quick"))
+            message["request_id"], message["reply_channel"], frames.job_from_dict(message["job"]), bool(message.get("quick"))
         )
         await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
         if job.key in self.early_cancels:
@@ -132,7 +123,7 @@ class InferenceWorker(AsyncConsumer):
         self.jobs[job.key] = job
         await self.channel_layer.send(
             job.reply_channel,
-            {"type": "inference.queued", "request_id": job.request_id, "worker_channel": self.channel_name},
+            messages.queued(job.request_id, self.channel_name),
         )
         if job.quick:  # tokenizing needs no decoder: served beside generations, not behind them
             asyncio.ensure_future(self._serve(job))
@@ -154,7 +145,7 @@ class InferenceWorker(AsyncConsumer):
         job.cancelled.set()
         if self.waiting.pop(key, None) is not None:
             self.jobs.pop(key, None)
-            await self._send_all(job, [protocol.not_started_event(job.request_id)])
+            await self._send_all(job, [events.not_started_event(job.request_id)])
 
     async def _decode_waiting(self) -> None:
         """Feeds the waiting requests to the decode thread, oldest first, one at a time."""
@@ -176,10 +167,8 @@ class InferenceWorker(AsyncConsumer):
         decoding = loop.run_in_executor(executor, _serve_job, job, emit)
         try:
             while (event := await events.get()) is not _END:
-                await self.channel_layer.send(
-                    job.reply_channel, {"type": "inference.event", "request_id": job.request_id, "event": event}
-                )
-            await self.channel_layer.send(job.reply_channel, {"type": "inference.finished", "request_id": job.request_id})
+                await self.channel_layer.send(job.reply_channel, messages.event(job.request_id, event))
+            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id))
         except Exception:  # noqa: BLE001 — e.g. the consumer's channel is full or Redis is gone
             log.warning("could not pass on the events of request %s; cancelling it", job.request_id, exc_info=True)
         finally:
@@ -192,10 +181,8 @@ class InferenceWorker(AsyncConsumer):
         """Sends a request's last events and frees its id, outside the decode thread."""
         try:
             for event in events:
-                await self.channel_layer.send(
-                    job.reply_channel, {"type": "inference.event", "request_id": job.request_id, "event": event}
-                )
-            await self.channel_layer.send(job.reply_channel, {"type": "inference.finished", "request_id": job.request_id})
+                await self.channel_layer.send(job.reply_channel, messages.event(job.request_id, event))
+            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id))
         except Exception:  # noqa: BLE001 — the consumer may be gone: nobody to tell
             log.warning("could not answer the cancelled request %s", job.request_id, exc_info=True)
 
@@ -208,35 +195,35 @@ def _serve_job(job: Assignment, emit: Callable[[Any], None]) -> None:
             raise Cancelled("cancelled before its turn")
         command = job.command
         model = resources().runtime()
-        if isinstance(command, protocol.Tokenize):
+        if isinstance(command, frames.Tokenize):
             ids = model.codec.encode(command.text, command.mode, command.system)  # type: ignore[arg-type]
-            emit(protocol.tokens_event(
+            emit(events.tokens_event(
                 request_id, ids, model.codec, model.shape.context_window, command.offset, command.limit
             ))
-        elif isinstance(command, protocol.Inspect):
+        elif isinstance(command, frames.Inspect):
             emit(_inspect(model, command, job.cancelled.is_set))
-        elif isinstance(command, protocol.Generate):
+        elif isinstance(command, frames.Generate):
             _generate(model, command, job, emit)
     except ParamError as error:
-        emit(protocol.param_error_event(error, request_id))
+        emit(events.param_error_event(error, request_id))
     except Cancelled:
-        emit(protocol.not_started_event(request_id))
-    except protocol.ProtocolError as error:
+        emit(events.not_started_event(request_id))
+    except frames.ProtocolError as error:
         emit(error.to_event() | {"request_id": request_id})
     except Exception as error:  # noqa: BLE001 — the client must hear about it, and the worker must go on
         log.exception("request %s failed", request_id)
-        emit(protocol.error_event("generation_failed", f"the model failed during this request: {error}", None, request_id))
+        emit(events.error_event("generation_failed", f"the model failed during this request: {error}", None, request_id))
     finally:
         emit(_END)
 
 
-def _generate(model: Runtime, command: protocol.Generate, job: Assignment, emit: Callable[[Any], None]) -> None:
+def _generate(model: Runtime, command: frames.Generate, job: Assignment, emit: Callable[[Any], None]) -> None:
     """Streams one generation. Every event also goes to the run's recorder, which saves the run
     when it ends (finished, cancelled, or failed after it started) and puts its id into ``done``."""
     from playground.runs.recording import RunRecorder  # the app registry is ready by now
 
     request_id = command.request_id
-    recorder = RunRecorder(request_id, protocol.record_fields(command))
+    recorder = RunRecorder(request_id, frames.record_fields(command))
 
     def record(event: dict[str, Any]) -> None:
         emit(recorder.observe(event))
@@ -244,21 +231,21 @@ def _generate(model: Runtime, command: protocol.Generate, job: Assignment, emit:
     try:
         for item in generation.run(model, command.request, job.cancelled.is_set):  # Cancelled before Started
             if isinstance(item, generation.Started):
-                record(protocol.started_event(request_id, item, model.codec, model.info))
+                record(events.started_event(request_id, item, model.codec, model.info))
             elif isinstance(item, generation.TokenStep):
-                record(protocol.token_event(request_id, item, model.codec))
+                record(events.token_event(request_id, item, model.codec))
             elif isinstance(item, BeamStep):
-                record(protocol.beam_step_event(request_id, item, model.codec))
+                record(events.beam_step_event(request_id, item, model.codec))
             else:
-                emit(recorder.finish(protocol.done_event(request_id, item)))
+                emit(recorder.finish(events.done_event(request_id, item)))
     except Cancelled:
         raise  # before ``started``: nothing to save
     except ParamError as error:
-        failure = protocol.param_error_event(error, request_id)
+        failure = events.param_error_event(error, request_id)
         emit(_with_run_id(failure, recorder.fail(failure)))  # saves what a run that failed midway made
     except Exception as error:  # noqa: BLE001
         log.exception("generation %s failed", request_id)
-        failure = protocol.error_event("generation_failed", f"the model failed during this run: {error}", None, request_id)
+        failure = events.error_event("generation_failed", f"the model failed during this run: {error}", None, request_id)
         emit(_with_run_id(failure, recorder.fail(failure)))
 
 
@@ -267,7 +254,7 @@ def _with_run_id(event: dict[str, Any], run_id: str | None) -> dict[str, Any]:
     return event if run_id is None else event | {"run_id": run_id}
 
 
-def _inspect(model: Runtime, command: protocol.Inspect, is_cancelled: Callable[[], bool]) -> dict[str, Any]:
+def _inspect(model: Runtime, command: frames.Inspect, is_cancelled: Callable[[], bool]) -> dict[str, Any]:
     """The distribution at one position under each setting asked for, from the real logits."""
     prompt_ids = model.codec.encode(command.prompt, command.mode, command.system)  # type: ignore[arg-type]
     prefix = list(command.prefix_tokens)
@@ -284,7 +271,7 @@ def _inspect(model: Runtime, command: protocol.Inspect, is_cancelled: Callable[[
         # as in a run: before min_tokens new tokens, the end-of-sequence tokens are ruled out
         seen = logits if len(prefix) >= loop.min_tokens else generation.without_tokens(logits, model.codec.eos_ids)
         results += inspect_position(seen, history, [sampling], model.codec.token_texts(), command.top_n)
-    return protocol.inspection_event(command.request_id, len(prefix), results, model.codec)
+    return events.inspection_event(command.request_id, len(prefix), results, model.codec)
 
 
 _embedded: "WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[Any]]" = WeakKeyDictionary()

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from playground import protocol
-from playground.protocol import ProtocolError, parse_client_frame
+from playground import channel_messages, events, frames
+from playground.frames import ProtocolError, parse_client_frame
 
 SURROGATE = "\\ud800"  # a JSON escape of a lone surrogate: valid JSON, not encodable text
 
@@ -73,7 +73,7 @@ def test_a_logit_bias_key_of_thousands_of_digits_is_named(digits):
         error = refused(frame)
         assert error.code == "invalid_value" and error.request_id == "r"
         assert error.param in ("params.logit_bias", "variants.0.logit_bias")
-        assert len(error.to_event()["error"]["message"]) <= protocol.MAX_ERROR_MESSAGE
+        assert len(error.to_event()["error"]["message"]) <= events.MAX_ERROR_MESSAGE
 
 
 def test_a_long_but_plausible_logit_bias_key_is_named_in_full():
@@ -92,7 +92,7 @@ def test_a_long_but_plausible_logit_bias_key_is_named_in_full():
 def test_numbers_too_large_and_nesting_too_deep_are_invalid_json(frame):
     error = refused(frame)
     assert error.code == "invalid_json"
-    assert len(error.to_event()["error"]["message"]) <= protocol.MAX_ERROR_MESSAGE
+    assert len(error.to_event()["error"]["message"]) <= events.MAX_ERROR_MESSAGE
 
 
 @pytest.mark.parametrize("frame, param", [
@@ -108,7 +108,7 @@ def test_numbers_too_large_and_nesting_too_deep_are_invalid_json(frame):
 def test_errors_quote_only_a_short_excerpt_of_a_huge_value(frame, param):
     event = refused(frame).to_event()
     assert event["error"]["param"] == param and event["request_id"] == "r"
-    assert len(event["error"]["message"]) <= protocol.MAX_ERROR_MESSAGE
+    assert len(event["error"]["message"]) <= events.MAX_ERROR_MESSAGE
     assert len(json.dumps(event)) < 1000
 
 
@@ -148,7 +148,7 @@ def test_the_largest_seed_is_accepted_with_several_samples():
 
 def test_tokenize_pages_default_to_the_first_page():
     job = parse_client_frame(json.dumps({"type": "tokenize", "request_id": "t", "text": "x"}))
-    assert (job.offset, job.limit) == (0, protocol.TOKENIZE_PAGE[1])
+    assert (job.offset, job.limit) == (0, events.TOKENIZE_PAGE[1])
 
 
 def test_the_recorder_refuses_a_run_with_unencodable_text():
@@ -173,14 +173,14 @@ def test_a_job_crosses_the_channel_layer_as_plain_data_and_comes_back_the_same(f
     import msgpack  # what the Redis channel layer packs messages with
 
     job = parse_client_frame(json.dumps(frame))
-    message = protocol.job_message(job, "reply")
+    message = channel_messages.request(job, "reply")
     carried = msgpack.unpackb(msgpack.packb(message), raw=False)
-    assert protocol.job_from_dict(carried["job"]) == job
+    assert frames.job_from_dict(carried["job"]) == job
     assert carried["quick"] is (frame["type"] == "tokenize")
 
 
 def test_the_recorder_gets_the_branch_from_the_typed_job():
     job = parse_client_frame(json.dumps(generate(parent_run="b" * 22, branch_index=3, prefix_tokens=[1, 2])))
-    assert protocol.record_fields(job) | {} == {
+    assert frames.record_fields(job) | {} == {
         "prompt": "hi", "mode": "completion", "system": None, "prefix_tokens": [1, 2], "parent_run": "b" * 22, "branch_index": 3,
     }

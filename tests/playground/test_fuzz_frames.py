@@ -39,7 +39,8 @@ from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from playground.protocol import FINAL_EVENTS, REQUEST_ID, ended_by_cancel, parse_json
+from playground.events import FINAL_EVENTS, ended_by_cancel
+from playground.frames import REQUEST_ID, parse_json
 from tests.playground.test_scale_out import free_port, wait_for_port
 
 pytestmark = pytest.mark.real_model

@@ -177,10 +177,10 @@ class InferenceWorker(AsyncConsumer):
                 job.cancelled.set()  # nobody hears this run any more: stop it within one token
             await asyncio.shield(decoding)
 
-    async def _send_all(self, job: Assignment, events: list[dict[str, Any]]) -> None:
+    async def _send_all(self, job: Assignment, last_events: list[dict[str, Any]]) -> None:
         """Sends a request's last events and frees its id, outside the decode thread."""
         try:
-            for event in events:
+            for event in last_events:
                 await self.channel_layer.send(job.reply_channel, messages.event(job.request_id, event))
             await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id))
         except Exception:  # noqa: BLE001 — the consumer may be gone: nobody to tell
@@ -208,8 +208,6 @@ def _serve_job(job: Assignment, emit: Callable[[Any], None]) -> None:
         emit(events.param_error_event(error, request_id))
     except Cancelled:
         emit(events.not_started_event(request_id))
-    except frames.ProtocolError as error:
-        emit(error.to_event() | {"request_id": request_id})
     except Exception as error:  # noqa: BLE001 — the client must hear about it, and the worker must go on
         log.exception("request %s failed", request_id)
         emit(events.error_event("generation_failed", f"the model failed during this request: {error}", None, request_id))

@@ -20,3 +20,8 @@ class ParamError(ValueError):
     def prefixed(self, prefix: str) -> "ParamError":
         """The same error with its field named under ``prefix`` (``params.`` for the websocket)."""
         return ParamError(f"{prefix}{self.param}", f"{prefix}{self.message}", self.code)
+
+
+class Cancelled(Exception):
+    """The caller no longer wants the answer: raised by work that checks a cancel flag before it
+    has produced anything (a prefill between chunks, an inspection between tokens)."""

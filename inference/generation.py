@@ -10,11 +10,14 @@ sample per ``step``:
 4. end a sample on the model's end-of-sequence token, a stop string, ``max_tokens``, or a cancel.
 
 ``n`` samples of one prompt run as one batch through the decoder; sample i is seeded with
-seed + i. A sample that has ended is fed an end-of-sequence token to keep the batch rectangular
+``sample_seed(seed, i)`` = (seed + i) mod 2^63, so every seed a client may send works for every ``n``. A sample that has ended is fed an end-of-sequence token to keep the batch rectangular
 and its logits are ignored.
 
 ``Generation`` has the shape ``start`` / ``step`` / ``is_done`` / ``finish``; whoever drives it
-checks its cancel flag between steps, so a cancel ends the run within one token.
+checks its cancel flag between steps, so a cancel ends the run within one token. The prompt is fed
+in chunks of ``PREFILL_CHUNK`` tokens with the flag checked between them, so even a long prefill
+stops within one chunk; a run cancelled before its prefill is over raises ``Cancelled`` and never
+announces itself (no ``Started``).
 """
 
 from __future__ import annotations
@@ -27,15 +30,43 @@ from typing import Any, Callable, Iterator, Literal
 import numpy as np
 
 from inference.beam import BeamSearch, BeamStep, Hypothesis
-from inference.errors import ParamError
+from inference.errors import Cancelled, ParamError
 from inference.loop_params import LoopParams
+from inference.engine import DecodeState
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
+from inference.sampling.params import MAX_SEED
 from inference.stopping import StopStringMatcher
 from inference.text import Mode, Utf8Stream
 
 StopReason = Literal["eos", "stop", "max_tokens", "cancelled"]
-SEED_BITS = 62  # seed + i stays below 2**63 for every sample
+SEED_BITS = 62  # a drawn seed: seed + i stays below 2**63 for every sample, so no wrap is ever seen
+
+
+PREFILL_CHUNK = 512  # prompt tokens per decoder call (the same logits as one call, bit for bit, on this model)
+
+
+def prefill(
+    state: DecodeState, ids: list[int], is_cancelled: Callable[[], bool] = lambda: False, chunk: int = PREFILL_CHUNK
+) -> np.ndarray:
+    """Feeds the prompt ``ids`` to ``state`` in chunks, checking ``is_cancelled`` between them;
+    returns the next logits [B, V]. Raises ``Cancelled`` when asked to stop. A state without a
+    KV cache recomputes everything at each call, so it takes the prompt in one call."""
+    if not state.use_cache:
+        chunk = max(len(ids), 1)
+    logits: np.ndarray | None = None
+    for begin in range(0, len(ids), chunk):
+        if is_cancelled():
+            raise Cancelled("cancelled during the prefill")
+        logits = state.append_tokens(ids[begin : begin + chunk])
+    if logits is None:
+        raise ValueError("prefill needs at least one token")
+    return logits
+
+
+def sample_seed(seed: int, index: int) -> int:
+    """Sample ``index``'s seed: seed + index, wrapped modulo 2^63 so it stays a valid seed."""
+    return (seed + index) % (MAX_SEED + 1)
 
 
 @dataclass(frozen=True)
@@ -120,7 +151,7 @@ class _Sample:
         self.codec = runtime.codec
         self.loop = request.loop
         self.prefix = request.prefix_tokens
-        seed = int(request.sampling.seed) + index  # type: ignore[arg-type]
+        seed = sample_seed(int(request.sampling.seed), index)  # type: ignore[arg-type]
         self.chain = SamplerChain(replace(request.sampling, seed=seed), token_texts=runtime.codec.token_texts())
         self.rng = np.random.default_rng(seed)
         self.utf8 = Utf8Stream()
@@ -208,14 +239,14 @@ class Generation:
         self._pending: list[int] | None = None  # chosen but not yet fed to the decoder
         self._clock = StepClock()
 
-    def start(self) -> Started:
-        """Encodes the prompt, checks it fits, and runs the prefill."""
+    def start(self, is_cancelled: Callable[[], bool] = lambda: False) -> Started:
+        """Encodes the prompt, checks it fits, and runs the prefill (``Cancelled`` if asked to stop)."""
         self._clock = StepClock()
         self.prompt_ids = self.runtime.codec.encode(self.request.prompt, self.request.mode, self.request.system)
         self.request.loop.check_context(
             len(self.prompt_ids) + len(self.request.prefix_tokens), self.runtime.shape.context_window
         )
-        self._logits = self._state.append_tokens(self.prompt_ids)
+        self._logits = prefill(self._state, self.prompt_ids, is_cancelled)
         return Started(self.request, self.prompt_ids)
 
     def is_done(self) -> bool:
@@ -264,12 +295,16 @@ def run(
     request: GenerationRequest,
     is_cancelled: Callable[[], bool] = lambda: False,
 ) -> Iterator[Started | TokenStep | BeamStep | Finished]:
-    """Drives one generation to its end, checking ``is_cancelled`` before every token."""
+    """Drives one generation to its end, checking ``is_cancelled`` before every token. A cancel
+    that comes before the prefill is over raises ``Cancelled``: nothing ran that is worth keeping."""
     if request.loop.num_beams > 1:
         yield from run_beam_search(runtime, request, is_cancelled)
         return
     generation = Generation(runtime, request)
-    yield generation.start()
+    started = generation.start(is_cancelled)
+    if is_cancelled():
+        raise Cancelled("cancelled during the prefill")
+    yield started
     while not generation.is_done():
         if is_cancelled():
             generation.cancel()
@@ -288,9 +323,13 @@ def run_beam_search(
     check_prefix(request.prefix_tokens, runtime.shape.vocab_size)
     prompt_ids = runtime.codec.encode(request.prompt, request.mode, request.system)
     loop.check_context(len(prompt_ids) + len(request.prefix_tokens), runtime.shape.context_window)
+    if is_cancelled():
+        raise Cancelled("cancelled before the prefill")
     # Beam search starts after the prefix: its hypotheses hold the tokens it chose.
     search = BeamSearch(runtime, prompt_ids + list(request.prefix_tokens), loop.num_beams, loop.length_penalty, loop.max_tokens,
                         loop.ignore_eos, request.use_cache)
+    if is_cancelled():
+        raise Cancelled("cancelled during the prefill")
     yield Started(request, prompt_ids)
     while not search.is_done():
         if is_cancelled():

@@ -38,7 +38,7 @@ class LoopParams:
     string may end the run; ``stop`` strings matched on the decoded text; ``ignore_eos`` keeps going
     past the model's end-of-sequence token; ``penalize_prompt`` lets the penalties see the prompt's
     tokens as well as the generated ones; ``n`` independent samples decoded as one batch, sample i
-    seeded with seed + i; ``num_beams`` > 1 runs beam search instead of sampling, ranking finished
+    seeded with (seed + i) mod 2^63; ``num_beams`` > 1 runs beam search instead of sampling, ranking finished
     beams by cumulative log-probability / length ** ``length_penalty``."""
 
     max_tokens: int = 256

@@ -14,6 +14,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from inference.errors import Cancelled
+from inference.generation import prefill
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
 
@@ -27,15 +29,14 @@ class Variant:
     top_final: tuple[tuple[int, float], ...]  # (token id, final probability), most likely first
 
 
-class Cancelled(Exception):
-    """The caller no longer wants the answer."""
+__all__ = ["Cancelled", "LogitsCache", "Variant", "inspect_position"]
 
 
 class LogitsCache:
     """The logits [V] of recently inspected positions, keyed by the ids that lead to them.
 
-    A position is computed the way a run computes it: the prompt in one pass, then the generated
-    tokens one at a time. ONNX Runtime's 4-bit kernels give logits that depend (by up to ~0.7 on
+    A position is computed the way a run computes it: the prompt by ``generation.prefill`` (in the
+    same chunks), then the generated tokens one at a time. ONNX Runtime's 4-bit kernels give logits that depend (by up to ~0.7 on
     this model) on how the sequence was split into calls, so any other route would show numbers
     that differ from the run being inspected. Every position passed on the way is kept too, so
     inspecting the other tokens of the same run is immediate.
@@ -61,7 +62,7 @@ class LogitsCache:
             return cached
         state = runtime.decoder.new_state()
         path = tuple(prompt_ids)
-        logits = self._keep(path, state.append_tokens(list(prompt_ids))[0])
+        logits = self._keep(path, prefill(state, list(prompt_ids), is_cancelled)[0])
         for token in generated:
             if is_cancelled():
                 raise Cancelled("the inspection was cancelled")

@@ -8,9 +8,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "playground.settings.dev")
 django_asgi_app = get_asgi_application()  # before importing consumers: it sets Django up
 
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from playground.origin import OriginValidator  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
 from playground.static_files import StaticFilesHandler  # noqa: E402
 from playground.worker import INFERENCE_CHANNEL, InferenceWorker  # noqa: E402
@@ -21,7 +21,7 @@ http_app = StaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else dja
 application = ProtocolTypeRouter(
     {
         "http": http_app,
-        "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
+        "websocket": OriginValidator(URLRouter(websocket_urlpatterns)),  # scheme, host and port
         # `python manage.py runworker inference` serves this channel from another process
         "channel": ChannelNameRouter({INFERENCE_CHANNEL: InferenceWorker.as_asgi()}),
     }

@@ -2,18 +2,20 @@
 
 The consumer never touches the model. It speaks to inference workers only through the channel
 layer (see ``playground.worker``), so workers may live in this process or on other machines.
+Every frame gets its answer or a structured ``error``; no reply grows past ``events.MAX_REPLY_BYTES``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from playground import protocol
+from playground import channel_messages as messages
+from playground import events, frames
+from playground.client_limits import client_limits
 from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
 
 log = logging.getLogger(__name__)
@@ -24,70 +26,77 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         ensure_embedded_worker()
         # request_id → the worker channel serving it (None until the worker has queued it)
         self.requests: dict[str, str | None] = {}
-        self.cancel_asked: set[str] = set()
+        self.cancel_asked: set[str] = set()  # cancels waiting for the worker to say where it is
+        self.cancel_sent: set[str] = set()  # cancels passed to a worker, until the request ends
+        client = self.scope.get("client")
+        self.client = str(client[0]) if client else "unknown"  # the key of the per-client limits
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
-        """Closing the socket cancels every request it started. A request no worker has taken yet
-        is cancelled through the ``inference`` channel (behind the request itself) and the workers'
-        group, since no ``inference.queued`` will reach this consumer any more."""
-        for request_id, worker_channel in list(self.requests.items()):
+        """Closing the socket cancels every request it started: a waiting one leaves its worker's
+        queue unrun. A request no worker has taken yet is cancelled through the ``inference``
+        channel (behind the request itself) and the workers' group, since no ``inference.queued``
+        will reach this consumer any more."""
+        for request_id, worker_channel in list(getattr(self, "requests", {}).items()):
+            self._forget(request_id)
             if worker_channel is not None:
-                await self._cancel(request_id)
+                await self._cancel(request_id, worker_channel)
                 continue
-            cancel = {"type": "inference.cancel", "request_id": request_id, "reply_channel": self.channel_name}
+            cancel = messages.cancel(request_id, self.channel_name)
             await self.channel_layer.send(INFERENCE_CHANNEL, cancel)
             await self.channel_layer.group_send(WORKERS_GROUP, cancel)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None:
-            await self._send(protocol.error_event("binary_frame", "binary frames are not understood; send JSON text frames"))
+            await self._send(events.error_event("binary_frame", "binary frames are not understood; send JSON text frames"))
             return
         try:
-            command = protocol.parse_client_frame(text_data)
-        except protocol.ProtocolError as error:
+            command = frames.parse_client_frame(text_data)
+        except frames.ProtocolError as error:
             await self._send(error.to_event())
             return
         except Exception as error:  # noqa: BLE001 — a frame must never take the connection down
             log.exception("could not read a frame")
-            await self._send(protocol.error_event("invalid_value", f"the frame could not be read: {error}"))
+            await self._send(events.error_event("invalid_value", f"the frame could not be read: {type(error).__name__}"))
             return
-        if isinstance(command, protocol.Cancel):
+        if isinstance(command, frames.Cancel):
             await self._cancel_requested(command.request_id)
         else:
-            await self._submit(command, text_data)
+            await self._submit(command)
 
-    async def _submit(self, command: protocol.Job, frame: str) -> None:
-        if command.request_id in self.requests:
-            await self._send(protocol.error_event(
-                "duplicate_request", f"request {command.request_id!r} is still running", "request_id", command.request_id
+    async def _submit(self, command: frames.Job) -> None:
+        request_id = command.request_id
+        if request_id in self.requests:
+            await self._send(events.error_event(
+                "duplicate_request", f"request {request_id!r} is still running", "request_id", request_id
             ))
             return
         limit = settings.INFERENCE["MAX_REQUESTS_PER_CONNECTION"]
         if len(self.requests) >= limit:
-            await self._send(protocol.error_event(
-                "too_many_requests", f"at most {limit} requests may run or wait per connection", None, command.request_id
+            await self._send(events.error_event(
+                "too_many_requests", f"at most {limit} requests may run or wait per connection", None, request_id
             ))
             return
-        self.requests[command.request_id] = None
-        await self.channel_layer.send(INFERENCE_CHANNEL, protocol.job_message(frame, command, self.channel_name))
+        refusal = client_limits().admit(self.client)
+        if refusal is not None:
+            await self._send(events.limit_event(refusal.code, refusal.message, refusal.retry_after, request_id))
+            return
+        self.requests[request_id] = None
+        await self.channel_layer.send(INFERENCE_CHANNEL, messages.request(command, self.channel_name))
 
     async def _cancel_requested(self, request_id: str) -> None:
         if request_id not in self.requests:
-            await self._send(protocol.error_event(
-                "unknown_request", f"no running request has request_id {request_id!r}", "request_id", request_id
-            ))
+            await self._send(events.unknown_request_event(request_id))
             return
-        await self._cancel(request_id)
-
-    async def _cancel(self, request_id: str) -> None:
-        worker_channel = self.requests.get(request_id)
+        worker_channel = self.requests[request_id]
         if worker_channel is None:
             self.cancel_asked.add(request_id)  # sent once the worker says where
             return
-        await self.channel_layer.send(worker_channel, {
-            "type": "inference.cancel", "request_id": request_id, "reply_channel": self.channel_name,
-        })
+        await self._cancel(request_id, worker_channel)
+
+    async def _cancel(self, request_id: str, worker_channel: str) -> None:
+        self.cancel_sent.add(request_id)
+        await self.channel_layer.send(worker_channel, messages.cancel(request_id, self.channel_name))
 
     async def inference_queued(self, message: dict[str, Any]) -> None:
         """A worker took the request; a cancel asked for meanwhile goes to it now."""
@@ -97,20 +106,36 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         self.requests[request_id] = message["worker_channel"]
         if request_id in self.cancel_asked:
             self.cancel_asked.discard(request_id)
-            await self._cancel(request_id)
+            await self._cancel(request_id, message["worker_channel"])
 
     async def inference_event(self, message: dict[str, Any]) -> None:
-        """Passes a worker's event on to the client as it is; a request's last event frees its id."""
+        """Passes a worker's event on to the client; a request's last event frees its id. A cancel
+        that crossed the request's end on its way (the request ended otherwise) is answered with
+        ``unknown_request`` right after that last event, as a cancel of a finished request is."""
         event = message["event"]
-        if event["type"] in protocol.FINAL_EVENTS:
-            self.requests.pop(message["request_id"], None)
-            self.cancel_asked.discard(message["request_id"])
+        request_id = message["request_id"]
+        if event.get("type") not in events.FINAL_EVENTS:
+            await self._send(event)
+            return
+        crossed = request_id in self.cancel_sent and not events.ended_by_cancel(event)
+        self._forget(request_id)
         await self._send(event)
+        if crossed:
+            await self._send(events.unknown_request_event(request_id))
 
     async def inference_finished(self, message: dict[str, Any]) -> None:
         """The worker is done with the request (even one whose last event was lost): its id is free."""
-        self.requests.pop(message["request_id"], None)
-        self.cancel_asked.discard(message["request_id"])
+        self._forget(message["request_id"])
+
+    def _forget(self, request_id: str) -> None:
+        """The request has ended for this connection: its id and its client slot are free."""
+        if self.requests.pop(request_id, _GONE) is not _GONE:
+            client_limits().release(self.client)
+        self.cancel_asked.discard(request_id)
+        self.cancel_sent.discard(request_id)
 
     async def _send(self, event: dict[str, Any]) -> None:
-        await self.send(text_data=json.dumps(event, ensure_ascii=False, allow_nan=False))
+        await self.send(text_data=events.encode_event(event))
+
+
+_GONE = object()

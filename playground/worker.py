@@ -1,30 +1,22 @@
 """The inference worker: serves generation requests arriving on the ``inference`` channel.
 
-The websocket consumer and the worker speak only through the channel layer, in five messages:
-
-- ``inference.request`` (consumer → the shared ``inference`` channel): ``reply_channel``,
-  ``request_id`` and the client's checked ``frame`` (a generate, tokenize or inspect request);
-- ``inference.queued`` (worker → consumer): the worker's own ``worker_channel``, where cancels go;
-- ``inference.event`` (worker → consumer): one websocket event (``started``, ``token``, ``done``,
-  ``error``) to pass on as it is;
-- ``inference.finished`` (worker → consumer): the request has had its last event;
-- ``inference.cancel`` (consumer → ``worker_channel``; for a request no worker has acknowledged
-  when its connection closes, to the ``inference`` channel and the ``inference-workers`` group,
-  and the worker that later receives the request drops it).
+The websocket consumer and the worker speak only through the channel layer, in the five messages
+documented and made in ``playground.channel_messages``.
 
 Embedded default: the worker runs inside the server process on the in-memory channel layer,
 started on the first websocket connection. Scale-out: point ``CHANNEL_LAYERS`` at Redis and run
 ``python manage.py runworker inference`` on other machines; the consumer does not change.
 
 Each worker process decodes one request at a time on one thread of its own, so the event loop
-never blocks; the thread checks the request's cancel flag before every token. Tokenizing, which
+never blocks; the thread checks the request's cancel flag before every token and between prefill
+chunks. Requests waiting for the decoder sit in the worker's queue, where a cancel (or the closing
+of their socket) removes them without running them. Tokenizing, which
 needs no decoder, has a thread of its own and never waits behind a generation.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -42,11 +34,12 @@ from django.conf import settings
 
 from inference import generation
 from inference.beam import BeamStep
-from inference.errors import ParamError
+from inference.errors import Cancelled, ParamError
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
-from inference.whatif import Cancelled, LogitsCache, inspect_position
-from playground import protocol
+from inference.whatif import LogitsCache, inspect_position
+from playground import channel_messages as messages
+from playground import events, frames
 
 log = logging.getLogger(__name__)
 
@@ -85,53 +78,82 @@ def resources() -> ProcessResources:
 
 
 @dataclass
-class Job:
+class Assignment:
+    """A job this worker holds: who to answer, and the flag that cancels it."""
+
     request_id: str
     reply_channel: str
-    frame: str  # the client's frame, parsed again here: a worker trusts only its own checks
+    command: frames.Job  # parsed once, at the consumer
     quick: bool  # tokenizing: no decoder needed, so it never waits behind a generation
     cancelled: threading.Event = field(default_factory=threading.Event)
 
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.reply_channel, self.request_id)
+
 
 class InferenceWorker(AsyncConsumer):
-    """Takes requests off the ``inference`` channel and streams their events back."""
+    """Takes requests off the ``inference`` channel and streams their events back.
+
+    Requests that need the decoder wait in this worker's own queue, in arrival order, and go to the
+    decode thread one at a time; a cancel for a request still waiting takes it out of the queue at
+    once (it never runs, nothing is saved, its answer is an ``error`` of code ``cancelled``).
+    """
 
     EARLY_CANCELS_KEPT = 1024
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.jobs: dict[tuple[str, str], Job] = {}
+        self.jobs: dict[tuple[str, str], Assignment] = {}  # every request this worker holds, waiting or running
+        self.waiting: OrderedDict[tuple[str, str], Assignment] = OrderedDict()  # decoder requests not yet begun
+        self._decoding: asyncio.Future[Any] | None = None  # the task feeding ``waiting`` to the decode thread
         # Cancels that arrived before their request (a consumer that closed before any worker took
         # its request): (reply_channel, request_id), oldest first.
         self.early_cancels: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     async def inference_request(self, message: dict[str, Any]) -> None:
         """Queues a request and tells the consumer where to send cancels."""
-        job = Job(message["request_id"], message["reply_channel"], message["frame"], bool(message.get("quick")))
-        key = (job.reply_channel, job.request_id)
+        job = Assignment(
+            message["request_id"], message["reply_channel"], frames.job_from_dict(message["job"]), bool(message.get("quick"))
+        )
         await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
-        if key in self.early_cancels:
-            del self.early_cancels[key]  # its connection closed before any worker took it
+        if job.key in self.early_cancels:
+            del self.early_cancels[job.key]  # its connection closed before any worker took it
             return
-        self.jobs[key] = job
+        self.jobs[job.key] = job
         await self.channel_layer.send(
             job.reply_channel,
-            {"type": "inference.queued", "request_id": job.request_id, "worker_channel": self.channel_name},
+            messages.queued(job.request_id, self.channel_name),
         )
-        asyncio.ensure_future(self._serve(job))
+        if job.quick:  # tokenizing needs no decoder: served beside generations, not behind them
+            asyncio.ensure_future(self._serve(job))
+            return
+        self.waiting[job.key] = job
+        if self._decoding is None or self._decoding.done():
+            self._decoding = asyncio.ensure_future(self._decode_waiting())
 
     async def inference_cancel(self, message: dict[str, Any]) -> None:
-        """Raises the request's cancel flag; the decode thread sees it before its next token."""
+        """A waiting request leaves the queue and is answered now; a running one has its cancel
+        flag raised, which the decode thread sees before its next token or prefill chunk."""
         key = (message["reply_channel"], message["request_id"])
         job = self.jobs.get(key)
-        if job is not None:
-            job.cancelled.set()
+        if job is None:
+            self.early_cancels[key] = None
+            while len(self.early_cancels) > self.EARLY_CANCELS_KEPT:
+                self.early_cancels.popitem(last=False)
             return
-        self.early_cancels[key] = None
-        while len(self.early_cancels) > self.EARLY_CANCELS_KEPT:
-            self.early_cancels.popitem(last=False)
+        job.cancelled.set()
+        if self.waiting.pop(key, None) is not None:
+            self.jobs.pop(key, None)
+            await self._send_all(job, [events.not_started_event(job.request_id)])
 
-    async def _serve(self, job: Job) -> None:
+    async def _decode_waiting(self) -> None:
+        """Feeds the waiting requests to the decode thread, oldest first, one at a time."""
+        while self.waiting:
+            _, job = self.waiting.popitem(last=False)
+            await self._serve(job)
+
+    async def _serve(self, job: Assignment) -> None:
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Any] = asyncio.Queue()
 
@@ -141,77 +163,87 @@ class InferenceWorker(AsyncConsumer):
             except RuntimeError:  # the event loop has closed (shutdown): nobody is listening
                 job.cancelled.set()
 
-        # Tokenizing needs no decoder: it does not wait behind a generation.
         executor = resources().quick_thread if job.quick else resources().decode_thread
         decoding = loop.run_in_executor(executor, _serve_job, job, emit)
         try:
             while (event := await events.get()) is not _END:
-                await self.channel_layer.send(
-                    job.reply_channel, {"type": "inference.event", "request_id": job.request_id, "event": event}
-                )
-            await self.channel_layer.send(job.reply_channel, {"type": "inference.finished", "request_id": job.request_id})
+                await self.channel_layer.send(job.reply_channel, messages.event(job.request_id, event))
+            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id))
         except Exception:  # noqa: BLE001 — e.g. the consumer's channel is full or Redis is gone
-            log.exception("could not pass on the events of request %s; cancelling it", job.request_id)
+            log.warning("could not pass on the events of request %s; cancelling it", job.request_id, exc_info=True)
         finally:
-            self.jobs.pop((job.reply_channel, job.request_id), None)
+            self.jobs.pop(job.key, None)
             if not decoding.done():
                 job.cancelled.set()  # nobody hears this run any more: stop it within one token
             await asyncio.shield(decoding)
 
+    async def _send_all(self, job: Assignment, last_events: list[dict[str, Any]]) -> None:
+        """Sends a request's last events and frees its id, outside the decode thread."""
+        try:
+            for event in last_events:
+                await self.channel_layer.send(job.reply_channel, messages.event(job.request_id, event))
+            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id))
+        except Exception:  # noqa: BLE001 — the consumer may be gone: nobody to tell
+            log.warning("could not answer the cancelled request %s", job.request_id, exc_info=True)
 
-def _serve_job(job: Job, emit: Callable[[Any], None]) -> None:
+
+def _serve_job(job: Assignment, emit: Callable[[Any], None]) -> None:
     """Runs one job on a worker thread, emitting websocket events; never raises."""
     request_id = job.request_id
     try:
-        command = protocol.parse_client_frame(job.frame)
+        if job.cancelled.is_set():
+            raise Cancelled("cancelled before its turn")
+        command = job.command
         model = resources().runtime()
-        if isinstance(command, protocol.Tokenize):
+        if isinstance(command, frames.Tokenize):
             ids = model.codec.encode(command.text, command.mode, command.system)  # type: ignore[arg-type]
-            emit(protocol.tokens_event(request_id, ids, model.codec, model.shape.context_window))
-        elif isinstance(command, protocol.Inspect):
+            emit(events.tokens_event(
+                request_id, ids, model.codec, model.shape.context_window, command.offset, command.limit
+            ))
+        elif isinstance(command, frames.Inspect):
             emit(_inspect(model, command, job.cancelled.is_set))
-        elif isinstance(command, protocol.Generate):
+        elif isinstance(command, frames.Generate):
             _generate(model, command, job, emit)
     except ParamError as error:
-        emit(protocol.param_error_event(error, request_id))
+        emit(events.param_error_event(error, request_id))
     except Cancelled:
-        emit(protocol.error_event("cancelled", "the request was cancelled before its answer was ready", None, request_id))
-    except protocol.ProtocolError as error:
-        emit(error.to_event() | {"request_id": request_id})
+        emit(events.not_started_event(request_id))
     except Exception as error:  # noqa: BLE001 — the client must hear about it, and the worker must go on
         log.exception("request %s failed", request_id)
-        emit(protocol.error_event("generation_failed", f"the model failed during this request: {error}", None, request_id))
+        emit(events.error_event("generation_failed", f"the model failed during this request: {error}", None, request_id))
     finally:
         emit(_END)
 
 
-def _generate(model: Runtime, command: protocol.Generate, job: Job, emit: Callable[[Any], None]) -> None:
+def _generate(model: Runtime, command: frames.Generate, job: Assignment, emit: Callable[[Any], None]) -> None:
     """Streams one generation. Every event also goes to the run's recorder, which saves the run
     when it ends (finished, cancelled, or failed after it started) and puts its id into ``done``."""
     from playground.runs.recording import RunRecorder  # the app registry is ready by now
 
     request_id = command.request_id
-    recorder = RunRecorder(request_id, json.loads(job.frame))
+    recorder = RunRecorder(request_id, frames.record_fields(command))
 
     def record(event: dict[str, Any]) -> None:
         emit(recorder.observe(event))
 
     try:
-        for item in generation.run(model, command.request, job.cancelled.is_set):
+        for item in generation.run(model, command.request, job.cancelled.is_set):  # Cancelled before Started
             if isinstance(item, generation.Started):
-                record(protocol.started_event(request_id, item, model.codec, model.info))
+                record(events.started_event(request_id, item, model.codec, model.info))
             elif isinstance(item, generation.TokenStep):
-                record(protocol.token_event(request_id, item, model.codec))
+                record(events.token_event(request_id, item, model.codec))
             elif isinstance(item, BeamStep):
-                record(protocol.beam_step_event(request_id, item, model.codec))
+                record(events.beam_step_event(request_id, item, model.codec))
             else:
-                emit(recorder.finish(protocol.done_event(request_id, item)))
+                emit(recorder.finish(events.done_event(request_id, item)))
+    except Cancelled:
+        raise  # before ``started``: nothing to save
     except ParamError as error:
-        failure = protocol.param_error_event(error, request_id)
+        failure = events.param_error_event(error, request_id)
         emit(_with_run_id(failure, recorder.fail(failure)))  # saves what a run that failed midway made
     except Exception as error:  # noqa: BLE001
         log.exception("generation %s failed", request_id)
-        failure = protocol.error_event("generation_failed", f"the model failed during this run: {error}", None, request_id)
+        failure = events.error_event("generation_failed", f"the model failed during this run: {error}", None, request_id)
         emit(_with_run_id(failure, recorder.fail(failure)))
 
 
@@ -220,7 +252,7 @@ def _with_run_id(event: dict[str, Any], run_id: str | None) -> dict[str, Any]:
     return event if run_id is None else event | {"run_id": run_id}
 
 
-def _inspect(model: Runtime, command: protocol.Inspect, is_cancelled: Callable[[], bool]) -> dict[str, Any]:
+def _inspect(model: Runtime, command: frames.Inspect, is_cancelled: Callable[[], bool]) -> dict[str, Any]:
     """The distribution at one position under each setting asked for, from the real logits."""
     prompt_ids = model.codec.encode(command.prompt, command.mode, command.system)  # type: ignore[arg-type]
     prefix = list(command.prefix_tokens)
@@ -237,7 +269,7 @@ def _inspect(model: Runtime, command: protocol.Inspect, is_cancelled: Callable[[
         # as in a run: before min_tokens new tokens, the end-of-sequence tokens are ruled out
         seen = logits if len(prefix) >= loop.min_tokens else generation.without_tokens(logits, model.codec.eos_ids)
         results += inspect_position(seen, history, [sampling], model.codec.token_texts(), command.top_n)
-    return protocol.inspection_event(command.request_id, len(prefix), results, model.codec)
+    return events.inspection_event(command.request_id, len(prefix), results, model.codec)
 
 
 _embedded: "WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[Any]]" = WeakKeyDictionary()

@@ -8,6 +8,7 @@ database error is logged and the ``done`` event carries ``save_error`` instead.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -116,6 +117,7 @@ class RunRecorder:
             tokens=self.tokens,
             beam_steps=self.beam_steps,
         )
+        _check_encodable(run)
         db = router.db_for_write(Run)
         _drop_if_stale(db)  # the decode thread is long-lived: its connection may have gone stale
         try:
@@ -128,6 +130,19 @@ class RunRecorder:
         finally:
             _drop_if_stale(db)
         return run.id, delete_token
+
+
+TEXT_FIELDS = ("prompt", "system", "stop_string", "text", "tail", "params", "samples", "error", "tokens", "prompt_tokens")
+
+
+def _check_encodable(run: Run) -> None:
+    """A run whose text cannot be encoded (a lone surrogate) could never be shown or exported:
+    it is refused here, whatever let it through (the websocket edge already refuses such frames)."""
+    for name in TEXT_FIELDS:
+        try:
+            json.dumps(getattr(run, name), ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as error:  # UnicodeEncodeError is a ValueError
+            raise ValueError(f"the run's {name} cannot be stored as text: {type(error).__name__}") from None
 
 
 def _drop_if_stale(db: str) -> None:

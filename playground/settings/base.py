@@ -80,7 +80,19 @@ INFERENCE = {
     "EMBEDDED_WORKER": os.environ.get("PLAYGROUND_EMBEDDED_WORKER", "1") == "1",
     # Requests one websocket connection may have running or queued at once.
     "MAX_REQUESTS_PER_CONNECTION": 8,
+    # Per client address, across its connections (per web process): requests running or queued at
+    # once, and new requests per second on average with bursts of BURST (see docs/websocket-api.md).
+    "CLIENT_LIMITS": {
+        "MAX_ACTIVE_REQUESTS": int(os.environ.get("PLAYGROUND_CLIENT_MAX_ACTIVE_REQUESTS", "32")),
+        "REQUESTS_PER_SECOND": float(os.environ.get("PLAYGROUND_CLIENT_REQUESTS_PER_SECOND", "5")),
+        "BURST": int(os.environ.get("PLAYGROUND_CLIENT_BURST", "60")),
+    },
 }
+
+# Pages that may open the websocket, as scheme://host[:port] (comma-separated in the environment).
+# Besides these, a page of the server's own origin may: the Origin's scheme, host and port equal
+# the socket's own (its Host header, a host in ALLOWED_HOSTS, and http for ws / https for wss).
+WEBSOCKET_ALLOWED_ORIGINS = [o for o in os.environ.get("PLAYGROUND_ALLOWED_ORIGINS", "").split(",") if o.strip()]
 
 LOGGING = {
     "version": 1,

@@ -14,10 +14,11 @@ from playground.asgi import application
 pytestmark = [pytest.mark.real_model, pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 ORIGIN = (b"origin", b"http://localhost")
+HOST = (b"host", b"localhost")
 TIMEOUT = 60
 
 
-async def connect(headers=(ORIGIN,)):
+async def connect(headers=(ORIGIN, HOST)):
     communicator = WebsocketCommunicator(application, "/ws/generate/", headers=list(headers))
     connected, _ = await communicator.connect(timeout=TIMEOUT)
     assert connected
@@ -171,10 +172,25 @@ async def test_max_tokens_beyond_what_the_window_leaves_names_the_room_left():
     await communicator.disconnect()
 
 
-async def test_foreign_origin_is_refused():
-    communicator = WebsocketCommunicator(application, "/ws/generate/", headers=[(b"origin", b"http://evil.example")])
+@pytest.mark.parametrize("origin", [
+    b"http://evil.example", b"http://localhost:9999", b"https://localhost", b"ws://localhost", b"null", b"",
+    b"http://localhost.evil.example", b"http://localhost/path",
+])
+async def test_foreign_origin_is_refused_by_scheme_host_and_port(origin):
+    communicator = WebsocketCommunicator(application, "/ws/generate/", headers=[(b"origin", origin), HOST])
     connected, _ = await communicator.connect(timeout=TIMEOUT)
     assert not connected
+
+
+async def test_the_servers_own_origin_and_listed_origins_are_allowed(settings):
+    for origin, host in [(b"http://localhost:8000", b"localhost:8000"), (b"http://127.0.0.1", b"127.0.0.1:80")]:
+        communicator = await connect(((b"origin", origin), (b"host", host)))
+        await communicator.disconnect()
+    settings.WEBSOCKET_ALLOWED_ORIGINS = ["https://playground.example:8443"]
+    communicator = await connect(((b"origin", b"https://playground.example:8443"), HOST))
+    await communicator.disconnect()
+    refused = WebsocketCommunicator(application, "/ws/generate/", headers=[(b"origin", b"http://playground.example:8443"), HOST])
+    assert not (await refused.connect(timeout=TIMEOUT))[0]
 
 
 async def test_disconnect_mid_stream_stops_generation():
@@ -367,12 +383,15 @@ async def test_a_ninth_pending_request_is_refused():
     assert event["request_id"] == "q8"
     for i in range(8):
         await communicator.send_json_to({"type": "cancel", "request_id": f"q{i}"})
-    ended = set()
+    ended = {}
     while len(ended) < 8:  # every queued request ends, cancelled, before the test lets go of the database
         event = await communicator.receive_json_from(timeout=TIMEOUT)
-        if event["type"] == "done":
-            assert event["reason"] == "cancelled"
-            ended.add(event["request_id"])
+        if event["type"] in ("done", "error"):
+            ended[event["request_id"]] = event
+    # the first may have started (then it ends as a cancelled run); the others never ran, and say so
+    assert (ended["q0"]["type"], ended["q0"].get("reason")) == ("done", "cancelled") or ended["q0"]["error"]["code"] == "cancelled"
+    for i in range(1, 8):
+        assert ended[f"q{i}"]["type"] == "error" and ended[f"q{i}"]["error"]["code"] == "cancelled", ended[f"q{i}"]
     await communicator.disconnect()
 
 
@@ -464,3 +483,183 @@ async def test_a_slow_inspection_can_be_cancelled():
     event = (await events_until_end(communicator, "far", "inspection"))[-1]
     assert event["type"] == "error" and event["error"]["code"] == "cancelled", event
     await communicator.disconnect()
+
+
+SURROGATE_FRAMES = [  # (frame with a lone-surrogate escape, the field named)
+    ('{"type": "generate", "request_id": "s1", "prompt": "hi", "params": {"stop": ["\\ud800"], "max_tokens": 2}}', "params.stop.0"),
+    ('{"type": "generate", "request_id": "s2", "prompt": "a\\ud800"}', "prompt"),
+    ('{"type": "generate", "request_id": "s3", "prompt": "hi", "params": {"logit_bias": {"\\ud800": 1}}}', "params.logit_bias"),
+    ('{"type": "generate", "request_id": "s4", "prompt": "hi", "\\ud800": 1}', None),
+    ('{"type": "tokenize", "request_id": "s5", "text": "\\udfff"}', "text"),
+    ('{"type": "inspect", "request_id": "s6", "prompt": "x", "mode": "chat", "system": "\\ud800"}', "system"),
+]
+
+
+@pytest.mark.parametrize("frame, param", SURROGATE_FRAMES)
+async def test_a_lone_surrogate_is_refused_at_the_edge_and_nothing_is_saved(frame, param):
+    from channels.db import database_sync_to_async
+
+    from playground.models import Run
+
+    communicator = await connect()
+    request_id = json.loads(frame)["request_id"]
+    event = await expect_error(communicator, frame, "invalid_value", param)
+    assert event["request_id"] == request_id
+    await communicator.send_json_to({"type": "generate", "request_id": "after", "prompt": "Hi", "params": {"max_tokens": 1}})
+    assert (await events_until_end(communicator, "after"))[-1]["type"] == "done"
+    await communicator.disconnect()
+    assert await database_sync_to_async(Run.objects.exclude(prompt="Hi").count)() == 0
+
+
+async def test_a_huge_logit_bias_key_is_named_in_generate_and_inspect():
+    communicator = await connect()
+    key = "7" * 5000
+    for frame in ({"type": "generate", "request_id": "g", "prompt": "hi", "params": {"logit_bias": {key: 1}}},
+                  {"type": "inspect", "request_id": "i", "prompt": "hi", "variants": [{"logit_bias": {key: 1}}]}):
+        event = await expect_error(communicator, frame, "invalid_value",
+                                   "params.logit_bias" if frame["type"] == "generate" else "variants.0.logit_bias")
+        assert event["request_id"] == frame["request_id"] and len(event["error"]["message"]) < 300
+    await communicator.disconnect()
+
+
+async def test_the_largest_seed_works_with_several_samples_and_sample_0_is_unchanged():
+    communicator = await connect()
+    params = {"temperature": 1.0, "max_tokens": 3, "seed": 2**63 - 1}
+    await communicator.send_json_to({"type": "generate", "request_id": "n1", "prompt": "Colours:", "params": params})
+    single = (await events_until_end(communicator, "n1"))[-1]
+    await communicator.send_json_to({"type": "generate", "request_id": "n3", "prompt": "Colours:", "params": params | {"n": 3}})
+    events = await events_until_end(communicator, "n3")
+    assert events[0]["type"] == "started" and events[0]["seed"] == 2**63 - 1, events[-1]
+    done = events[-1]
+    assert done["type"] == "done" and len(done["samples"]) == 3
+    assert done["samples"][0]["text"] == single["text"]  # sample 0 draws exactly as the n = 1 run
+    # sample 1 wrapped to seed 0: it draws as a run seeded 0
+    await communicator.send_json_to({"type": "generate", "request_id": "z", "prompt": "Colours:", "params": params | {"seed": 0}})
+    assert (await events_until_end(communicator, "z"))[-1]["text"] == done["samples"][1]["text"]
+    await communicator.disconnect()
+
+
+async def test_a_cancel_that_crosses_the_end_of_its_run_is_an_unknown_request():
+    communicator = await connect()
+    await communicator.send_json_to({"type": "generate", "request_id": "x", "prompt": "Hi", "params": {"max_tokens": 2}})
+    while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
+        pass  # the run is going: the cancel is passed on to the worker, which may finish first
+    await communicator.send_json_to({"type": "cancel", "request_id": "x"})
+    events = await events_until_end(communicator, "x")
+    if events[-1]["type"] == "done" and events[-1]["reason"] != "cancelled":
+        reply = await communicator.receive_json_from(timeout=TIMEOUT)
+        assert reply["type"] == "error" and reply["error"]["code"] == "unknown_request" and reply["request_id"] == "x"
+    else:
+        assert events[-1]["reason"] == "cancelled"
+    assert await communicator.receive_nothing(timeout=0.5)
+    await communicator.disconnect()
+
+
+async def test_a_cancel_always_crosses_the_end_of_a_finished_run_queued_on_the_consumer():
+    """Deterministic crossing: the cancel reaches the consumer while the run's last event is on its way."""
+    from playground.consumers import GenerateConsumer
+
+    communicator = await connect()
+    await communicator.send_json_to({"type": "generate", "request_id": "y", "prompt": "Hi", "params": {"max_tokens": 1}})
+    events = await events_until_end(communicator, "y")
+    assert events[-1]["reason"] == "max_tokens"
+    # replay what the consumer sees when a cancel was passed on but the run had ended
+    consumer = GenerateConsumer()
+    sent = []
+    consumer.requests, consumer.cancel_asked, consumer.cancel_sent, consumer.client = {"y": "w"}, set(), {"y"}, "test"
+
+    async def capture(event):
+        sent.append(event)
+
+    consumer._send = capture
+    await consumer.inference_event({"request_id": "y", "event": events[-1]})
+    assert [e["type"] for e in sent] == ["done", "error"] and sent[1]["error"]["code"] == "unknown_request"
+    await communicator.disconnect()
+
+
+async def test_cancelling_a_request_queued_behind_another_connections_run_answers_at_once():
+    import time
+
+    from channels.db import database_sync_to_async
+
+    from playground.models import Run
+
+    busy, waiting = await connect(), await connect()
+    await busy.send_json_to({"type": "generate", "request_id": "long", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}})
+    while (await busy.receive_json_from(timeout=TIMEOUT))["type"] != "token":
+        pass
+    await waiting.send_json_to({"type": "generate", "request_id": "queued", "prompt": "Never run", "params": {"max_tokens": 5}})
+    await waiting.send_json_to({"type": "cancel", "request_id": "queued"})
+    began = time.monotonic()
+    event = await waiting.receive_json_from(timeout=10)
+    answered_in = time.monotonic() - began
+    assert event["type"] == "error" and event["error"]["code"] == "cancelled" and event["request_id"] == "queued", event
+    assert answered_in < 10  # not after the 3000-token run
+    await busy.send_json_to({"type": "cancel", "request_id": "long"})
+    assert (await events_until_end(busy, "long"))[-1]["reason"] == "cancelled"
+    await busy.disconnect()
+    await waiting.disconnect()
+    assert await database_sync_to_async(Run.objects.filter(prompt="Never run").count)() == 0
+
+
+async def test_a_socket_closed_with_queued_requests_runs_none_of_them():
+    from channels.db import database_sync_to_async
+
+    from playground.models import Run
+
+    communicator = await connect()
+    for i in range(8):
+        await communicator.send_json_to({"type": "generate", "request_id": f"q{i}", "prompt": f"Queued {i}", "params": {"max_tokens": 3000, "ignore_eos": True}})
+    while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
+        pass
+    await communicator.disconnect()
+    other = await connect()  # served after the worker has dropped the queue
+    await other.send_json_to({"type": "generate", "request_id": "next", "prompt": "Hi", "params": {"max_tokens": 1}})
+    assert (await events_until_end(other, "next"))[-1]["type"] == "done"
+    await other.disconnect()
+    saved = await database_sync_to_async(list)(Run.objects.filter(prompt__startswith="Queued"))
+    assert [(r.prompt, r.status) for r in saved] == [("Queued 0", "cancelled")]
+
+
+async def test_tokenize_pages_its_answer_and_every_page_fits_a_frame():
+    communicator = await connect()
+    text = "🎉" * 20000  # 60,000 tokens: one answer would be several MiB
+    pages, offset = [], 0
+    while offset is not None:
+        await communicator.send_json_to({"type": "tokenize", "request_id": "p", "text": text, "mode": "plain", "offset": offset})
+        reply = await communicator.receive_from(timeout=TIMEOUT)
+        assert len(reply.encode()) < 1024 * 1024
+        page = json.loads(reply)
+        assert page["type"] == "tokens" and page["offset"] == offset, page
+        pages.append(page)
+        offset = page["next_offset"]
+    assert sum(len(p["tokens"]) for p in pages) == pages[0]["count"] == 60000
+    assert all(len(p["tokens"]) <= 4096 for p in pages)
+    await communicator.disconnect()
+
+
+async def test_per_client_limits_hold_across_connections(settings):
+    from playground import client_limits
+
+    settings.INFERENCE = settings.INFERENCE | {"CLIENT_LIMITS": {"MAX_ACTIVE_REQUESTS": 2, "REQUESTS_PER_SECOND": 0.01, "BURST": 4}}
+    client_limits.client_limits.cache_clear()
+    try:
+        first, second = await connect(), await connect()
+        slow = {"type": "generate", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}}
+        await first.send_json_to(slow | {"request_id": "a"})
+        await second.send_json_to(slow | {"request_id": "b"})
+        event = await expect_error(second, slow | {"request_id": "c"}, "too_many_requests", None)
+        assert event["request_id"] == "c" and event["error"]["retry_after"] is None
+        for communicator, request_id in ((first, "a"), (second, "b")):
+            await communicator.send_json_to({"type": "cancel", "request_id": request_id})
+            await events_until_end(communicator, request_id)
+        await first.send_json_to({"type": "tokenize", "request_id": "t1", "text": "x"})
+        await events_until_end(first, "t1", "tokens")
+        await first.send_json_to({"type": "tokenize", "request_id": "t2", "text": "x"})
+        await events_until_end(first, "t2", "tokens")
+        event = await expect_error(second, {"type": "tokenize", "request_id": "t3", "text": "x"}, "rate_limited", None)
+        assert event["request_id"] == "t3" and event["error"]["retry_after"] > 0
+        await first.disconnect()
+        await second.disconnect()
+    finally:
+        client_limits.client_limits.cache_clear()

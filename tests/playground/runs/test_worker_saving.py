@@ -20,6 +20,7 @@ pytestmark = [
 ]
 
 ORIGIN = (b"origin", b"http://localhost")
+HOST = (b"host", b"localhost")
 TIMEOUT = 60
 GENERATE = {
     "type": "generate", "prompt": "Once upon a time", "top_n": 4,
@@ -28,7 +29,7 @@ GENERATE = {
 
 
 async def connect():
-    communicator = WebsocketCommunicator(application, "/ws/generate/", headers=[ORIGIN])
+    communicator = WebsocketCommunicator(application, "/ws/generate/", headers=[ORIGIN, HOST])
     connected, _ = await communicator.connect(timeout=TIMEOUT)
     assert connected
     return communicator

@@ -1,0 +1,48 @@
+"""The messages the websocket consumer and the inference workers exchange over the channel layer.
+
+There are five, each made by the constructor of the same name below:
+
+- ``inference.request`` (consumer → the shared ``inference`` channel): ``reply_channel``,
+  ``request_id``, ``quick`` (tokenizing: served beside generations, not behind them) and the
+  checked ``job`` as its normalized dict (``frames.job_to_dict``: a generate, tokenize or inspect
+  request), which the worker rebuilds as the same typed job (``frames.job_from_dict``);
+- ``inference.queued`` (worker → consumer): the worker's own ``worker_channel``, where cancels go;
+- ``inference.event`` (worker → consumer): one websocket event (``started``, ``token``, ``done``,
+  ``error``, ...) to pass on as it is;
+- ``inference.finished`` (worker → consumer): the request has had its last event;
+- ``inference.cancel`` (consumer → ``worker_channel``; for a request no worker has acknowledged
+  when its connection closes, to the ``inference`` channel and the ``inference-workers`` group,
+  and the worker that later receives the request drops it).
+
+Every message is plain data (strings, numbers, lists, dicts with string keys), as the Redis layer
+needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playground import frames
+
+
+def request(job: frames.Job, reply_channel: str) -> dict[str, Any]:
+    return {
+        "type": "inference.request", "reply_channel": reply_channel, "request_id": job.request_id,
+        "quick": isinstance(job, frames.Tokenize), "job": frames.job_to_dict(job),
+    }
+
+
+def queued(request_id: str, worker_channel: str) -> dict[str, Any]:
+    return {"type": "inference.queued", "request_id": request_id, "worker_channel": worker_channel}
+
+
+def event(request_id: str, websocket_event: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "inference.event", "request_id": request_id, "event": websocket_event}
+
+
+def finished(request_id: str) -> dict[str, Any]:
+    return {"type": "inference.finished", "request_id": request_id}
+
+
+def cancel(request_id: str, reply_channel: str) -> dict[str, Any]:
+    return {"type": "inference.cancel", "request_id": request_id, "reply_channel": reply_channel}

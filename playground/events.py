@@ -1,0 +1,236 @@
+"""Server events out: the inference package's objects as the JSON-ready dicts the websocket sends
+(docs/websocket-api.md), and the one encoder that keeps every reply sendable and bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Mapping
+
+from inference.beam import BeamStep, Proposal
+from inference.errors import ParamError
+from inference.generation import Finished, Started, TokenStep
+from inference.loop_params import LoopParams
+from inference.runtime import ModelInfo
+from inference.sampling import SamplingParams, StepTrace
+from inference.text import TextCodec
+from inference.whatif import Variant
+
+log = logging.getLogger(__name__)
+
+FINAL_EVENTS = frozenset({"done", "error", "tokens", "inspection"})  # a request's last event is one of these
+MAX_ERROR_MESSAGE = 300  # characters: an error message never grows with the input
+TOKENIZE_PAGE = (1, 4096)  # tokens per ``tokens`` event: ``limit``'s range and default (the maximum)
+MAX_REPLY_BYTES = 1024 * 1024  # no server event is larger (the client's usual frame limit)
+
+
+def param_error_event(error: ParamError, request_id: str | None) -> dict[str, Any]:
+    """A parameter error found by the inference side; fields of ``params`` are named as such."""
+    field_name = error.param.split(".")[0]
+    if field_name in SamplingParams.field_names() | LoopParams.field_names():
+        error = error.prefixed("params.")
+    return error_event(error.code, error.message, error.param, request_id)
+
+
+def error_event(code: str, message: str, param: str | None = None, request_id: str | None = None) -> dict[str, Any]:
+    """An ``error`` event; its message is cut to ``MAX_ERROR_MESSAGE`` characters whatever made it."""
+    if len(message) > MAX_ERROR_MESSAGE:
+        message = message[: MAX_ERROR_MESSAGE - 1] + "…"
+    if param is not None and len(param) > MAX_ERROR_MESSAGE:
+        param = param[: MAX_ERROR_MESSAGE - 1] + "…"
+    event: dict[str, Any] = {"type": "error", "error": {"code": code, "message": message, "param": param}}
+    if request_id is not None:
+        event["request_id"] = request_id
+    return event
+
+
+def unknown_request_event(request_id: str) -> dict[str, Any]:
+    """The answer to a cancel of a request that is not running (never was, or has ended)."""
+    return error_event("unknown_request", f"no running request has request_id {request_id!r}", "request_id", request_id)
+
+
+def limit_event(code: str, message: str, retry_after: float | None, request_id: str) -> dict[str, Any]:
+    """A request refused by a per-client limit; ``retry_after`` (seconds, or null: when one of the
+    client's requests has ended) says when to try again."""
+    event = error_event(code, message, None, request_id)
+    event["error"]["retry_after"] = retry_after
+    return event
+
+
+def ended_by_cancel(event: Mapping[str, Any]) -> bool:
+    """Whether a request's last event says a cancel ended it."""
+    if event.get("type") == "done":
+        return event.get("reason") == "cancelled"
+    return event.get("type") == "error" and event.get("error", {}).get("code") == "cancelled"
+
+
+def encode_event(event: dict[str, Any]) -> str:
+    """An event as the text frame that carries it. An event that cannot be sent as it is (larger
+    than ``MAX_REPLY_BYTES``, or not encodable) becomes an ``error`` for its request instead, so a
+    reply never breaks the socket."""
+    try:
+        text = json.dumps(event, ensure_ascii=False, allow_nan=False)
+        size = len(text.encode("utf-8"))
+    except (TypeError, ValueError) as error:  # UnicodeEncodeError is a ValueError
+        problem = f"could not be encoded ({type(error).__name__})"
+    else:
+        if size <= MAX_REPLY_BYTES:
+            return text
+        problem = f"would be {size} bytes, over the limit of {MAX_REPLY_BYTES}"
+    kind = str(event.get("type"))[:20]
+    request_id = event.get("request_id") if isinstance(event.get("request_id"), str) else None
+    log.warning("a %s event of request %s %s; sent an error instead", kind, request_id, problem)
+    code = "reply_too_large" if "bytes" in problem else "internal_error"
+    return json.dumps(error_event(code, f"the {kind} event {problem}", None, request_id), ensure_ascii=True)
+
+
+def not_started_event(request_id: str) -> dict[str, Any]:
+    """The answer to a request cancelled before it started (or before an inspection's answer was
+    ready): nothing ran that is worth keeping, and nothing is saved."""
+    return error_event("cancelled", "the request was cancelled before it started or was answered; nothing was saved", None, request_id)
+
+
+def started_event(request_id: str, started: Started, codec: TextCodec, model: ModelInfo) -> dict[str, Any]:
+    request = started.request
+    return {
+        "type": "started",
+        "request_id": request_id,
+        "seed": started.seed,
+        "mode": request.mode,
+        "prompt_tokens": _token_views(started.prompt_ids, codec),
+        "params": request.params_dict(),
+        "top_n": request.top_n,
+        "use_cache": request.use_cache,
+        "model": model.to_dict(),
+    }
+
+
+def token_event(request_id: str, step: TokenStep, codec: TextCodec) -> dict[str, Any]:
+    trace = step.trace
+    chosen = trace.chosen
+    return {
+        "type": "token",
+        "request_id": request_id,
+        "sample": step.sample,
+        "index": step.index,
+        "id": step.token_id,
+        "token": codec.token_text(step.token_id),
+        "text": step.text,
+        "raw_prob": chosen.raw_prob,
+        "prob": chosen.prob,
+        "removed_by": chosen.removed_by,  # non-null only for a forced token a stage had removed
+        "forced": step.forced,
+        "draw": trace.draw,
+        **trace_fields(trace, codec),
+        "elapsed_ms": round(step.elapsed_ms, 3),
+    }
+
+
+def trace_fields(trace: StepTrace, codec: TextCodec) -> dict[str, Any]:
+    """What one step of the chain did, as every event that shows a step carries it: the
+    alternatives with their raw and final probabilities, each stage's count, the entropies."""
+    return {
+        "alternatives": _alternatives(trace.alternatives, codec),
+        "stages": [{"name": s.name, "kept": s.kept} for s in trace.stages],
+        "entropy": {"before": trace.entropy_before, "after": trace.entropy_after},
+    }
+
+
+def beam_step_event(request_id: str, step: BeamStep, codec: TextCodec) -> dict[str, Any]:
+    def proposal(p: Proposal) -> dict[str, Any]:
+        return {
+            "parent": p.parent, "id": p.token_id, "token": codec.token_text(p.token_id),
+            "logprob": p.logprob, "cum_logprob": p.cum_logprob,
+        }
+
+    return {
+        "type": "beam_step",
+        "request_id": request_id,
+        "index": step.index,
+        "beams": [proposal(p) for p in step.kept],
+        "pruned": [proposal(p) for p in step.pruned],
+        "finished": [proposal(p) for p in step.finished],
+        "elapsed_ms": round(step.elapsed_ms, 3),
+    }
+
+
+def tokens_event(
+    request_id: str, ids: list[int], codec: TextCodec, context_window: int, offset: int = 0, limit: int = TOKENIZE_PAGE[1]
+) -> dict[str, Any]:
+    """One page of a text's tokens: ``limit`` of them from ``offset``; ``count`` is the whole
+    text's, ``next_offset`` where the next page starts (null after the last page)."""
+    end = min(offset + limit, len(ids))
+    return {
+        "type": "tokens",
+        "request_id": request_id,
+        "tokens": _token_views(ids[offset:end], codec),
+        "count": len(ids),
+        "offset": offset,
+        "next_offset": end if end < len(ids) else None,
+        "context_window": context_window,
+    }
+
+
+def inspection_event(request_id: str, position: int, variants: list[Variant], codec: TextCodec) -> dict[str, Any]:
+    return {
+        "type": "inspection",
+        "request_id": request_id,
+        "position": position,
+        "traces": [
+            {
+                "params": v.params.to_dict(),
+                **trace_fields(v.trace, codec),
+                "top_final": [{"id": i, "token": codec.token_text(i), "prob": p} for i, p in v.top_final],
+            }
+            for v in variants
+        ],
+    }
+
+
+def _token_views(ids: list[int], codec: TextCodec) -> list[dict[str, Any]]:
+    return [{"id": i, "text": codec.token_text(i)} for i in ids]
+
+
+def _alternatives(alternatives: Any, codec: TextCodec) -> list[dict[str, Any]]:
+    return [
+        {"id": a.id, "token": codec.token_text(a.id), "raw_prob": a.raw_prob, "prob": a.prob, "removed_by": a.removed_by}
+        for a in alternatives
+    ]
+
+
+def done_event(request_id: str, finished: Finished) -> dict[str, Any]:
+    """Sample 0's outcome at the top level; every sample's in ``samples``."""
+    return {
+        "type": "done",
+        "request_id": request_id,
+        "reason": finished.reason,
+        "stop_string": finished.stop_string,
+        "text": finished.text,
+        "tail": finished.tail,
+        "samples": [
+            {
+                "sample": s.sample, "reason": s.reason, "stop_string": s.stop_string, "text": s.text,
+                "tail": s.tail, "completion_tokens": s.completion_tokens,
+            }
+            for s in finished.samples
+        ],
+        "beams": [
+            {"token_ids": list(h.token_ids), "cum_logprob": h.cum_logprob, "score": h.score, "reason": h.reason}
+            for h in finished.beams
+        ],
+        "usage": {
+            "prompt_tokens": finished.prompt_tokens,
+            "completion_tokens": finished.completion_tokens,
+            "total_completion_tokens": sum(s.completion_tokens for s in finished.samples),
+        },
+        "timing": {
+            "time_to_first_token_ms": _round(finished.time_to_first_token_ms),
+            "decode_tokens_per_s": _round(finished.decode_tokens_per_s),
+            "total_ms": _round(finished.total_ms),
+        },
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)

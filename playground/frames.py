@@ -1,0 +1,393 @@
+"""Client frames in: the websocket's text frames parsed, once, into typed jobs (docs/websocket-api.md).
+
+Parsing is strict: every field is checked, unknown keys are errors, text that is not valid Unicode
+is refused wherever it is, and each error names the field and what it allows, quoting at most a
+short excerpt of the bad value. A parsed job crosses the channel layer as its normalized dict
+(``job_to_dict``) and is rebuilt on the worker (``job_from_dict``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+from inference.errors import ParamError
+from inference.generation import GenerationRequest
+from inference.loop_params import LoopParams
+from inference.sampling import SamplingParams
+from playground.events import TOKENIZE_PAGE, error_event
+
+REQUEST_ID = re.compile(r"^[A-Za-z0-9_\-.:]{1,64}$")
+PROMPT_CHARACTERS = (1, 20_000)
+TOP_N = (1, 20)
+GENERATE_KEYS = frozenset({
+    "type", "request_id", "prompt", "mode", "system", "params", "top_n", "use_cache", "prefix_tokens",
+    "parent_run", "branch_index",
+})
+RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,43}$")  # as playground.models.RUN_ID_PATTERN
+CANCEL_KEYS = frozenset({"type", "request_id"})
+TOKENIZE_KEYS = frozenset({"type", "request_id", "text", "mode", "system", "offset", "limit"})
+INSPECT_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "prefix_tokens", "params", "variants", "top_n"})
+MAX_PREFIX_TOKENS = 8192
+MAX_VARIANTS = 8
+INSPECT_TOP_N = (1, 50)
+MAX_TOKEN_ID_DIGITS = 40  # a logit_bias key longer than this is not named in full (it is no token id anyway)
+EXCERPT_CHARACTERS = 40  # an error quotes at most this much of a bad value
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class ProtocolError(Exception):
+    """A client frame the server cannot act on; becomes an ``error`` event."""
+
+    def __init__(self, code: str, message: str, param: str | None = None, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.param = param
+        self.request_id = request_id
+
+    def to_event(self) -> dict[str, Any]:
+        return error_event(self.code, self.message, self.param, self.request_id)
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A run labelled as a branch of a saved run at one of its token indexes (stored with the run)."""
+
+    parent_run: str
+    branch_index: int
+
+
+@dataclass(frozen=True)
+class Generate:
+    request_id: str
+    request: GenerationRequest
+    branch: Branch | None = None
+
+
+@dataclass(frozen=True)
+class Cancel:
+    request_id: str
+
+
+@dataclass(frozen=True)
+class Tokenize:
+    """Encode text exactly as ``generate`` would (``completion``/``chat``) or alone (``plain``)."""
+
+    request_id: str
+    text: str
+    mode: str
+    system: str | None
+    offset: int = 0  # the page of the token list to answer with: ``limit`` tokens from ``offset``
+    limit: int = TOKENIZE_PAGE[1]
+
+
+@dataclass(frozen=True)
+class Inspect:
+    """The chain's view of one position under one or more settings, from the real logits."""
+
+    request_id: str
+    prompt: str
+    mode: str
+    system: str | None
+    prefix_tokens: tuple[int, ...]
+    variants: tuple[tuple[SamplingParams, LoopParams], ...]
+    top_n: int
+
+
+Job = Generate | Tokenize | Inspect
+
+
+def parse_client_frame(text: str) -> Job | Cancel:
+    try:
+        message = parse_json(text)
+    except ValueError as error:
+        raise ProtocolError("invalid_json", f"the frame is not valid JSON: {error}") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("invalid_json", f"the frame must be a JSON object, got {type(message).__name__}")
+    request_id = message.get("request_id")
+    known_id = request_id if isinstance(request_id, str) and REQUEST_ID.match(request_id) else None
+    kind = message.get("type")
+    try:
+        _refuse_unencodable(message)
+        if kind == "generate":
+            return Generate(_request_id(message), parse_generate(message), parse_branch(message))
+        if kind == "cancel":
+            _reject_unknown(message, CANCEL_KEYS)
+            return Cancel(_request_id(message))
+        if kind == "tokenize":
+            return parse_tokenize(_request_id(message), message)
+        if kind == "inspect":
+            return parse_inspect(_request_id(message), message)
+    except ProtocolError as error:
+        error.request_id = known_id
+        raise
+    raise ProtocolError(
+        "unknown_type", f"type must be one of generate, cancel, tokenize, inspect; got {excerpt(kind)}", "type", known_id
+    )
+
+
+def excerpt(value: Any) -> str:
+    """A bad value as an error quotes it: its ``repr``, cut to a few dozen characters."""
+    text = repr(value)
+    if len(text) <= EXCERPT_CHARACTERS:
+        return text
+    return f"{text[:EXCERPT_CHARACTERS]}… ({len(text)} characters)"
+
+
+def _refuse_unencodable(message: dict[str, Any]) -> None:
+    """Text that cannot be encoded as UTF-8 (a lone surrogate such as the JSON escape ``\\ud800``)
+    is refused wherever it is, key or value, naming the field: nothing downstream could show,
+    send or save it. Walked without recursion, so no nesting depth can break it."""
+    pending: list[tuple[str, Any]] = [("", message)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                raise ProtocolError("invalid_value", f"{path} contains a lone surrogate: text that is not valid Unicode", path)
+        elif isinstance(value, dict):
+            items = list(value.items())
+            for key, _ in items:
+                if _SURROGATE.search(key):
+                    where = path or "the frame"
+                    raise ProtocolError(
+                        "invalid_value", f"a key of {where} contains a lone surrogate: text that is not valid Unicode", path or None
+                    )
+            pending.extend((f"{path}.{key}" if path else key, item) for key, item in reversed(items))
+        elif isinstance(value, list):
+            pending.extend((f"{path}.{i}", item) for i, item in reversed(list(enumerate(value))))
+
+
+def parse_json(text: str | bytes) -> Any:
+    """Strict JSON: NaN and Infinity are not numbers, and a number too long to be one is refused.
+
+    Raises ``ValueError`` (``json.JSONDecodeError`` included) for anything that is not such JSON.
+    """
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]}… is too large")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 40:  # far beyond any field's range (seeds are below 2**63)
+        raise ValueError(f"the number {text[:20]}… has too many digits")
+    return int(text)
+
+
+def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:
+    """A ``generate`` frame's request, validated (the prompt's length in tokens is checked later)."""
+    _reject_unknown(message, GENERATE_KEYS)
+    prompt, mode, system = _prompt(message, "prompt")
+    top_n = _int_in(message, "top_n", 5, TOP_N)
+    use_cache = message.get("use_cache", True)
+    if not isinstance(use_cache, bool):
+        raise ProtocolError("invalid_value", f"use_cache must be true or false, got {excerpt(use_cache)}", "use_cache")
+    sampling, loop = parse_params(message.get("params", {}))
+    prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
+    parse_branch(message)
+    return GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix)
+
+
+def parse_branch(message: Mapping[str, Any]) -> Branch | None:
+    """``parent_run`` and ``branch_index`` only label a branch for the saved run; checked here."""
+    parent = message.get("parent_run")
+    if parent is not None and (not isinstance(parent, str) or not RUN_ID.match(parent)):
+        raise ProtocolError("invalid_value", "parent_run must be a run id (16 to 43 URL-safe characters)", "parent_run")
+    index = message.get("branch_index")
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+        raise ProtocolError("invalid_value", f"branch_index must be an integer from 0, got {excerpt(index)}", "branch_index")
+    if (parent is None) != (index is None):
+        field_name = "branch_index" if index is None else "parent_run"
+        raise ProtocolError("missing_field", "parent_run and branch_index go together", field_name)
+    return None if parent is None else Branch(parent, index)
+
+
+def parse_tokenize(request_id: str, message: Mapping[str, Any]) -> Tokenize:
+    _reject_unknown(message, TOKENIZE_KEYS)
+    text, mode, system = _prompt(message, "text", modes=("completion", "chat", "plain"), minimum=0)
+    offset = _int_in(message, "offset", 0, (0, PROMPT_CHARACTERS[1] * 4))  # a character is at most 4 byte tokens
+    limit = _int_in(message, "limit", TOKENIZE_PAGE[1], TOKENIZE_PAGE)
+    return Tokenize(request_id, text, mode, system, offset, limit)
+
+
+def parse_inspect(request_id: str, message: Mapping[str, Any]) -> Inspect:
+    _reject_unknown(message, INSPECT_KEYS)
+    prompt, mode, system = _prompt(message, "prompt")
+    base = message.get("params", {})
+    if not isinstance(base, dict):
+        raise ProtocolError("invalid_value", "params must be an object", "params")
+    variants = message.get("variants", [{}])
+    if not isinstance(variants, list) or not 1 <= len(variants) <= MAX_VARIANTS:
+        raise ProtocolError("invalid_value", f"variants must be a list of 1 to {MAX_VARIANTS} objects", "variants")
+    parsed = []
+    for i, variant in enumerate(variants):
+        if not isinstance(variant, dict):
+            raise ProtocolError("invalid_value", f"variants.{i} must be an object of parameters", f"variants.{i}")
+        try:
+            parsed.append(parse_params({**base, **variant}))
+        except ProtocolError as error:
+            parts = (error.param or "").split(".")
+            if len(parts) > 1 and parts[0] == "params" and parts[1] in variant:
+                error.param = f"variants.{i}." + error.param.removeprefix("params.")
+            raise
+    prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
+    top_n = _int_in(message, "top_n", 10, INSPECT_TOP_N)
+    return Inspect(request_id, prompt, mode, system, prefix, tuple(parsed), top_n)
+
+
+def _prompt(
+    message: Mapping[str, Any], field_name: str, modes: tuple[str, ...] = ("completion", "chat"), minimum: int = 1
+) -> tuple[str, str, str | None]:
+    text = message.get(field_name)
+    if text is None:
+        raise ProtocolError("missing_field", f"{field_name} is required", field_name)
+    high = PROMPT_CHARACTERS[1]
+    if not isinstance(text, str) or not minimum <= len(text) <= high:
+        raise ProtocolError("invalid_value", f"{field_name} must be a string of {minimum} to {high} characters", field_name)
+    mode = message.get("mode", "completion")
+    if mode not in modes:
+        raise ProtocolError("invalid_value", f"mode must be one of {', '.join(modes)}; got {excerpt(mode)}", "mode")
+    system = message.get("system")
+    if system is not None and (mode != "chat" or not isinstance(system, str) or len(system) > high):
+        raise ProtocolError("invalid_value", f"system must be a string of at most {high} characters, in chat mode only", "system")
+    return text, mode, system
+
+
+def _int_in(message: Mapping[str, Any], field_name: str, default: int, bounds: tuple[int, int]) -> int:
+    value = message.get(field_name, default)
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ProtocolError("invalid_value", f"{field_name} must be an integer from {low} to {high}, got {excerpt(value)}", field_name)
+    return value
+
+
+def _token_ids(value: Any, field_name: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or len(value) > MAX_PREFIX_TOKENS:
+        raise ProtocolError("invalid_value", f"{field_name} must be a list of at most {MAX_PREFIX_TOKENS} token ids", field_name)
+    for i, token in enumerate(value):
+        if isinstance(token, bool) or not isinstance(token, int) or token < 0:
+            raise ProtocolError("invalid_value", f"{field_name}.{i} must be a token id (an integer from 0), got {excerpt(token)}", f"{field_name}.{i}")
+    return tuple(value)
+
+
+def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:
+    """Splits the flat ``params`` object between the sampler chain and the stopping rules."""
+    if not isinstance(params, dict):
+        raise ProtocolError("invalid_value", "params must be an object", "params")
+    sampling_keys = SamplingParams.field_names()
+    stopping_keys = LoopParams.field_names()
+    unknown = sorted(set(params) - sampling_keys - stopping_keys)
+    if unknown:
+        raise ProtocolError("unknown_param", f"unknown parameter params.{excerpt(unknown[0])}", f"params.{unknown[0]}")
+    _check_logit_bias_keys(params.get("logit_bias"))
+    try:
+        sampling = SamplingParams.from_dict({k: v for k, v in params.items() if k in sampling_keys})
+        stopping = LoopParams.from_dict({k: v for k, v in params.items() if k in stopping_keys})
+    except ParamError as error:
+        prefixed = error.prefixed("params.")
+        raise ProtocolError(prefixed.code, prefixed.message, prefixed.param) from None
+    except (TypeError, ValueError) as error:  # a value of a shape no check above foresaw
+        raise ProtocolError("invalid_value", f"params: {error}", "params") from None
+    return sampling, stopping
+
+
+def _check_logit_bias_keys(bias: Any) -> None:
+    """A key far too long to be a token id is refused before anything turns it into a number
+    (Python's int() refuses beyond 4,300 digits; no vocabulary needs more than a few)."""
+    if not isinstance(bias, dict):
+        return  # the sampler's own check names what logit_bias must be
+    for key in bias:
+        if len(key) > MAX_TOKEN_ID_DIGITS:
+            raise ProtocolError(
+                "invalid_value",
+                f"params.logit_bias keys must be token ids (integers from 0); got a key of {len(key)} characters",
+                "params.logit_bias",
+            )
+
+
+def job_to_dict(job: Job) -> dict[str, Any]:
+    """A typed job as plain data (every parameter with its value; what the channel layer carries)."""
+    if isinstance(job, Generate):
+        request = job.request
+        return {
+            "kind": "generate", "request_id": job.request_id, "prompt": request.prompt, "mode": request.mode,
+            "system": request.system, "params": request.params_dict(), "top_n": request.top_n,
+            "use_cache": request.use_cache, "prefix_tokens": list(request.prefix_tokens),
+            "branch": None if job.branch is None else {"parent_run": job.branch.parent_run, "branch_index": job.branch.branch_index},
+        }
+    if isinstance(job, Tokenize):
+        return {"kind": "tokenize", **asdict(job)}
+    return {
+        "kind": "inspect", "request_id": job.request_id, "prompt": job.prompt, "mode": job.mode, "system": job.system,
+        "prefix_tokens": list(job.prefix_tokens), "top_n": job.top_n,
+        "variants": [{**sampling.to_dict(), **loop.to_dict()} for sampling, loop in job.variants],
+    }
+
+
+def job_from_dict(data: Mapping[str, Any]) -> Job:
+    """The typed job ``job_to_dict`` made. The fields are not parsed again as a client frame; the
+    parameter objects are rebuilt by their own constructors, which keep their invariants."""
+    kind = data["kind"]
+    if kind == "tokenize":
+        return Tokenize(**{k: v for k, v in data.items() if k != "kind"})
+    if kind == "inspect":
+        variants = tuple(_params_from_dict(v) for v in data["variants"])
+        return Inspect(data["request_id"], data["prompt"], data["mode"], data["system"], tuple(data["prefix_tokens"]),
+                       variants, data["top_n"])
+    sampling, loop = _params_from_dict(data["params"])
+    request = GenerationRequest(data["prompt"], data["mode"], data["system"], sampling, loop, data["top_n"],
+                                data["use_cache"], tuple(data["prefix_tokens"]))
+    branch = data.get("branch")
+    return Generate(data["request_id"], request, None if branch is None else Branch(branch["parent_run"], branch["branch_index"]))
+
+
+def record_fields(job: Generate) -> dict[str, Any]:
+    """What the run's recorder keeps from the request beside its events (``started`` has only the
+    prompt's tokens): the prompt and system text, the forced prefix, and the branch it labels."""
+    request = job.request
+    return {
+        "prompt": request.prompt, "mode": request.mode, "system": request.system,
+        "prefix_tokens": list(request.prefix_tokens),
+        "parent_run": None if job.branch is None else job.branch.parent_run,
+        "branch_index": None if job.branch is None else job.branch.branch_index,
+    }
+
+
+def _params_from_dict(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams]:
+    sampling_keys = SamplingParams.field_names()
+    return (
+        SamplingParams.from_dict({k: v for k, v in params.items() if k in sampling_keys}),
+        LoopParams.from_dict({k: v for k, v in params.items() if k not in sampling_keys}),
+    )
+
+
+def _request_id(message: Mapping[str, Any]) -> str:
+    request_id = message.get("request_id")
+    if request_id is None:
+        raise ProtocolError("missing_field", "request_id is required", "request_id")
+    if not isinstance(request_id, str) or not REQUEST_ID.match(request_id):
+        raise ProtocolError(
+            "invalid_value", "request_id must be 1 to 64 characters of A-Z a-z 0-9 _ - . :", "request_id"
+        )
+    return request_id
+
+
+def _reject_unknown(message: Mapping[str, Any], known: frozenset[str]) -> None:
+    unknown = sorted(set(message) - known)
+    if unknown:
+        raise ProtocolError("unknown_param", f"unknown field {excerpt(unknown[0])}", unknown[0])

@@ -48,15 +48,13 @@ DATABASES = {
 }
 
 # Embedded default: the in-memory layer (one process). Scale-out: PLAYGROUND_REDIS_URL points every
-# web process and every `manage.py runworker inference` worker at the same Redis.
+# web process and every `manage.py runworker inference` worker at the same Redis, with connection
+# settings made for the layer's blocking reads (see playground/channel_layer.py).
 _REDIS_URL = os.environ.get("PLAYGROUND_REDIS_URL", "")
 if _REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [_REDIS_URL], "capacity": 1000, "expiry": 60},
-        }
-    }
+    from playground.channel_layer import redis_channel_layer  # noqa: E402
+
+    CHANNEL_LAYERS = {"default": redis_channel_layer(_REDIS_URL)}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
 

@@ -20,7 +20,7 @@ from channels_redis.core import RedisChannelLayer
 # How long Redis may hold the layer's blocking read before answering (seconds).
 BLOCKING_READ_SECONDS: float = RedisChannelLayer.brpop_timeout
 # A read that outlasts the blocking wait by this much means Redis or the network is gone.
-READ_MARGIN_SECONDS = 10.0
+READ_MARGIN_SECONDS = 5.0
 CONNECT_TIMEOUT_SECONDS = 5.0
 # A pooled connection unused for this long is PINGed before its next command (a proxy or
 # Redis' own `timeout` may have closed it meanwhile).

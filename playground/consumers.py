@@ -14,6 +14,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from playground import protocol
+from playground.liveness import Watchdog
 from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
 
 log = logging.getLogger(__name__)
@@ -25,12 +26,14 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         # request_id → the worker channel serving it (None until the worker has queued it)
         self.requests: dict[str, str | None] = {}
         self.cancel_asked: set[str] = set()
+        self.watchdog = Watchdog(self.channel_layer, self.channel_name, self.inference_event)  # liveness
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
         """Closing the socket cancels every request it started. A request no worker has taken yet
         is cancelled through the ``inference`` channel (behind the request itself) and the workers'
         group, since no ``inference.queued`` will reach this consumer any more."""
+        self.watchdog.stop()  # liveness
         for request_id, worker_channel in list(self.requests.items()):
             if worker_channel is not None:
                 await self._cancel(request_id)
@@ -70,7 +73,9 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             ))
             return
         self.requests[command.request_id] = None
-        await self.channel_layer.send(INFERENCE_CHANNEL, protocol.job_message(frame, command, self.channel_name))
+        message = protocol.job_message(frame, command, self.channel_name)
+        message = self.watchdog.submitted(command.request_id, frame, message)  # liveness: a lease
+        await self.channel_layer.send(INFERENCE_CHANNEL, message)
 
     async def _cancel_requested(self, request_id: str) -> None:
         if request_id not in self.requests:
@@ -92,7 +97,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
     async def inference_queued(self, message: dict[str, Any]) -> None:
         """A worker took the request; a cancel asked for meanwhile goes to it now."""
         request_id = message["request_id"]
-        if request_id not in self.requests:
+        if request_id not in self.requests or not self.watchdog.accepts(message):  # liveness
             return
         self.requests[request_id] = message["worker_channel"]
         if request_id in self.cancel_asked:
@@ -101,6 +106,8 @@ class GenerateConsumer(AsyncWebsocketConsumer):
 
     async def inference_event(self, message: dict[str, Any]) -> None:
         """Passes a worker's event on to the client as it is; a request's last event frees its id."""
+        if not self.watchdog.accepts(message):  # liveness: from a submission given up since
+            return
         event = message["event"]
         if event["type"] in protocol.FINAL_EVENTS:
             self.requests.pop(message["request_id"], None)
@@ -109,8 +116,14 @@ class GenerateConsumer(AsyncWebsocketConsumer):
 
     async def inference_finished(self, message: dict[str, Any]) -> None:
         """The worker is done with the request (even one whose last event was lost): its id is free."""
+        if not self.watchdog.accepts(message):  # liveness: from a submission given up since
+            return
         self.requests.pop(message["request_id"], None)
         self.cancel_asked.discard(message["request_id"])
+
+    async def inference_heartbeat(self, message: dict[str, Any]) -> None:
+        """A worker still holds these requests (see playground/liveness.py)."""
+        self.watchdog.heartbeat(message)
 
     async def _send(self, event: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(event, ensure_ascii=False, allow_nan=False))

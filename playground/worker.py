@@ -12,6 +12,10 @@ The websocket consumer and the worker speak only through the channel layer, in f
   when its connection closes, to the ``inference`` channel and the ``inference-workers`` group,
   and the worker that later receives the request drops it).
 
+Liveness (``playground.liveness``): each request carries its connection's ``lease`` token, which
+the worker repeats on every message about it, and a worker holding requests sends their
+connections an ``inference.heartbeat``, so a connection notices a worker that died.
+
 Embedded default: the worker runs inside the server process on the in-memory channel layer,
 started on the first websocket connection. Scale-out: point ``CHANNEL_LAYERS`` at Redis and run
 ``python manage.py runworker inference`` on other machines; the consumer does not change.
@@ -47,6 +51,7 @@ from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
 from inference.whatif import Cancelled, LogitsCache, inspect_position
 from playground import protocol
+from playground.liveness import WorkerHeartbeat
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +95,7 @@ class Job:
     reply_channel: str
     frame: str  # the client's frame, parsed again here: a worker trusts only its own checks
     quick: bool  # tokenizing: no decoder needed, so it never waits behind a generation
+    lease: str | None = None  # liveness: the connection's token for this submission, on every reply
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
@@ -104,20 +110,21 @@ class InferenceWorker(AsyncConsumer):
         # Cancels that arrived before their request (a consumer that closed before any worker took
         # its request): (reply_channel, request_id), oldest first.
         self.early_cancels: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self.heartbeat = WorkerHeartbeat(self.jobs.values)  # liveness: while it holds any job
 
     async def inference_request(self, message: dict[str, Any]) -> None:
         """Queues a request and tells the consumer where to send cancels."""
-        job = Job(message["request_id"], message["reply_channel"], message["frame"], bool(message.get("quick")))
+        job = Job(message["request_id"], message["reply_channel"], message["frame"], bool(message.get("quick")), message.get("lease"))
         key = (job.reply_channel, job.request_id)
         await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
         if key in self.early_cancels:
             del self.early_cancels[key]  # its connection closed before any worker took it
             return
         self.jobs[key] = job
-        await self.channel_layer.send(
-            job.reply_channel,
-            {"type": "inference.queued", "request_id": job.request_id, "worker_channel": self.channel_name},
-        )
+        self.heartbeat.ensure_running(self.channel_layer, self.channel_name)  # liveness
+        await self.channel_layer.send(job.reply_channel, {
+            "type": "inference.queued", "request_id": job.request_id, "worker_channel": self.channel_name, "lease": job.lease,
+        })
         asyncio.ensure_future(self._serve(job))
 
     async def inference_cancel(self, message: dict[str, Any]) -> None:
@@ -146,10 +153,12 @@ class InferenceWorker(AsyncConsumer):
         decoding = loop.run_in_executor(executor, _serve_job, job, emit)
         try:
             while (event := await events.get()) is not _END:
-                await self.channel_layer.send(
-                    job.reply_channel, {"type": "inference.event", "request_id": job.request_id, "event": event}
-                )
-            await self.channel_layer.send(job.reply_channel, {"type": "inference.finished", "request_id": job.request_id})
+                await self.channel_layer.send(job.reply_channel, {
+                    "type": "inference.event", "request_id": job.request_id, "lease": job.lease, "event": event,
+                })
+            await self.channel_layer.send(job.reply_channel, {
+                "type": "inference.finished", "request_id": job.request_id, "lease": job.lease,
+            })
         except Exception:  # noqa: BLE001 — e.g. the consumer's channel is full or Redis is gone
             log.exception("could not pass on the events of request %s; cancelling it", job.request_id)
         finally:

@@ -71,7 +71,7 @@ class Timing:
     def watch_interval(self) -> float:
         """How often a watchdog looks at its leases: a lost worker is noticed within
         ``lease_seconds + watch_interval`` of its last word."""
-        return self.lease_seconds / 6
+        return self.lease_seconds / 10
 
     @classmethod
     def from_settings(cls) -> "Timing":

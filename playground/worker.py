@@ -162,7 +162,8 @@ class InferenceWorker(AsyncConsumer):
         except Exception:  # noqa: BLE001 — e.g. the consumer's channel is full or Redis is gone
             log.exception("could not pass on the events of request %s; cancelling it", job.request_id)
         finally:
-            self.jobs.pop((job.reply_channel, job.request_id), None)
+            if self.jobs.get((job.reply_channel, job.request_id)) is job:  # (a resubmission may hold the key now)
+                del self.jobs[(job.reply_channel, job.request_id)]
             if not decoding.done():
                 job.cancelled.set()  # nobody hears this run any more: stop it within one token
             await asyncio.shield(decoding)

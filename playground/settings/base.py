@@ -60,13 +60,13 @@ else:
 
 # Worker liveness (playground/liveness.py): a worker holding requests beats this often; a request
 # whose worker has said nothing for LEASE_SECONDS fails with `worker_lost` (so a dead worker is
-# noticed within LEASE_SECONDS plus a sixth of it); one that no worker acknowledged within
+# noticed within LEASE_SECONDS plus a tenth of it); one that no worker acknowledged within
 # ACK_TIMEOUT_SECONDS fails with `no_worker`. A worker acknowledges as it takes a request off the
 # channel, before loading its model, so the wait covers only a worker (re)starting; it stays below
 # the Redis layer's 60 s message expiry, after which an untaken request is gone anyway.
 WORKER_LIVENESS = {
     "HEARTBEAT_SECONDS": 1.0,
-    "LEASE_SECONDS": 3.0,
+    "LEASE_SECONDS": 2.5,
     "ACK_TIMEOUT_SECONDS": float(os.environ.get("PLAYGROUND_WORKER_ACK_TIMEOUT", "30")),
 }
 

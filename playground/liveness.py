@@ -235,16 +235,20 @@ class Watchdog:
                     lease.ack_deadline += stalled
             expected = now + interval
             for lease in list(self.leases.values()):
-                if lease.acknowledged and now >= lease.expires_at:
-                    await self._give_up(lease, WORKER_LOST, (
-                        f"the inference worker serving this request stopped answering (nothing from it for "
-                        f"{self.timing.lease_seconds:g} s); the request was abandoned"
-                    ))
-                elif not lease.acknowledged and now >= lease.ack_deadline:
-                    await self._give_up(lease, NO_WORKER, (
-                        f"no inference worker took this request within {self.timing.ack_timeout_seconds:g} s; "
-                        "is a worker running (manage.py runworker inference)?"
-                    ))
+                try:
+                    if lease.acknowledged and now >= lease.expires_at:
+                        await self._give_up(lease, WORKER_LOST, (
+                            f"the inference worker serving this request stopped answering (nothing from it for "
+                            f"{self.timing.lease_seconds:g} s); the request was abandoned"
+                        ))
+                    elif not lease.acknowledged and now >= lease.ack_deadline:
+                        await self._give_up(lease, NO_WORKER, (
+                            f"no inference worker took this request within {self.timing.ack_timeout_seconds:g} s; "
+                            "is a worker running (manage.py runworker inference)?"
+                        ))
+                except Exception:  # noqa: BLE001 — the other requests must still be watched
+                    log.exception("could not give up request %s", lease.request_id)
+                    self.leases.pop(lease.request_id, None)
 
     async def _give_up(self, lease: Lease, code: str, message: str) -> None:
         if self.leases.get(lease.request_id) is not lease:

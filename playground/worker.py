@@ -122,9 +122,10 @@ class InferenceWorker(AsyncConsumer):
             return
         self.jobs[key] = job
         self.heartbeat.ensure_running(self.channel_layer, self.channel_name)  # liveness
-        await self.channel_layer.send(job.reply_channel, {
-            "type": "inference.queued", "request_id": job.request_id, "worker_channel": self.channel_name, "lease": job.lease,
-        })
+        await self.channel_layer.send(
+            job.reply_channel,
+            {"type": "inference.queued", "request_id": job.request_id, "worker_channel": self.channel_name, "lease": job.lease},
+        )
         asyncio.ensure_future(self._serve(job))
 
     async def inference_cancel(self, message: dict[str, Any]) -> None:
@@ -153,12 +154,10 @@ class InferenceWorker(AsyncConsumer):
         decoding = loop.run_in_executor(executor, _serve_job, job, emit)
         try:
             while (event := await events.get()) is not _END:
-                await self.channel_layer.send(job.reply_channel, {
-                    "type": "inference.event", "request_id": job.request_id, "lease": job.lease, "event": event,
-                })
-            await self.channel_layer.send(job.reply_channel, {
-                "type": "inference.finished", "request_id": job.request_id, "lease": job.lease,
-            })
+                await self.channel_layer.send(
+                    job.reply_channel, {"type": "inference.event", "request_id": job.request_id, "lease": job.lease, "event": event}
+                )
+            await self.channel_layer.send(job.reply_channel, {"type": "inference.finished", "request_id": job.request_id, "lease": job.lease})
         except Exception:  # noqa: BLE001 — e.g. the consumer's channel is full or Redis is gone
             log.exception("could not pass on the events of request %s; cancelling it", job.request_id)
         finally:

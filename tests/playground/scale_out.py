@@ -100,8 +100,11 @@ class ScaleOut:
         return f"http://127.0.0.1:{self.web_port}"
 
     def get_json(self, path: str) -> Any:
+        return json.loads(self.get(path))
+
+    def get(self, path: str) -> str:
         with urllib.request.urlopen(f"{self.origin}{path}", timeout=30) as response:
-            return json.load(response)
+            return response.read().decode()
 
     def close(self) -> None:
         for process in reversed(self.processes):

@@ -1,5 +1,6 @@
 """Scale-out: a daphne with no worker of its own, a `manage.py runworker inference` process, and
-Redis between them. The consumer is the same code as in the embedded default."""
+Redis between them. The consumer is the same code as in the embedded default. Also idle past
+every timeout, and under faults: a worker killed mid-stream, no worker at all."""
 
 from __future__ import annotations
 
@@ -17,12 +18,16 @@ pytestmark = pytest.mark.real_model
 # Longer than every timeout of an idle connection: the layer's blocking read and the client's
 # read timeout that must outlast it.
 IDLE_SECONDS = BLOCKING_READ_SECONDS + READ_MARGIN_SECONDS + 2
+ACK_TIMEOUT = 4  # seconds the web process waits for a worker to take a request (PLAYGROUND_WORKER_ACK_TIMEOUT)
+NOTICE_DEADLINE = 5  # seconds: issue 12's bound for a dead worker's clients to hear of it
+
+LONG_RUN = {"prompt": "Once upon a time", "params": {"temperature": 0, "max_tokens": 4000, "ignore_eos": True}}
 
 
 @pytest.fixture(scope="module")
 def scaled_out(tmp_path_factory):
     """Redis, one runworker process and one daphne without an embedded worker."""
-    stack = ScaleOut(tmp_path_factory.mktemp("scale-out"))
+    stack = ScaleOut(tmp_path_factory.mktemp("scale-out"), PLAYGROUND_WORKER_ACK_TIMEOUT=str(ACK_TIMEOUT))
     try:
         worker, worker_log = stack.start_worker()
         web, web_log = stack.start_web()
@@ -74,3 +79,69 @@ def test_idle_worker_and_idle_websocket_outlive_every_timeout(scaled_out):
     assert [e["text"] for e in events if e["type"] == "token"][0] == " Paris"
     for log in scaled_out["logs"]:
         assert "Traceback" not in log.read_text(errors="replace"), log.read_text()[-3000:]
+
+
+def test_a_killed_worker_is_noticed_its_ids_freed_and_its_partial_run_saved(scaled_out):
+    """SIGKILL of the `runworker` mid-stream: its clients hear within 5 s (heartbeats and leases,
+    playground/liveness.py), the ids are free, the partial run is saved as failed with the tokens
+    its client saw; with no worker running at all, a request is refused after the bounded wait.
+    Ends with a fresh worker serving, so the other tests find the stack as they expect."""
+    stack, worker = scaled_out["stack"], scaled_out["worker"]
+    with connect(stack.url, origin=stack.origin) as ws:
+        ws.send(json.dumps({"type": "generate", "request_id": "long", **LONG_RUN}))
+        # queued behind "long" on the same worker's decode thread: held, not started
+        ws.send(json.dumps({"type": "generate", "request_id": "waiting", "prompt": "Hi", "params": {"max_tokens": 4}}))
+        seen: dict[str, list[dict]] = {"long": [], "waiting": []}
+        while sum(e["type"] == "token" for e in seen["long"]) < 8:
+            event = json.loads(ws.recv(timeout=120))
+            seen[event["request_id"]].append(event)
+        worker.kill()  # SIGKILL: no goodbye, no cleanup
+        killed_at = time.monotonic()
+        heard_at: dict[str, float] = {}
+        while len(heard_at) < 2:
+            event = json.loads(ws.recv(timeout=NOTICE_DEADLINE + 5))
+            seen[event["request_id"]].append(event)
+            if event["type"] == "error":
+                heard_at[event["request_id"]] = time.monotonic() - killed_at
+        worker.wait(timeout=10)
+        print(f"heard of the killed worker after {heard_at['long']:.2f} s (running) and {heard_at['waiting']:.2f} s (queued)")
+
+        for request_id in ("long", "waiting"):
+            error = seen[request_id][-1]
+            assert error["error"]["code"] == "worker_lost", error
+            assert error["error"]["message"] and error["error"]["param"] is None
+            assert heard_at[request_id] < NOTICE_DEADLINE, heard_at
+        assert [e["type"] for e in seen["waiting"]] == ["error"]
+        assert "run_id" not in seen["waiting"][-1]  # it never started: nothing to save
+
+        started, *tokens, error = seen["long"]
+        assert started["type"] == "started" and all(e["type"] == "token" for e in tokens)
+        assert error["run_id"] == started["run_id"]  # the permalink announced in `started` holds
+
+        # The ids are free: reusing them is no `duplicate_request`. No worker runs now (none at all),
+        # so each is refused after the documented wait; a worker started later serves the same id.
+        sent_at = time.monotonic()
+        ws.send(json.dumps({"type": "generate", "request_id": "long", "prompt": "Hi", "params": {"max_tokens": 2}}))
+        ws.send(json.dumps({"type": "tokenize", "request_id": "waiting", "text": "hi"}))
+        for _ in range(2):
+            refused = json.loads(ws.recv(timeout=ACK_TIMEOUT + 10))
+            waited = time.monotonic() - sent_at
+            assert refused["type"] == "error" and refused["error"]["code"] == "no_worker", refused
+            assert "runworker" in refused["error"]["message"]
+            assert ACK_TIMEOUT - 0.5 <= waited < ACK_TIMEOUT + 3, waited
+        scaled_out["worker"], worker_log = stack.start_worker()
+        scaled_out["logs"] = (worker_log, scaled_out["logs"][1])
+        served = request_events(ws, {
+            "type": "generate", "request_id": "long", "prompt": "The capital of France is", "params": {"temperature": 0, "max_tokens": 3},
+        }, timeout=60)
+        assert [e["type"] for e in served] == ["started", "token", "token", "token", "done"], served  # nothing of the old ones
+        assert served[1]["text"] == " Paris" and served[-1]["reason"] == "max_tokens"
+
+    saved = stack.get_json(f"/r/{started['run_id']}.json")["run"]
+    assert saved["status"] == "failed"
+    assert saved["result"]["error"]["code"] == "worker_lost"
+    assert saved["request"]["prompt"] == LONG_RUN["prompt"]
+    assert [(t["index"], t["id"], t["text"]) for t in saved["tokens"]] == [(t["index"], t["id"], t["text"]) for t in tokens]
+    assert saved["result"]["text"] == "".join(t["text"] for t in tokens)
+    assert LONG_RUN["prompt"] in stack.get(f"/r/{started['run_id']}")  # its page shows (urlopen raises on 4xx/5xx)
+

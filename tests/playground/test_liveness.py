@@ -1,6 +1,6 @@
 """The liveness rules on their own, over Channels' in-memory layer with short timings: what a
 worker's heartbeats name, which messages a connection's watchdog accepts, and when it gives a
-request up. The same code against real processes and Redis: test_scale_out_faults.py."""
+request up. The same code against real processes and Redis: test_scale_out.py."""
 
 from __future__ import annotations
 

@@ -256,7 +256,7 @@ class Watchdog:
         await self._cancel_quietly(lease)
         error: dict[str, Any] = {"type": "error", "request_id": lease.request_id, "error": {"code": code, "message": message, "param": None}}
         if lease.recorder is not None:
-            run_id = await database_sync_to_async(lease.recorder.fail)(error)
+            run_id = await database_sync_to_async(save_failed_run)(lease.recorder, error)
             if run_id is not None:
                 error["run_id"] = run_id
         if self.leases.get(lease.request_id) is not lease:
@@ -278,6 +278,16 @@ class Watchdog:
                 await self.channel_layer.group_send(WORKERS_GROUP, cancel)
         except Exception as error:  # noqa: BLE001
             log.warning("could not cancel request %s on its worker: %s", lease.request_id, error)
+
+
+def save_failed_run(recorder: "RunRecorder", error: dict[str, Any]) -> str | None:
+    """Saves the relayed run as failed; returns its id (None if it could not be saved). A worker
+    that died just after saving the run itself leaves its record, which stands."""
+    from playground.models import Run
+
+    if Run.objects.filter(pk=recorder.run_id).exists():
+        return recorder.run_id
+    return recorder.fail(error)
 
 
 def relayed_recorder(request_id: str, frame: str, started: dict[str, Any]) -> "RunRecorder":

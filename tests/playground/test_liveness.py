@@ -147,3 +147,36 @@ async def test_a_stalled_connection_does_not_blame_its_worker(fast):
     await asyncio.sleep(2 * fast.watch_interval)
     assert connection.delivered == []
     connection.watchdog.stop()
+
+
+STARTED = {
+    "type": "started", "request_id": "r", "seed": 7, "mode": "completion", "top_n": 2, "use_cache": True,
+    "prompt_tokens": [{"id": 0, "text": "<|endoftext|>"}, {"id": 504, "text": "The"}],
+    "params": {"temperature": 0, "max_tokens": 64, "seed": 7},
+    "model": {"name": "m", "manifest_sha256": "0" * 64, "onnxruntime_version": "1", "execution_provider": "CPUExecutionProvider", "context_window": 8192},
+}
+TOKEN = {
+    "type": "token", "request_id": "r", "sample": 0, "index": 0, "id": 3575, "token": " capital", "text": " capital",
+    "raw_prob": 0.5, "prob": 1.0, "draw": None, "entropy": {"before": 1.0, "after": 0.0}, "elapsed_ms": 3.0,
+    "alternatives": [{"id": 3575, "token": " capital", "raw_prob": 0.5, "prob": 1.0, "removed_by": None}],
+    "stages": [], "removed_by": None,
+}
+
+
+@pytest.mark.django_db
+def test_a_relayed_run_is_saved_as_failed_under_the_announced_id_once():
+    from playground.liveness import relayed_recorder, save_failed_run
+    from playground.models import Run, hash_delete_token, new_delete_token, new_run_id
+
+    started = STARTED | {"run_id": new_run_id(), "delete_token": new_delete_token()}
+    recorder = relayed_recorder("r", '{"type": "generate", "request_id": "r", "prompt": "The"}', started)
+    recorder.observe(TOKEN)
+    error = {"type": "error", "request_id": "r", "error": {"code": WORKER_LOST, "message": "gone", "param": None}}
+    assert save_failed_run(recorder, error) == started["run_id"]
+    run = Run.objects.get(pk=started["run_id"])
+    assert run.status == Run.Status.FAILED and run.error["code"] == WORKER_LOST
+    assert run.delete_token_hash == hash_delete_token(started["delete_token"])  # the client's token deletes it
+    assert run.text == " capital" and len(run.tokens) == 1
+    # saved already (by its worker, just before it died): that record stands, no second insert
+    assert save_failed_run(recorder, error) == started["run_id"]
+    assert Run.objects.filter(pk=started["run_id"]).count() == 1

@@ -1,6 +1,7 @@
 """The messages the websocket consumer and the inference workers exchange over the channel layer.
 
-There are five, each made by the constructor of the same name below:
+There are five, each made by the constructor of the same name below, and a sixth for liveness
+(``inference.heartbeat``, worker → consumer, made and documented in ``playground.liveness``):
 
 - ``inference.request`` (consumer → the shared ``inference`` channel): ``reply_channel``,
   ``request_id``, ``quick`` (tokenizing: served beside generations, not behind them) and the
@@ -13,6 +14,10 @@ There are five, each made by the constructor of the same name below:
 - ``inference.cancel`` (consumer → ``worker_channel``; for a request no worker has acknowledged
   when its connection closes, to the ``inference`` channel and the ``inference-workers`` group,
   and the worker that later receives the request drops it).
+
+Every message about a request that the consumer watches carries its ``lease`` token (added to
+``inference.request`` by the consumer's watchdog; repeated by the worker on ``queued``, ``event``
+and ``finished``), so that messages from a submission given up since are dropped.
 
 Every message is plain data (strings, numbers, lists, dicts with string keys), as the Redis layer
 needs.
@@ -32,16 +37,16 @@ def request(job: frames.Job, reply_channel: str) -> dict[str, Any]:
     }
 
 
-def queued(request_id: str, worker_channel: str) -> dict[str, Any]:
-    return {"type": "inference.queued", "request_id": request_id, "worker_channel": worker_channel}
+def queued(request_id: str, worker_channel: str, lease: str | None) -> dict[str, Any]:
+    return {"type": "inference.queued", "request_id": request_id, "worker_channel": worker_channel, "lease": lease}
 
 
-def event(request_id: str, websocket_event: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "inference.event", "request_id": request_id, "event": websocket_event}
+def event(request_id: str, websocket_event: dict[str, Any], lease: str | None) -> dict[str, Any]:
+    return {"type": "inference.event", "request_id": request_id, "lease": lease, "event": websocket_event}
 
 
-def finished(request_id: str) -> dict[str, Any]:
-    return {"type": "inference.finished", "request_id": request_id}
+def finished(request_id: str, lease: str | None) -> dict[str, Any]:
+    return {"type": "inference.finished", "request_id": request_id, "lease": lease}
 
 
 def cancel(request_id: str, reply_channel: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from django.conf import settings
 from playground import channel_messages as messages
 from playground import events, frames
 from playground.client_limits import client_limits
+from playground.liveness import Watchdog
 from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         self.cancel_sent: set[str] = set()  # cancels passed to a worker, until the request ends
         client = self.scope.get("client")
         self.client = str(client[0]) if client else "unknown"  # the key of the per-client limits
+        self.watchdog = Watchdog(self.channel_layer, self.channel_name, self.inference_event)  # liveness
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
@@ -37,6 +39,8 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         queue unrun. A request no worker has taken yet is cancelled through the ``inference``
         channel (behind the request itself) and the workers' group, since no ``inference.queued``
         will reach this consumer any more."""
+        if hasattr(self, "watchdog"):
+            self.watchdog.stop()  # liveness
         for request_id, worker_channel in list(getattr(self, "requests", {}).items()):
             self._forget(request_id)
             if worker_channel is not None:
@@ -82,7 +86,9 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             await self._send(events.limit_event(refusal.code, refusal.message, refusal.retry_after, request_id))
             return
         self.requests[request_id] = None
-        await self.channel_layer.send(INFERENCE_CHANNEL, messages.request(command, self.channel_name))
+        record = frames.record_fields(command) if isinstance(command, frames.Generate) else None
+        message = self.watchdog.submitted(request_id, record, messages.request(command, self.channel_name))  # liveness: a lease
+        await self.channel_layer.send(INFERENCE_CHANNEL, message)
 
     async def _cancel_requested(self, request_id: str) -> None:
         if request_id not in self.requests:
@@ -101,7 +107,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
     async def inference_queued(self, message: dict[str, Any]) -> None:
         """A worker took the request; a cancel asked for meanwhile goes to it now."""
         request_id = message["request_id"]
-        if request_id not in self.requests:
+        if request_id not in self.requests or not self.watchdog.accepts(message):  # liveness
             return
         self.requests[request_id] = message["worker_channel"]
         if request_id in self.cancel_asked:
@@ -112,6 +118,8 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         """Passes a worker's event on to the client; a request's last event frees its id. A cancel
         that crossed the request's end on its way (the request ended otherwise) is answered with
         ``unknown_request`` right after that last event, as a cancel of a finished request is."""
+        if not self.watchdog.accepts(message):  # liveness: from a submission given up since
+            return
         event = message["event"]
         request_id = message["request_id"]
         if event.get("type") not in events.FINAL_EVENTS:
@@ -125,6 +133,8 @@ class GenerateConsumer(AsyncWebsocketConsumer):
 
     async def inference_finished(self, message: dict[str, Any]) -> None:
         """The worker is done with the request (even one whose last event was lost): its id is free."""
+        if not self.watchdog.accepts(message):  # liveness: from a submission given up since
+            return
         self._forget(message["request_id"])
 
     def _forget(self, request_id: str) -> None:
@@ -133,6 +143,10 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             client_limits().release(self.client)
         self.cancel_asked.discard(request_id)
         self.cancel_sent.discard(request_id)
+
+    async def inference_heartbeat(self, message: dict[str, Any]) -> None:
+        """A worker still holds these requests (see playground/liveness.py)."""
+        self.watchdog.heartbeat(message)
 
     async def _send(self, event: dict[str, Any]) -> None:
         await self.send(text_data=events.encode_event(event))

@@ -3,6 +3,10 @@
 The websocket consumer and the worker speak only through the channel layer, in the five messages
 documented and made in ``playground.channel_messages``.
 
+Liveness (``playground.liveness``): each request carries its connection's ``lease`` token, which
+the worker repeats on every message about it, and a worker holding requests sends their
+connections an ``inference.heartbeat``, so a connection notices a worker that died.
+
 Embedded default: the worker runs inside the server process on the in-memory channel layer,
 started on the first websocket connection. Scale-out: point ``CHANNEL_LAYERS`` at Redis and run
 ``python manage.py runworker inference`` on other machines; the consumer does not change.
@@ -40,6 +44,7 @@ from inference.runtime import Runtime, load_runtime
 from inference.whatif import LogitsCache, inspect_position
 from playground import channel_messages as messages
 from playground import events, frames
+from playground.liveness import WorkerHeartbeat
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +90,7 @@ class Assignment:
     reply_channel: str
     command: frames.Job  # parsed once, at the consumer
     quick: bool  # tokenizing: no decoder needed, so it never waits behind a generation
+    lease: str | None = None  # liveness: the connection's token for this submission, on every reply
     cancelled: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -110,20 +116,23 @@ class InferenceWorker(AsyncConsumer):
         # Cancels that arrived before their request (a consumer that closed before any worker took
         # its request): (reply_channel, request_id), oldest first.
         self.early_cancels: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self.heartbeat = WorkerHeartbeat(self.jobs.values)  # liveness: while it holds any job
 
     async def inference_request(self, message: dict[str, Any]) -> None:
         """Queues a request and tells the consumer where to send cancels."""
         job = Assignment(
-            message["request_id"], message["reply_channel"], frames.job_from_dict(message["job"]), bool(message.get("quick"))
+            message["request_id"], message["reply_channel"], frames.job_from_dict(message["job"]), bool(message.get("quick")),
+            message.get("lease"),
         )
         await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
         if job.key in self.early_cancels:
             del self.early_cancels[job.key]  # its connection closed before any worker took it
             return
         self.jobs[job.key] = job
+        self.heartbeat.ensure_running(self.channel_layer, self.channel_name)  # liveness
         await self.channel_layer.send(
             job.reply_channel,
-            messages.queued(job.request_id, self.channel_name),
+            messages.queued(job.request_id, self.channel_name, job.lease),
         )
         if job.quick:  # tokenizing needs no decoder: served beside generations, not behind them
             asyncio.ensure_future(self._serve(job))
@@ -167,12 +176,13 @@ class InferenceWorker(AsyncConsumer):
         decoding = loop.run_in_executor(executor, _serve_job, job, emit)
         try:
             while (event := await events.get()) is not _END:
-                await self.channel_layer.send(job.reply_channel, messages.event(job.request_id, event))
-            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id))
+                await self.channel_layer.send(job.reply_channel, messages.event(job.request_id, event, job.lease))
+            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id, job.lease))
         except Exception:  # noqa: BLE001 — e.g. the consumer's channel is full or Redis is gone
             log.warning("could not pass on the events of request %s; cancelling it", job.request_id, exc_info=True)
         finally:
-            self.jobs.pop(job.key, None)
+            if self.jobs.get(job.key) is job:  # (a resubmission may hold the key now)
+                del self.jobs[job.key]
             if not decoding.done():
                 job.cancelled.set()  # nobody hears this run any more: stop it within one token
             await asyncio.shield(decoding)
@@ -181,8 +191,8 @@ class InferenceWorker(AsyncConsumer):
         """Sends a request's last events and frees its id, outside the decode thread."""
         try:
             for event in last_events:
-                await self.channel_layer.send(job.reply_channel, messages.event(job.request_id, event))
-            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id))
+                await self.channel_layer.send(job.reply_channel, messages.event(job.request_id, event, job.lease))
+            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id, job.lease))
         except Exception:  # noqa: BLE001 — the consumer may be gone: nobody to tell
             log.warning("could not answer the cancelled request %s", job.request_id, exc_info=True)
 

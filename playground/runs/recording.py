@@ -15,7 +15,7 @@ from typing import Any
 from django.db import connections, router, transaction
 
 from playground.models import Run, hash_delete_token, new_delete_token, new_run_id
-from playground.runs.schema import compact_token
+from playground.runs.token_rows import sample_text, stored_row_from_event
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class RunRecorder:
                 event = event | {"run_id": self.run_id, "delete_token": self.delete_token}
                 self.started = event
             elif kind == "token":
-                self.tokens.append(compact_token(event))
+                self.tokens.append(stored_row_from_event(event))
             elif kind == "beam_step":
                 self.beam_steps.append({k: v for k, v in event.items() if k not in ("type", "request_id")})
         except Exception as error:  # noqa: BLE001 — recording must never stop the stream
@@ -61,7 +61,7 @@ class RunRecorder:
             run_id, delete_token = self._save(status, result)
         except Exception as error:  # noqa: BLE001 — the stream must end normally whatever the database does
             log.exception("could not save run of request %s", self.request_id)
-            return done | {"run_id": None, "save_error": f"the run could not be saved: {type(error).__name__}"}
+            return done | {"run_id": None, "save_error": f"the run could not be saved: {type(error).__name__}: {error}"[:300]}
         return done | {"run_id": run_id, "delete_token": delete_token}
 
     def fail(self, error_event: dict[str, Any]) -> str | None:
@@ -69,7 +69,7 @@ class RunRecorder:
         if self.started is None:
             return None
         result = {
-            "reason": "", "stop_string": None, "text": "".join(row[4] for row in self.tokens if row[0] == 0),
+            "reason": "", "stop_string": None, "text": sample_text(self.tokens),
             "tail": "", "usage": {}, "timing": {}, "samples": [], "beams": [], "error": error_event.get("error"),
         }
         try:

@@ -49,17 +49,27 @@ DATABASES = {
 }
 
 # Embedded default: the in-memory layer (one process). Scale-out: PLAYGROUND_REDIS_URL points every
-# web process and every `manage.py runworker inference` worker at the same Redis.
+# web process and every `manage.py runworker inference` worker at the same Redis, with connection
+# settings made for the layer's blocking reads (see playground/channel_layer.py).
 _REDIS_URL = os.environ.get("PLAYGROUND_REDIS_URL", "")
 if _REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [_REDIS_URL], "capacity": 1000, "expiry": 60},
-        }
-    }
+    from playground.channel_layer import redis_channel_layer  # noqa: E402
+
+    CHANNEL_LAYERS = {"default": redis_channel_layer(_REDIS_URL)}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
+
+# Worker liveness (playground/liveness.py): a worker holding requests beats this often; a request
+# whose worker has said nothing for LEASE_SECONDS fails with `worker_lost` (so a dead worker is
+# noticed within LEASE_SECONDS plus a tenth of it); one that no worker acknowledged within
+# ACK_TIMEOUT_SECONDS fails with `no_worker`. A worker acknowledges as it takes a request off the
+# channel, before loading its model, so the wait covers only a worker (re)starting; it stays below
+# the Redis layer's 60 s message expiry, after which an untaken request is gone anyway.
+WORKER_LIVENESS = {
+    "HEARTBEAT_SECONDS": 1.0,
+    "LEASE_SECONDS": 2.5,
+    "ACK_TIMEOUT_SECONDS": float(os.environ.get("PLAYGROUND_WORKER_ACK_TIMEOUT", "30")),
+}
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]

@@ -1,92 +1,39 @@
 """Scale-out: a daphne with no worker of its own, a `manage.py runworker inference` process, and
-Redis between them. The consumer is the same code as in the embedded default."""
+Redis between them. The consumer is the same code as in the embedded default. Also idle past
+every timeout, and under faults: a worker killed mid-stream, no worker at all."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from websockets.sync.client import connect
 
+from playground.channel_layer import BLOCKING_READ_SECONDS, READ_MARGIN_SECONDS
+from tests.playground.scale_out import ScaleOut, request_events
+
 pytestmark = pytest.mark.real_model
 
-REPO = Path(__file__).resolve().parents[2]
+# Longer than every timeout of an idle connection: the layer's blocking read and the client's
+# read timeout that must outlast it.
+IDLE_SECONDS = BLOCKING_READ_SECONDS + READ_MARGIN_SECONDS + 2
+ACK_TIMEOUT = 4  # seconds the web process waits for a worker to take a request (PLAYGROUND_WORKER_ACK_TIMEOUT)
+NOTICE_DEADLINE = 5  # seconds: issue 12's bound for a dead worker's clients to hear of it
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_port(port: int, process: subprocess.Popen, log: Path, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"{process.args} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    pytest.fail(f"nothing listened on {port} within {seconds} s:\n{log.read_text()[-3000:]}")
+LONG_RUN = {"prompt": "Once upon a time", "params": {"temperature": 0, "max_tokens": 4000, "ignore_eos": True}}
 
 
 @pytest.fixture(scope="module")
 def scaled_out(tmp_path_factory):
-    """Redis, one runworker process and one daphne without an embedded worker; yields the ws URL."""
-    redis_server = shutil.which("redis-server")
-    if redis_server is None:
-        pytest.fail("redis-server is not installed (the test command installs Debian's redis-server)")
-    state = tmp_path_factory.mktemp("scale-out")
-    redis_port, web_port = free_port(), free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "playground.settings.dev",
-        "PLAYGROUND_STATE_DIR": str(state),
-        "PLAYGROUND_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-        "PLAYGROUND_EMBEDDED_WORKER": "0",
-    }
-    processes: list[subprocess.Popen] = []
-
-    def start(name: str, argv: list[str]) -> tuple[subprocess.Popen, Path]:
-        log = state / f"{name}.log"
-        process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-        processes.append(process)
-        return process, log
-
+    """Redis, one runworker process and one daphne without an embedded worker."""
+    stack = ScaleOut(tmp_path_factory.mktemp("scale-out"), PLAYGROUND_WORKER_ACK_TIMEOUT=str(ACK_TIMEOUT))
     try:
-        redis, redis_log = start("redis", [redis_server, "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        wait_for_port(redis_port, redis, redis_log)
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True, timeout=120)
-        worker, worker_log = start("worker", [sys.executable, "manage.py", "runworker", "inference"])
-        web, web_log = start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(web_port), "playground.asgi:application"])
-        wait_for_port(web_port, web, web_log)
-        yield {"url": f"ws://127.0.0.1:{web_port}/ws/generate/", "origin": f"http://127.0.0.1:{web_port}", "worker": worker, "logs": (worker_log, web_log)}
+        worker, worker_log = stack.start_worker()
+        web, web_log = stack.start_web()
+        yield {"stack": stack, "url": stack.url, "origin": stack.origin, "worker": worker, "web": web, "logs": (worker_log, web_log)}
     finally:
-        for process in reversed(processes):
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-
-
-def request_events(ws, frame: dict, end_types=("done", "error")) -> list[dict]:
-    ws.send(json.dumps(frame))
-    events = []
-    while True:
-        event = json.loads(ws.recv(timeout=120))
-        if event.get("request_id") == frame["request_id"]:
-            events.append(event)
-            if event["type"] in end_types:
-                return events
+        stack.close()
 
 
 def test_a_runworker_process_serves_the_websocket_through_redis(scaled_out):
@@ -114,3 +61,87 @@ def test_cancel_reaches_the_remote_worker(scaled_out):
         assert event["reason"] == "cancelled" and event["usage"]["completion_tokens"] < 4000
         follow = request_events(ws, {"type": "tokenize", "request_id": "t", "text": "hi"}, end_types=("tokens", "error"))
         assert follow[-1]["type"] == "tokens"
+
+
+def test_idle_worker_and_idle_websocket_outlive_every_timeout(scaled_out):
+    """Nothing happens for longer than the Redis reads wait and time out; then the same socket is
+    served by the same worker (with redis-py 8's defaults the worker exited after 5 s and daphne
+    closed the socket with 1011)."""
+    with connect(scaled_out["url"], origin=scaled_out["origin"]) as ws:
+        request_events(ws, {"type": "tokenize", "request_id": "before", "text": "hi"}, end_types=("tokens", "error"))
+        time.sleep(IDLE_SECONDS)
+        assert scaled_out["worker"].poll() is None, scaled_out["logs"][0].read_text()[-3000:]
+        assert scaled_out["web"].poll() is None, scaled_out["logs"][1].read_text()[-3000:]
+        events = request_events(ws, {
+            "type": "generate", "request_id": "after", "prompt": "The capital of France is", "params": {"temperature": 0, "max_tokens": 3},
+        }, timeout=30)
+    assert events[-1]["type"] == "done", events
+    assert [e["text"] for e in events if e["type"] == "token"][0] == " Paris"
+    for log in scaled_out["logs"]:
+        assert "Traceback" not in log.read_text(errors="replace"), log.read_text()[-3000:]
+
+
+def test_a_killed_worker_is_noticed_its_ids_freed_and_its_partial_run_saved(scaled_out):
+    """SIGKILL of the `runworker` mid-stream: its clients hear within 5 s (heartbeats and leases,
+    playground/liveness.py), the ids are free, the partial run is saved as failed with the tokens
+    its client saw; with no worker running at all, a request is refused after the bounded wait.
+    Ends with a fresh worker serving, so the other tests find the stack as they expect."""
+    stack, worker = scaled_out["stack"], scaled_out["worker"]
+    with connect(stack.url, origin=stack.origin) as ws:
+        ws.send(json.dumps({"type": "generate", "request_id": "long", **LONG_RUN}))
+        # queued behind "long" on the same worker's decode thread: held, not started
+        ws.send(json.dumps({"type": "generate", "request_id": "waiting", "prompt": "Hi", "params": {"max_tokens": 4}}))
+        seen: dict[str, list[dict]] = {"long": [], "waiting": []}
+        while sum(e["type"] == "token" for e in seen["long"]) < 8:
+            event = json.loads(ws.recv(timeout=120))
+            seen[event["request_id"]].append(event)
+        worker.kill()  # SIGKILL: no goodbye, no cleanup
+        killed_at = time.monotonic()
+        heard_at: dict[str, float] = {}
+        while len(heard_at) < 2:
+            event = json.loads(ws.recv(timeout=NOTICE_DEADLINE + 5))
+            seen[event["request_id"]].append(event)
+            if event["type"] == "error":
+                heard_at[event["request_id"]] = time.monotonic() - killed_at
+        worker.wait(timeout=10)
+        print(f"heard of the killed worker after {heard_at['long']:.2f} s (running) and {heard_at['waiting']:.2f} s (queued)")
+
+        for request_id in ("long", "waiting"):
+            error = seen[request_id][-1]
+            assert error["error"]["code"] == "worker_lost", error
+            assert error["error"]["message"] and error["error"]["param"] is None
+            assert heard_at[request_id] < NOTICE_DEADLINE, heard_at
+        assert [e["type"] for e in seen["waiting"]] == ["error"]
+        assert "run_id" not in seen["waiting"][-1]  # it never started: nothing to save
+
+        started, *tokens, error = seen["long"]
+        assert started["type"] == "started" and all(e["type"] == "token" for e in tokens)
+        assert error["run_id"] == started["run_id"]  # the permalink announced in `started` holds
+
+        # The ids are free: reusing them is no `duplicate_request`. No worker runs now (none at all),
+        # so each is refused after the documented wait; a worker started later serves the same id.
+        sent_at = time.monotonic()
+        ws.send(json.dumps({"type": "generate", "request_id": "long", "prompt": "Hi", "params": {"max_tokens": 2}}))
+        ws.send(json.dumps({"type": "tokenize", "request_id": "waiting", "text": "hi"}))
+        for _ in range(2):
+            refused = json.loads(ws.recv(timeout=ACK_TIMEOUT + 10))
+            waited = time.monotonic() - sent_at
+            assert refused["type"] == "error" and refused["error"]["code"] == "no_worker", refused
+            assert "runworker" in refused["error"]["message"]
+            assert ACK_TIMEOUT - 0.5 <= waited < ACK_TIMEOUT + 3, waited
+        scaled_out["worker"], worker_log = stack.start_worker()
+        scaled_out["logs"] = (worker_log, scaled_out["logs"][1])
+        served = request_events(ws, {
+            "type": "generate", "request_id": "long", "prompt": "The capital of France is", "params": {"temperature": 0, "max_tokens": 3},
+        }, timeout=60)
+        assert [e["type"] for e in served] == ["started", "token", "token", "token", "done"], served  # nothing of the old ones
+        assert served[1]["text"] == " Paris" and served[-1]["reason"] == "max_tokens"
+
+    saved = stack.get_json(f"/r/{started['run_id']}.json")["run"]
+    assert saved["status"] == "failed"
+    assert saved["result"]["error"]["code"] == "worker_lost"
+    assert saved["request"]["prompt"] == LONG_RUN["prompt"]
+    assert [(t["index"], t["id"], t["text"]) for t in saved["tokens"]] == [(t["index"], t["id"], t["text"]) for t in tokens]
+    assert saved["result"]["text"] == "".join(t["text"] for t in tokens)
+    assert LONG_RUN["prompt"] in stack.get(f"/r/{started['run_id']}")  # its page shows (urlopen raises on 4xx/5xx)
+

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from playground import protocol, worker
+from playground import frames, worker
 from playground.models import Run
 from playground.runs import schema
 from playground.runs.token_rows import load_rows
@@ -54,7 +54,8 @@ class FailingDecoder:
 def generate(model, request_id: str, cancel_after: int | None = None, **frame: Any) -> list[dict[str, Any]]:
     """One ``generate`` frame served by the worker's own generation path; its events."""
     body = {"type": "generate", "request_id": request_id, "prompt": PROMPT, "params": PARAMS, "top_n": 3} | frame
-    job = worker.Job(request_id, "test-reply", json.dumps(body), quick=False)
+    command = frames.parse_client_frame(json.dumps(body))
+    job = worker.Assignment(request_id, "test-reply", command, quick=False)
     events: list[dict[str, Any]] = []
 
     def emit(event: dict[str, Any]) -> None:
@@ -62,7 +63,7 @@ def generate(model, request_id: str, cancel_after: int | None = None, **frame: A
         if cancel_after is not None and sum(e["type"] == "token" for e in events) >= cancel_after:
             job.cancelled.set()
 
-    worker._generate(model, protocol.parse_client_frame(job.frame), job, emit)
+    worker._generate(model, command, job, emit)
     return events
 
 

@@ -1,0 +1,39 @@
+"""The Redis channel layer entry: its read timeout must outlast the layer's blocking read."""
+
+from __future__ import annotations
+
+import pytest
+from channels_redis.core import RedisChannelLayer
+from channels_redis.utils import create_pool
+
+from playground.channel_layer import BLOCKING_READ_SECONDS, RedisLayerError, redis_channel_layer
+
+
+def test_the_read_timeout_outlasts_the_layers_blocking_read():
+    (host,) = redis_channel_layer("redis://redis:6379/0")["CONFIG"]["hosts"]
+    assert BLOCKING_READ_SECONDS == RedisChannelLayer.brpop_timeout
+    assert host["socket_timeout"] > RedisChannelLayer.brpop_timeout
+    assert host["socket_keepalive"] is True and host["health_check_interval"] > 0
+
+
+def test_the_connections_redis_makes_carry_the_settings():
+    """What the layer actually hands redis-py, not just what the dict says."""
+    (host,) = redis_channel_layer("redis://redis:6379/0")["CONFIG"]["hosts"]
+    kwargs = create_pool(host).connection_kwargs
+    assert kwargs["socket_timeout"] == host["socket_timeout"] > BLOCKING_READ_SECONDS
+    assert kwargs["host"] == "redis" and kwargs["port"] == 6379 and kwargs["db"] == 0
+
+
+def test_a_longer_read_timeout_in_the_url_wins():
+    (host,) = redis_channel_layer("redis://redis:6379/0?socket_timeout=30")["CONFIG"]["hosts"]
+    assert create_pool(host).connection_kwargs["socket_timeout"] == 30
+
+
+@pytest.mark.parametrize("url, message", [
+    ("redis://redis:6379/0?socket_timeout=5", "must exceed the channel layer's blocking read"),
+    ("redis://redis:6379/0?socket_timeout=soon", "must be a number of seconds"),
+    ("http://redis:6379/0", "must start with redis://"),
+])
+def test_urls_that_would_break_the_layer_are_refused(url, message):
+    with pytest.raises(RedisLayerError, match=message):
+        redis_channel_layer(url)

@@ -1,0 +1,182 @@
+"""The liveness rules on their own, over Channels' in-memory layer with short timings: what a
+worker's heartbeats name, which messages a connection's watchdog accepts, and when it gives a
+request up. The same code against real processes and Redis: test_scale_out.py."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+
+import pytest
+from channels.layers import InMemoryChannelLayer
+
+from playground.liveness import NO_WORKER, WORKER_LOST, Timing, Watchdog, WorkerHeartbeat, heartbeats
+
+
+FAST = {"HEARTBEAT_SECONDS": 0.1, "LEASE_SECONDS": 0.4, "ACK_TIMEOUT_SECONDS": 0.6}
+JOB = {"type": "inference.request", "request_id": "r", "reply_channel": "x", "frame": "{}"}
+
+
+@pytest.fixture
+def fast(settings):
+    settings.WORKER_LIVENESS = FAST
+    return Timing.from_settings()
+
+
+class Connection:
+    """A watchdog and what it delivered, as a consumer would hold them."""
+
+    def __init__(self) -> None:
+        self.layer = InMemoryChannelLayer()
+        self.delivered: list[dict] = []
+        self.watchdog = Watchdog(self.layer, "reply!1", self._deliver)
+
+    async def _deliver(self, message: dict) -> None:
+        if self.watchdog.accepts(message):  # as the consumer's inference_event does
+            self.delivered.append(message["event"])
+
+    def submit(self, request_id: str = "r") -> str:
+        return self.watchdog.submitted(request_id, "{}", JOB | {"request_id": request_id})["lease"]
+
+    def queued(self, token: str, request_id: str = "r", worker: str = "worker!1") -> bool:
+        return self.watchdog.accepts({"type": "inference.queued", "request_id": request_id, "worker_channel": worker, "lease": token})
+
+
+def test_timing_refuses_a_lease_one_late_heartbeat_would_break():
+    with pytest.raises(ValueError, match="at least twice HEARTBEAT_SECONDS"):
+        Timing(heartbeat_seconds=1, lease_seconds=1.5, ack_timeout_seconds=30)
+    with pytest.raises(ValueError, match="ACK_TIMEOUT_SECONDS"):
+        Timing(heartbeat_seconds=1, lease_seconds=3, ack_timeout_seconds=0)
+
+
+def test_heartbeats_name_each_connections_requests_once():
+    held = [
+        SimpleNamespace(request_id="a", reply_channel="c1", lease="L1"),
+        SimpleNamespace(request_id="b", reply_channel="c1", lease="L2"),
+        SimpleNamespace(request_id="c", reply_channel="c2", lease="L3"),
+        SimpleNamespace(request_id="d", reply_channel="c3", lease=None),  # a connection that does not watch
+    ]
+    assert heartbeats("w!1", held) == {
+        "c1": {"type": "inference.heartbeat", "worker_channel": "w!1", "leases": [["a", "L1"], ["b", "L2"]]},
+        "c2": {"type": "inference.heartbeat", "worker_channel": "w!1", "leases": [["c", "L3"]]},
+    }
+
+
+async def test_a_worker_beats_while_it_holds_requests_and_stops_after(fast):
+    layer = InMemoryChannelLayer()
+    jobs = {"k": SimpleNamespace(request_id="r", reply_channel="reply!1", lease="L")}
+    beat = WorkerHeartbeat(jobs.values)
+    beat.ensure_running(layer, "worker!1")
+    first = await asyncio.wait_for(layer.receive("reply!1"), 2)
+    assert first == {"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", "L"]]}
+    jobs.clear()
+    await asyncio.sleep(3 * fast.heartbeat_seconds)
+    assert beat._task is not None and beat._task.done()  # no requests, no beating
+
+
+async def test_each_submission_has_its_own_lease_and_old_ones_are_dropped(fast):
+    connection = Connection()
+    first = connection.submit()
+    assert connection.queued(first)
+    done = {"type": "inference.event", "request_id": "r", "lease": first, "event": {"type": "done", "request_id": "r"}}
+    assert connection.watchdog.accepts(done)
+    second = connection.submit()  # the client reuses the id at once
+    assert second != first
+    # the first submission's late `finished` must not free the second's id
+    assert not connection.watchdog.accepts({"type": "inference.finished", "request_id": "r", "lease": first})
+    assert connection.watchdog.accepts({"type": "inference.finished", "request_id": "r", "lease": second})
+    # a request no longer watched accepts nothing that names a lease
+    assert not connection.watchdog.accepts({"type": "inference.finished", "request_id": "r", "lease": second})
+    connection.watchdog.stop()
+
+
+async def test_a_silent_worker_loses_its_requests_and_is_told_to_cancel(fast):
+    connection = Connection()
+    token = connection.submit()
+    connection.queued(token)
+    lost_after = time.monotonic()
+    while not connection.delivered:
+        await asyncio.sleep(0.02)
+    waited = time.monotonic() - lost_after
+    (error,) = connection.delivered
+    assert error["type"] == "error" and error["request_id"] == "r" and error["error"]["code"] == WORKER_LOST
+    assert "run_id" not in error  # it had not started
+    assert fast.lease_seconds <= waited < fast.lease_seconds + 3 * fast.watch_interval + 0.3
+    cancel = await asyncio.wait_for(connection.layer.receive("worker!1"), 1)
+    assert cancel == {"type": "inference.cancel", "request_id": "r", "reply_channel": "reply!1"}
+    assert connection.watchdog.leases == {}
+
+
+async def test_heartbeats_keep_a_quiet_request_alive(fast):
+    connection = Connection()
+    token = connection.submit()
+    connection.queued(token)
+    for _ in range(int(3 * fast.lease_seconds / fast.heartbeat_seconds)):
+        await asyncio.sleep(fast.heartbeat_seconds)
+        connection.watchdog.heartbeat({"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", token]]})
+    assert connection.delivered == []
+    connection.watchdog.heartbeat({"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", "other"]]})
+    await asyncio.sleep(fast.lease_seconds + 3 * fast.watch_interval)
+    assert [e["error"]["code"] for e in connection.delivered] == [WORKER_LOST]  # a foreign lease renews nothing
+
+
+async def test_a_request_no_worker_takes_is_refused_after_the_ack_timeout(fast):
+    connection = Connection()
+    connection.submit()
+    started = time.monotonic()
+    while not connection.delivered:
+        await asyncio.sleep(0.02)
+    assert time.monotonic() - started >= fast.ack_timeout_seconds
+    assert connection.delivered[0]["error"]["code"] == NO_WORKER
+    # a worker that takes the request later finds its cancel behind it (running workers hear it too)
+    cancel = await asyncio.wait_for(connection.layer.receive("inference"), 1)
+    assert cancel == {"type": "inference.cancel", "request_id": "r", "reply_channel": "reply!1"}
+
+
+async def test_a_stalled_connection_does_not_blame_its_worker(fast):
+    """The connection's own event loop stood still (so the heartbeats waited unread): the watchdog
+    counts the stall in the worker's favour instead of giving the request up."""
+    connection = Connection()
+    token = connection.submit()
+    connection.queued(token)
+    await asyncio.sleep(fast.watch_interval)
+    time.sleep(3 * fast.lease_seconds)  # the loop is blocked
+    await asyncio.sleep(0.01)  # the overdue watchdog runs first, before the heartbeats that waited
+    connection.watchdog.heartbeat({"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", token]]})
+    await asyncio.sleep(2 * fast.watch_interval)
+    assert connection.delivered == []
+    connection.watchdog.stop()
+
+
+STARTED = {
+    "type": "started", "request_id": "r", "seed": 7, "mode": "completion", "top_n": 2, "use_cache": True,
+    "prompt_tokens": [{"id": 0, "text": "<|endoftext|>"}, {"id": 504, "text": "The"}],
+    "params": {"temperature": 0, "max_tokens": 64, "seed": 7},
+    "model": {"name": "m", "manifest_sha256": "0" * 64, "onnxruntime_version": "1", "execution_provider": "CPUExecutionProvider", "context_window": 8192},
+}
+TOKEN = {
+    "type": "token", "request_id": "r", "sample": 0, "index": 0, "id": 3575, "token": " capital", "text": " capital",
+    "raw_prob": 0.5, "prob": 1.0, "draw": None, "entropy": {"before": 1.0, "after": 0.0}, "elapsed_ms": 3.0,
+    "alternatives": [{"id": 3575, "token": " capital", "raw_prob": 0.5, "prob": 1.0, "removed_by": None}],
+    "stages": [], "removed_by": None,
+}
+
+
+@pytest.mark.django_db
+def test_a_relayed_run_is_saved_as_failed_under_the_announced_id_once():
+    from playground.liveness import relayed_recorder, save_failed_run
+    from playground.models import Run, hash_delete_token, new_delete_token, new_run_id
+
+    started = STARTED | {"run_id": new_run_id(), "delete_token": new_delete_token()}
+    recorder = relayed_recorder("r", '{"type": "generate", "request_id": "r", "prompt": "The"}', started)
+    recorder.observe(TOKEN)
+    error = {"type": "error", "request_id": "r", "error": {"code": WORKER_LOST, "message": "gone", "param": None}}
+    assert save_failed_run(recorder, error) == started["run_id"]
+    run = Run.objects.get(pk=started["run_id"])
+    assert run.status == Run.Status.FAILED and run.error["code"] == WORKER_LOST
+    assert run.delete_token_hash == hash_delete_token(started["delete_token"])  # the client's token deletes it
+    assert run.text == " capital" and len(run.tokens) == 1
+    # saved already (by its worker, just before it died): that record stands, no second insert
+    assert save_failed_run(recorder, error) == started["run_id"]
+    assert Run.objects.filter(pk=started["run_id"]).count() == 1

@@ -13,7 +13,7 @@ from typing import Any
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from playground import protocol
+from playground import metrics, protocol
 from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             cancel = {"type": "inference.cancel", "request_id": request_id, "reply_channel": self.channel_name}
             await self.channel_layer.send(INFERENCE_CHANNEL, cancel)
             await self.channel_layer.group_send(WORKERS_GROUP, cancel)
+        metrics.connection_closed(self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None:
@@ -70,6 +71,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             ))
             return
         self.requests[command.request_id] = None
+        metrics.request_submitted(self.channel_name, command)
         await self.channel_layer.send(INFERENCE_CHANNEL, protocol.job_message(frame, command, self.channel_name))
 
     async def _cancel_requested(self, request_id: str) -> None:
@@ -113,4 +115,5 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         self.cancel_asked.discard(message["request_id"])
 
     async def _send(self, event: dict[str, Any]) -> None:
+        metrics.event_sent(self.channel_name, event)
         await self.send(text_data=json.dumps(event, ensure_ascii=False, allow_nan=False))

@@ -46,7 +46,7 @@ from inference.errors import ParamError
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
 from inference.whatif import Cancelled, LogitsCache, inspect_position
-from playground import protocol
+from playground import health, protocol
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,7 @@ class InferenceWorker(AsyncConsumer):
     """Takes requests off the ``inference`` channel and streams their events back."""
 
     EARLY_CANCELS_KEPT = 1024
+    inference_ping = health.answer_ping  # readiness: who answers, and whether its model is built
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -114,6 +115,7 @@ class InferenceWorker(AsyncConsumer):
             del self.early_cancels[key]  # its connection closed before any worker took it
             return
         self.jobs[key] = job
+        log.info("took request %s", job.request_id)  # which worker serves what, in its log lines
         await self.channel_layer.send(
             job.reply_channel,
             {"type": "inference.queued", "request_id": job.request_id, "worker_channel": self.channel_name},

@@ -4,5 +4,4 @@
 - ``schema``: the versioned JSON export of a run or a comparison, and its validating import.
 - ``compare``: aligns 2–4 runs token by token and measures how their distributions differ.
 - ``views`` / ``urls``: the permalink, comparison and history pages and their JSON endpoints.
-- ``database_url``: ``DATABASE_URL`` → Django's ``DATABASES`` entry (imported by the settings).
 """

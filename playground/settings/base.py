@@ -86,8 +86,9 @@ else:
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-# Where `collectstatic` writes (the image bakes it in at build time); WhiteNoise serves it.
-STATIC_ROOT = Path(os.environ.get("PLAYGROUND_STATIC_ROOT", STATE_DIR / "static"))
+# Where `collectstatic` writes and WhiteNoise serves from under prod (the image bakes it in at build
+# time); development reads STATICFILES_DIRS directly and needs none.
+STATIC_ROOT = Path(os.environ["PLAYGROUND_STATIC_ROOT"]) if os.environ.get("PLAYGROUND_STATIC_ROOT") else None
 # Development and tests serve static files from STATICFILES_DIRS as they are (WhiteNoise reads them
 # through the finders while DEBUG is on); prod.py switches to compressed files with hashed names.
 STORAGES = {

@@ -19,7 +19,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F401,F403
-from .base import LOGGING
+from .base import LOGGING, STATE_DIR
 
 DEBUG = False  # never read from the environment
 
@@ -87,6 +87,7 @@ X_FRAME_OPTIONS = "DENY"
 # Compressed files with content-hashed names, written by `collectstatic` (at image build time) and
 # served by WhiteNoise with long cache lifetimes; module imports between scripts are rewritten to
 # the hashed names too.
+STATIC_ROOT = Path(os.environ.get("PLAYGROUND_STATIC_ROOT") or STATE_DIR / "static")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "playground.static_storage.HashedModuleStorage"},

@@ -10,6 +10,8 @@ Environment:
 - ``DJANGO_CSRF_TRUSTED_ORIGINS``: optional, comma-separated ``https://host`` origins.
 - ``DJANGO_SECURE_SSL_REDIRECT`` (default 1), ``DJANGO_HSTS_SECONDS`` (default one year),
   ``DJANGO_HSTS_INCLUDE_SUBDOMAINS`` (default 1), ``DJANGO_HSTS_PRELOAD`` (default 1).
+- ``PLAYGROUND_HTTPS`` (default 1): 0 serves a trial over plain HTTP (no redirect, no HSTS, cookies
+  not marked secure); never for a site others reach.
 """
 
 import os
@@ -74,14 +76,17 @@ CSRF_TRUSTED_ORIGINS = _list("DJANGO_CSRF_TRUSTED_ORIGINS")
 # Behind the TLS-terminating proxy: it says which scheme the client used. Only safe when the proxy
 # always sets this header itself (docs/deploy.md).
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_SSL_REDIRECT = _flag("DJANGO_SECURE_SSL_REDIRECT", True)
-SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", str(365 * 24 * 3600)))
+# PLAYGROUND_HTTPS=0: a trial over plain HTTP on localhost, no proxy; `check --deploy` then warns
+# about each of the settings it switches off, as it should.
+HTTPS = _flag("PLAYGROUND_HTTPS", True)
+SECURE_SSL_REDIRECT = HTTPS and _flag("DJANGO_SECURE_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", str(365 * 24 * 3600))) if HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _flag("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = _flag("DJANGO_HSTS_PRELOAD", True)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
-SESSION_COOKIE_SECURE = True
-CSRF_COOKIE_SECURE = True
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
 X_FRAME_OPTIONS = "DENY"
 
 # Compressed files with content-hashed names, written by `collectstatic` (at image build time) and

@@ -85,3 +85,11 @@ def test_log_lines_are_json_objects(tmp_path):
     assert line["message"] == "hello there"
     assert (line["level"], line["logger"]) == ("WARNING", "playground.test")
     assert line["time"] and line["pid"] > 0 and line["host"]
+
+
+def test_plain_http_trial_switches_the_tls_settings_off_and_check_deploy_says_so(tmp_path):
+    env = prod_env(tmp_path, PLAYGROUND_HTTPS="0")
+    result = manage("check", "--deploy", env=env)
+    assert result.returncode == 0  # warnings only
+    for check in ("security.W004", "security.W008", "security.W016"):  # HSTS, redirect, CSRF cookie
+        assert check in result.stderr + result.stdout, check

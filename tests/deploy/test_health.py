@@ -6,7 +6,10 @@ from __future__ import annotations
 import socket
 
 import pytest
-from django.test import AsyncClient, override_settings
+from channels_redis.core import RedisChannelLayer
+from django.test import AsyncClient
+
+from playground import health
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -51,13 +54,11 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-async def test_not_ready_when_redis_is_unreachable(client):
-    layers = {"default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [f"redis://127.0.0.1:{_closed_port()}/0"]},
-    }}
-    with override_settings(CHANNEL_LAYERS=layers, INFERENCE={**_inference(), "EMBEDDED_WORKER": False}):
-        response = await client.get("/ready")
+async def test_not_ready_when_redis_is_unreachable(client, monkeypatch):
+    # the checks' layer only: the session's in-memory layer and its embedded worker stay as they are
+    unreachable = RedisChannelLayer(hosts=[f"redis://127.0.0.1:{_closed_port()}/0"])
+    monkeypatch.setattr(health, "get_channel_layer", lambda: unreachable)
+    response = await client.get("/ready")
     body = response.json()
     assert response.status_code == 503
     assert body["checks"]["database"]["ok"]
@@ -65,12 +66,6 @@ async def test_not_ready_when_redis_is_unreachable(client):
         assert not body["checks"][name]["ok"]
         assert "connect" in body["checks"][name]["error"].lower(), body
         assert body["checks"][name]["ms"] < 3500  # a refused connection is reported, not waited on
-
-
-def _inference() -> dict:
-    from django.conf import settings
-
-    return dict(settings.INFERENCE)
 
 
 async def test_probes_answer_get_and_head_only(client):

@@ -18,8 +18,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from playground.protocol import FINAL_EVENTS
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from playground.protocol import FINAL_EVENTS
 
 # Time to first token and per-stream decode rates on a CPU: tens of milliseconds to a minute in a queue.
 TTFT_BUCKETS_S = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)

@@ -57,13 +57,17 @@ def compose_command() -> list[str] | None:
 
 
 def base_image() -> str:
-    """The base image to build on: $PLAYGROUND_DOCKER_BASE_IMAGE, else a bookworm image made here
-    with debootstrap (docker/make-base-image.sh) where no registry is reachable."""
+    """The base image to build on: $PLAYGROUND_DOCKER_BASE_IMAGE; else a bookworm image made here
+    with debootstrap (docker/make-base-image.sh: root and debootstrap, no registry needed); else
+    the Dockerfile's default, from a registry."""
     chosen = os.environ.get(BASE_IMAGE_ENV)
     if chosen:
         return chosen
-    run([str(REPO / "docker" / "make-base-image.sh"), LOCAL_BASE_IMAGE], timeout=1200)
-    return LOCAL_BASE_IMAGE
+    have_local = subprocess.run(["docker", "image", "inspect", LOCAL_BASE_IMAGE], capture_output=True).returncode == 0
+    if have_local or (os.geteuid() == 0 and shutil.which("debootstrap")):
+        run([str(REPO / "docker" / "make-base-image.sh"), LOCAL_BASE_IMAGE], timeout=1200)
+        return LOCAL_BASE_IMAGE
+    return "debian:bookworm-slim"
 
 
 def prepare_build_context() -> None:

@@ -12,6 +12,24 @@ STOP_STRING_LENGTH = (1, 64)
 MAX_SAMPLES = 8
 MAX_BEAMS = 8
 LENGTH_PENALTY = (-5.0, 5.0)
+# name -> (low, high or None) of the integer fields
+_INT_RANGES: dict[str, tuple[int, int | None]] = {
+    "max_tokens": (1, None),
+    "min_tokens": (0, None),
+    "n": (1, MAX_SAMPLES),
+    "num_beams": (1, MAX_BEAMS),
+}
+# name -> what leaves it doing nothing (or its default), in words
+_OFF: dict[str, str] = {
+    "max_tokens": "default {default}",
+    "min_tokens": "0 = off",
+    "stop": "none",
+    "ignore_eos": "off",
+    "penalize_prompt": "off",
+    "n": "1 = one sample",
+    "num_beams": "1 = sampling, no beam search",
+    "length_penalty": "default {default:g}",
+}
 
 
 @dataclass(frozen=True)
@@ -33,8 +51,8 @@ class LoopParams:
     length_penalty: float = 1.0
 
     def __post_init__(self) -> None:
-        _check_int("max_tokens", self.max_tokens, 1, None)
-        _check_int("min_tokens", self.min_tokens, 0, None)
+        _check_int("max_tokens", self.max_tokens, *_INT_RANGES["max_tokens"])
+        _check_int("min_tokens", self.min_tokens, *_INT_RANGES["min_tokens"])
         if self.min_tokens > self.max_tokens:
             raise ParamError("min_tokens", f"min_tokens must be at most max_tokens ({self.max_tokens}), got {self.min_tokens}")
         if not isinstance(self.stop, tuple) or len(self.stop) > MAX_STOP_STRINGS:
@@ -46,8 +64,8 @@ class LoopParams:
         for name in ("ignore_eos", "penalize_prompt"):
             if not isinstance(getattr(self, name), bool):
                 raise ParamError(name, f"{name} must be true or false, got {getattr(self, name)!r}")
-        _check_int("n", self.n, 1, MAX_SAMPLES)
-        _check_int("num_beams", self.num_beams, 1, MAX_BEAMS)
+        _check_int("n", self.n, *_INT_RANGES["n"])
+        _check_int("num_beams", self.num_beams, *_INT_RANGES["num_beams"])
         if self.n > 1 and self.num_beams > 1:
             raise ParamError("num_beams", "num_beams must be 1 when n is above 1: choose sampling or beam search")
         low_lp, high_lp = LENGTH_PENALTY
@@ -73,6 +91,27 @@ class LoopParams:
                 raise ParamError("stop", f"stop must be a string or a list of at most {MAX_STOP_STRINGS} strings")
             values["stop"] = tuple(stop)
         return cls(**values)
+
+    @classmethod
+    def field_facts(cls) -> dict[str, dict[str, Any]]:
+        """Read-only: every field's checked range and default as plain data, in field order, in the
+        shape of ``SamplingParams.field_facts`` (kinds "integer", "number", "boolean", "strings")."""
+        facts: dict[str, dict[str, Any]] = {}
+        for name, default in cls().to_dict().items():
+            if name in _INT_RANGES:
+                low, high = _INT_RANGES[name]
+                fact = {"kind": "integer", "low": low, "low_open": False, "high": high, "high_open": False}
+            elif name == "length_penalty":
+                low_lp, high_lp = LENGTH_PENALTY
+                fact = {"kind": "number", "low": low_lp, "low_open": False, "high": high_lp, "high_open": False}
+            elif name == "stop":
+                fact = {"kind": "strings", "max_items": MAX_STOP_STRINGS, "item_length": STOP_STRING_LENGTH}
+            elif name in ("ignore_eos", "penalize_prompt"):
+                fact = {"kind": "boolean"}
+            else:
+                raise TypeError(f"field_facts knows nothing of the field {name!r}: add it")
+            facts[name] = {**fact, "off": _OFF[name].format(default=default), "nullable": False, "default": default}
+        return facts
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

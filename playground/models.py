@@ -1,9 +1,13 @@
 """Saved runs: one row per run, everything needed to show it again and to reproduce it.
 
 Per-token data (each token's alternatives, stage counts, entropy and draw) lives compactly in one
-JSON column, ``tokens``, as rows in the field order of ``TOKEN_FIELDS`` (see
+JSON column, ``tokens``, as rows read and written by ``playground.runs.token_rows.TokenRow`` (see
 ``playground.runs.schema`` for the expanded, documented export). Ids are random and unguessable;
 nothing lists all runs.
+
+A run is never saved with text that cannot be stored or shown (``playground.runs.text_check``):
+``Run.save``, and ``bulk_create``, ``bulk_update`` and ``update`` of its queries, refuse it with
+``UnencodableText`` naming the field, whoever the caller is.
 """
 
 from __future__ import annotations
@@ -11,8 +15,14 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from typing import Any, Iterable, Iterator
+
 from django.db import models
 from django.utils import timezone
+
+from playground.runs.errors import UnencodableText
+from playground.runs.text_check import first_unencodable
+from playground.runs.token_rows import TokenRow
 
 RUN_ID_BYTES = 16  # 128 random bits → 22 URL-safe characters
 RUN_ID_PATTERN = r"[A-Za-z0-9_-]{16,43}"
@@ -28,6 +38,34 @@ def new_delete_token() -> str:
 
 def hash_delete_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _refuse_unencodable(name: str, value: Any) -> None:
+    found = first_unencodable(value, name)
+    if found is not None:
+        raise UnencodableText(found[0], f"{found[0]} {found[1]}; nothing was saved")
+
+
+class RunQuerySet(models.QuerySet):
+    """Bulk writes check the text they write as ``Run.save`` does."""
+
+    def bulk_create(self, objs: Iterable[Run], *args: Any, **kwargs: Any) -> list[Run]:
+        objs = list(objs)
+        for run in objs:
+            run.refuse_unencodable_text()
+        return super().bulk_create(objs, *args, **kwargs)
+
+    def bulk_update(self, objs: Iterable[Run], fields: Any, *args: Any, **kwargs: Any) -> int:
+        objs = list(objs)
+        for run in objs:
+            run.refuse_unencodable_text()
+        return super().bulk_update(objs, fields, *args, **kwargs)
+
+    def update(self, **kwargs: Any) -> int:
+        for name, value in kwargs.items():
+            if isinstance(value, (str, list, dict)):  # values, not expressions
+                _refuse_unencodable(name, value)
+        return super().update(**kwargs)
 
 
 class Run(models.Model):
@@ -72,13 +110,15 @@ class Run(models.Model):
     stop_string = models.TextField(null=True, blank=True)
     text = models.TextField(blank=True, default="")
     tail = models.TextField(blank=True, default="")
-    tokens = models.JSONField(default=list, help_text="one row per generated token, fields as TOKEN_FIELDS")
+    tokens = models.JSONField(default=list, help_text="one row per generated token, as playground.runs.token_rows")
     beam_steps = models.JSONField(default=list)
     samples = models.JSONField(default=list)
     beams = models.JSONField(default=list)
     usage = models.JSONField(default=dict)
     timing = models.JSONField(default=dict)
     error = models.JSONField(null=True, blank=True, help_text="the error event's error object, when failed")
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -88,3 +128,35 @@ class Run(models.Model):
 
     def check_delete_token(self, token: str) -> bool:
         return secrets.compare_digest(self.delete_token_hash, hash_delete_token(token))
+
+    def text_fields(self) -> Iterator[tuple[str, Any]]:
+        """Every field that holds text (strings, or JSON with strings in it), as (name, value)."""
+        for field in self._meta.concrete_fields:
+            if isinstance(field, (models.CharField, models.TextField, models.JSONField)):
+                yield field.attname, getattr(self, field.attname)
+
+    def unencodable_text(self) -> tuple[str, str] | None:
+        """The first field path holding text that cannot be stored or shown, and the problem.
+        Tokens are named by their fields (``tokens[3].alternatives[0].token``), not positions."""
+        for name, value in self.text_fields():
+            if name == "tokens":
+                found = first_unencodable(value)
+                if found is not None:  # name it by field: a stored row is positional
+                    found = first_unencodable([TokenRow.from_stored(row).to_event() for row in value], name)
+            else:
+                found = first_unencodable(value, name)
+            if found is not None:
+                return found
+        return None
+
+    def refuse_unencodable_text(self) -> None:
+        """Raises ``UnencodableText`` naming the first field that holds text no page could show."""
+        found = self.unencodable_text()
+        if found is not None:
+            raise UnencodableText(found[0], f"{found[0]} {found[1]}; the run was not saved")
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saves the run; raises ``UnencodableText`` (nothing written) if any of its text could not
+        be stored or shown again."""
+        self.refuse_unencodable_text()
+        super().save(*args, **kwargs)

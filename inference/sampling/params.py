@@ -42,6 +42,9 @@ DEFAULT_DRY_BREAKERS: tuple[str, ...] = ("\n", ":", '"', "*")
 MAX_SEED = 2**63 - 1
 MAX_FLOAT_INT = 2**1023  # integers beyond this overflow a float
 MAX_BREAKERS = 32
+BREAKER_LENGTH = (1, 64)
+LOGIT_BIAS_RANGE = (-100.0, 100.0)
+MIROSTAT_CHOICES = (0, 2)  # off, mirostat v2
 INF = math.inf
 
 # name -> (low, low_open, high, high_open, what "off" is); ranges are checked on finite numbers.
@@ -143,7 +146,7 @@ class SamplingParams:
             if not _is_int(v) or v < lo or (hi is not None and v > hi):
                 rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
                 raise ParamError(name, f"{name} must be an integer {rng} ({off}); got {v!r}")
-        if not _is_int(self.mirostat) or self.mirostat not in (0, 2):
+        if not _is_int(self.mirostat) or self.mirostat not in MIROSTAT_CHOICES:
             raise ParamError("mirostat", f"mirostat must be 0 (off) or 2 (mirostat v2); got {self.mirostat!r}")
         if self.seed is not None and (not _is_int(self.seed) or not 0 <= self.seed <= MAX_SEED):
             raise ParamError("seed", f"seed must be an integer in [0, 2^63-1] or null; got {self.seed!r}")
@@ -187,6 +190,45 @@ class SamplingParams:
                 v = list(v)
             out[f.name] = v
         return out
+
+    @classmethod
+    def field_facts(cls) -> dict[str, dict[str, Any]]:
+        """Read-only: every field's checked range and default as plain data, in field order.
+
+        Each entry has ``kind`` ("number", "integer", "choice", "strings", "token_bias",
+        "stage_order"), ``default`` (as ``to_dict`` writes it), ``off`` (what leaves it doing
+        nothing, in words) and, by kind: ``low``/``high`` (None: unbounded) with ``low_open``/
+        ``high_open``, ``nullable``, ``choices``, ``max_items``/``item_length``."""
+        defaults = cls().to_dict()
+        facts: dict[str, dict[str, Any]] = {}
+        for name in defaults:
+            if name in _FLOATS:
+                lo, lo_open, hi, hi_open, off = _FLOATS[name]
+                fact = {"kind": "number", "low": lo, "low_open": lo_open,
+                        "high": None if hi == INF else hi, "high_open": hi_open, "off": off}
+            elif name in _INTS:
+                lo, hi, off = _INTS[name]
+                fact = {"kind": "integer", "low": lo, "low_open": False, "high": hi, "high_open": False, "off": off}
+            elif name == "seed":
+                fact = {"kind": "integer", "low": 0, "low_open": False, "high": MAX_SEED, "high_open": False,
+                        "off": "null = drawn at random"}
+            elif name == "mirostat":
+                fact = {"kind": "choice", "choices": MIROSTAT_CHOICES, "off": "0 = off, 2 = mirostat v2"}
+            elif name == "logit_bias":
+                lo, hi = LOGIT_BIAS_RANGE
+                fact = {"kind": "token_bias", "low": lo, "low_open": False, "high": hi, "high_open": False,
+                        "off": "{} = off"}
+            elif name == "dry_sequence_breakers":
+                fact = {"kind": "strings", "max_items": MAX_BREAKERS, "item_length": BREAKER_LENGTH,
+                        "off": "default: newline, colon, quote, asterisk"}
+            elif name == "sampler_order":
+                fact = {"kind": "stage_order", "choices": DEFAULT_ORDER, "off": "the default order"}
+            else:
+                raise TypeError(f"field_facts knows nothing of the field {name!r}: add it")
+            fact["nullable"] = name in ("seed", "top_n_sigma")
+            fact["default"] = defaults[name]
+            facts[name] = fact
+        return facts
 
     # -- which stages run -----------------------------------------------------------------------
 
@@ -252,8 +294,9 @@ def _check_logit_bias(value: Any) -> Mapping[int, float]:
             raise ParamError(f"logit_bias.{key}", f"logit_bias keys must be token ids (integers >= 0); got {key!r}")
         if token < 0:
             raise ParamError(f"logit_bias.{key}", f"logit_bias keys must be token ids (integers >= 0); got {key!r}")
-        if not _is_number(bias) or not -100 <= bias <= 100:
-            raise ParamError(f"logit_bias.{token}", f"logit_bias values must be numbers in [-100, 100]; got {bias!r}")
+        low, high = LOGIT_BIAS_RANGE
+        if not _is_number(bias) or not low <= bias <= high:
+            raise ParamError(f"logit_bias.{token}", f"logit_bias values must be numbers in [{low:g}, {high:g}]; got {bias!r}")
         out[token] = float(bias)
     return types.MappingProxyType(dict(sorted(out.items())))
 
@@ -261,10 +304,11 @@ def _check_logit_bias(value: Any) -> Mapping[int, float]:
 def _check_breakers(value: Any) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise ParamError("dry_sequence_breakers", "dry_sequence_breakers must be a list of strings")
-    if len(value) > MAX_BREAKERS or not all(isinstance(s, str) and 1 <= len(s) <= 64 for s in value):
+    low, high = BREAKER_LENGTH
+    if len(value) > MAX_BREAKERS or not all(isinstance(s, str) and low <= len(s) <= high for s in value):
         raise ParamError(
             "dry_sequence_breakers",
-            f"dry_sequence_breakers must be at most {MAX_BREAKERS} strings of 1-64 characters",
+            f"dry_sequence_breakers must be at most {MAX_BREAKERS} strings of {low}-{high} characters",
         )
     return tuple(value)
 

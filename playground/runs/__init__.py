@@ -1,7 +1,10 @@
 """Saved runs: recording a run as it streams, storing it, the export schema, comparison and pages.
 
 - ``recording``: the worker's recorder; turns a request's events into a saved ``Run``.
+- ``token_rows``: a saved token with named fields (``TokenRow``) ↔ its compact stored row.
 - ``schema``: the versioned JSON export of a run or a comparison, and its validating import.
+- ``errors``: ``NotFound``, ``BadRequest``, ``SchemaError``, ``UnencodableText``: one shape.
+- ``text_check``: finds and repairs text that cannot be stored or shown (lone surrogates, U+0000).
 - ``compare``: aligns 2–4 runs token by token and measures how their distributions differ.
 - ``views`` / ``urls``: the permalink, comparison and history pages and their JSON endpoints.
 """

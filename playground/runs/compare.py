@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from playground.models import Run
-from playground.runs.schema import expand_token
+from playground.runs.token_rows import TokenRow, sample_rows
 
 METRIC = {
     "name": "total_variation",
@@ -36,7 +36,7 @@ MODEL_FIELDS = ("model_name", "manifest_sha256", "onnxruntime_version", "executi
 
 
 def compare(runs: Sequence[Run]) -> dict[str, Any]:
-    columns = [[expand_token(row) for row in run.tokens if row[0] == 0] for run in runs]
+    columns = [sample_rows(run.tokens) for run in runs]
     length = max((len(c) for c in columns), default=0)
     same_prompt = len({tuple(map(tuple, r.prompt_tokens)) for r in runs}) == 1
     first_divergence = _first_divergence(columns) if same_prompt else 0
@@ -48,7 +48,7 @@ def compare(runs: Sequence[Run]) -> dict[str, Any]:
         positions.append({
             "index": i,
             "tokens": [_cell(t) for t in tokens],
-            "same": len(present) == len(tokens) and len({t["id"] for t in present}) == 1,
+            "same": len(present) == len(tokens) and len({t.id for t in present}) == 1,
             "same_context": first_divergence is None or i <= first_divergence,
             "divergence": [None] + [_tv(tokens[0], t) for t in tokens[1:]],
         })
@@ -85,7 +85,7 @@ def differing_settings(runs: Sequence[Run]) -> list[dict[str, Any]]:
     return rows
 
 
-def seed_note(runs: Sequence[Run], columns: list[list[dict[str, Any]]], first: int | None, same_prompt: bool) -> str:
+def seed_note(runs: Sequence[Run], columns: list[list[TokenRow]], first: int | None, same_prompt: bool) -> str:
     """What a difference between these runs can honestly be blamed on."""
     if not same_prompt:
         return "The runs start from different prompt tokens, so they are not aligned on the same question."
@@ -95,7 +95,7 @@ def seed_note(runs: Sequence[Run], columns: list[list[dict[str, Any]]], first: i
     seed = int(runs[0].seed)
     if first is None:
         return f"The runs share seed {seed} and chose the same tokens at every position."
-    draws = [c[first]["draw"] if first < len(c) else None for c in columns]
+    draws = [c[first].draw if first < len(c) else None for c in columns]
     ended = [first >= len(c) for c in columns]
     if any(ended):
         return (f"The runs share seed {seed} and the same prompt; at position {first} one run had already "
@@ -111,40 +111,41 @@ def seed_note(runs: Sequence[Run], columns: list[list[dict[str, Any]]], first: i
             "(a greedy run draws none, so the streams fall out of step): chance may play a part.")
 
 
-def _first_divergence(columns: list[list[dict[str, Any]]]) -> int | None:
-    for i in range(max(len(c) for c in columns)):
-        ids = {c[i]["id"] if i < len(c) else None for c in columns}
+def _first_divergence(columns: list[list[TokenRow]]) -> int | None:
+    for i in range(max((len(c) for c in columns), default=0)):
+        ids = {c[i].id if i < len(c) else None for c in columns}
         if len(ids) > 1:
             return i
     return None
 
 
-def _shared_draws(columns: list[list[dict[str, Any]]], first: int | None) -> int:
+def _shared_draws(columns: list[list[TokenRow]], first: int | None) -> int:
     """How many leading positions every run drew the same (non-null) random number."""
     shared = 0
-    end = min(len(c) for c in columns)
+    end = min((len(c) for c in columns), default=0)
     for i in range(end if first is None else min(end, first + 1)):
-        draws = {c[i]["draw"] for c in columns}
+        draws = {c[i].draw for c in columns}
         if len(draws) != 1 or None in draws:
             break
         shared += 1
     return shared
 
 
-def _cell(token: dict[str, Any] | None) -> dict[str, Any] | None:
+def _cell(token: TokenRow | None) -> dict[str, Any] | None:
     if token is None:
         return None
-    return {k: token[k] for k in ("id", "token", "text", "prob", "raw_prob", "draw")}
+    return {"id": token.id, "token": token.token, "text": token.text, "prob": token.prob,
+            "raw_prob": token.raw_prob, "draw": token.draw}
 
 
-def _tv(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, float] | None:
+def _tv(a: TokenRow | None, b: TokenRow | None) -> dict[str, float] | None:
     """Bounds on the total variation between two steps' final distributions, from their top-N lists."""
     if a is None or b is None:
         return None
-    p = {alt["id"]: alt["prob"] for alt in a["alternatives"]}
-    q = {alt["id"]: alt["prob"] for alt in b["alternatives"]}
+    p = {alt.id: alt.prob for alt in a.alternatives}
+    q = {alt.id: alt.prob for alt in b.alternatives}
     for token, dist in ((a, p), (b, q)):
-        dist.setdefault(token["id"], token["prob"])  # the chosen token, even when ranked below top N
+        dist.setdefault(token.id, token.prob)  # the chosen token, even when ranked below top N
     shared = p.keys() & q.keys()
     if not shared:
         return None

@@ -1,5 +1,6 @@
-"""Routes of saved runs (docs/runs.md). The id patterns are loose on purpose: the views answer a
-malformed id with a 404 that says what is wrong with it."""
+"""Routes of saved runs (docs/runs.md). The id patterns take anything on purpose (the JSON routes
+even an empty id, or one with a slash): the views answer a malformed id with a 404 that says what
+is wrong with it, in JSON for the JSON routes."""
 
 from django.urls import path, re_path
 
@@ -8,13 +9,13 @@ from playground.runs import views
 app_name = "runs"
 
 urlpatterns = [
-    re_path(r"^r/(?P<run_id>[^/]+)\.json$", views.run_json, name="run_json"),
-    re_path(r"^r/(?P<run_id>[^/]+)$", views.run_page, name="run"),
+    re_path(r"^r/(?P<run_id>[\s\S]*)\.json$", views.run_json, name="run_json"),
+    re_path(r"^r/(?P<run_id>[\s\S]+)$", views.run_page, name="run"),
     path("compare/live", views.live_compare_page, name="live_compare"),  # before the ids pattern
-    re_path(r"^compare/(?P<ids>[^/]+)\.json$", views.compare_json, name="compare_json"),
-    re_path(r"^compare/(?P<ids>[^/]+)$", views.compare_page, name="compare"),
+    re_path(r"^compare/(?P<ids>[\s\S]*)\.json$", views.compare_json, name="compare_json"),
+    re_path(r"^compare/(?P<ids>[\s\S]+)$", views.compare_page, name="compare"),
     path("history", views.history_page, name="history"),
     path("api/runs/summaries", views.summaries, name="summaries"),
     path("api/runs/import", views.import_runs, name="import"),
-    re_path(r"^api/runs/(?P<run_id>[^/]+)/delete$", views.delete, name="delete"),
+    re_path(r"^api/runs/(?P<run_id>[\s\S]*)/delete$", views.delete, name="delete"),
 ]

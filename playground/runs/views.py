@@ -1,15 +1,19 @@
 """Permalink, comparison and history pages, and the JSON endpoints behind them (docs/runs.md).
 
 Every JSON error has the websocket API's shape, ``{"error": {"code", "message", "param"}}``,
-with ``param`` naming the bad part of the request. Nothing here lists runs: a run is reached only
-by its id, and the history endpoint answers only for ids the browser already holds.
+with ``param`` naming the bad part of the request (``playground.runs.errors``); no input, however
+odd (ids, bodies, content types, text that is not text), gets a 500. Nothing here lists runs: a
+run is reached only by its id, and the history endpoint answers only for ids the browser already
+holds.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
-from typing import Any
+from functools import wraps
+from typing import Any, Callable
 from urllib.parse import urlencode
 
 from django.db import router, transaction
@@ -17,37 +21,57 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_safe
 
 from playground.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
-from playground.protocol import parse_json, parse_params
+from playground.address import encode_address, run_texts
+from playground.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
+from playground.protocol import parse_json
 from playground.runs import schema
 from playground.runs.compare import compare
+from playground.runs.errors import BadRequest, NotFound, RunsError
+from playground.runs.text_check import excerpt, first_unencodable, repaired
+from playground.runs.token_rows import sample_rows
+
+log = logging.getLogger(__name__)
 
 RUN_ID = re.compile(rf"^{RUN_ID_PATTERN}$")
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 MAX_SUMMARY_IDS = 500
-# Pages load only their own scripts; the websocket for Replay is same-origin.
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
-)
+MAX_SUMMARY_BYTES = 1024 * 1024
+MAX_DELETE_BYTES = 4096
+MAX_QUERY_CHARACTERS = 1000
+MAX_DELETE_TOKEN_CHARACTERS = 200
 
 
-class NotFound(Exception):
-    def __init__(self, message: str, param: str | None = "id", code: str = "not_found") -> None:
-        super().__init__(message)
-        self.message, self.param, self.code = message, param, code
+def error_json(error: RunsError) -> JsonResponse:
+    return JsonResponse({"error": error.to_dict()}, status=error.status)
 
 
-def error_json(status: int, code: str, message: str, param: str | None = None, **extra: Any) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message, "param": param, **extra}}, status=status)
+def json_endpoint(*methods: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """Answers these methods only, and any ``RunsError`` the view raises, as JSON errors."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method not in methods:
+                response = error_json(BadRequest(
+                    None, f"this address answers {' and '.join(methods)}, not {request.method}",
+                    "method_not_allowed", 405))
+                response["Allow"] = ", ".join(methods)
+                return response
+            try:
+                return view(request, *args, **kwargs)
+            except RunsError as error:
+                return error_json(error)
+
+        return answer
+
+    return decorate
 
 
 def _page(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
-    response = render(request, template, context, status=status)
-    response["Content-Security-Policy"] = CSP
-    return response
+    return render(request, template, context, status=status)  # its CSP: playground/security.py, as every page
 
 
 def _not_found_page(request: HttpRequest, error: NotFound) -> HttpResponse:
@@ -56,63 +80,41 @@ def _not_found_page(request: HttpRequest, error: NotFound) -> HttpResponse:
 
 def get_run(run_id: str, param: str = "id") -> Run:
     if not RUN_ID.match(run_id):
-        raise NotFound(f"{run_id!r} is not a run id (16–43 characters of A–Z a–z 0–9 _ -)", param, "invalid_id")
+        raise NotFound(param, f"{excerpt(run_id)} is not a run id (16–43 characters of A–Z a–z 0–9 _ -)", "invalid_id")
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
-        raise NotFound(f"no saved run has the id {run_id!r}", param)
+        raise NotFound(param, f"no saved run has the id {run_id!r}")
+    return _shown_safely(run)
+
+
+def _shown_safely(run: Run) -> Run:
+    """A run saved, before saving refused it, with text that cannot be shown (a lone surrogate):
+    shown with U+FFFD in its place, and logged so that ``manage.py repair_run_text`` is run."""
+    found = run.unencodable_text()
+    if found is not None:
+        log.warning("run %s holds unencodable text (%s %s); shown repaired: run manage.py repair_run_text",
+                    run.id, *found)
+        for name, value in run.text_fields():
+            setattr(run, name, repaired(value))
     return run
 
 
 def get_runs(ids: str) -> list[Run]:
     """``a,b[,c[,d]]`` → those runs, in that order."""
-    parts = ids.split(",")
+    parts = ids.split(",", schema.MAX_COMPARED)
     if not 2 <= len(parts) <= schema.MAX_COMPARED:
-        raise NotFound(f"a comparison takes 2 to {schema.MAX_COMPARED} run ids separated by commas, got {len(parts)}",
-                       "ids", "invalid_id")
+        count = len(parts) if len(parts) <= schema.MAX_COMPARED else "more"
+        raise NotFound("ids", f"a comparison takes 2 to {schema.MAX_COMPARED} run ids separated by commas, got {count}",
+                       "invalid_id")
     return [get_run(part, f"ids[{i}]") for i, part in enumerate(parts)]
 
 
 def playground_query(run: Run) -> str:
-    """The playground's address with this run's prompt and settings, written the way the page
-    keeps its settings in the address (static/playground/js/url-state.js): each value as its
-    control shows it; lists one entry per line with newlines written as \\n; the stage order
-    comma-separated; the logit bias as JSON [[id, bias], …]."""
-    query: dict[str, str] = {"prompt": run.prompt, "mode": run.mode, "top_n": str(run.top_n)}
-    if run.system is not None:
-        query["system"] = run.system
-    if not run.use_cache:
-        query["no_cache"] = "1"
-    for key, value in run.params.items():
-        if key == "sampler_order":
-            query[key] = ",".join(value)
-        elif key == "logit_bias":
-            if value:
-                query[key] = json.dumps([[int(token), bias] for token, bias in value.items()])
-        elif isinstance(value, bool):
-            if value:
-                query[key] = "1"
-        elif isinstance(value, list):
-            query[key] = "\n".join(_control_line(item) for item in value)
-        elif value is not None:
-            query[key] = str(value)
-    return f"{reverse('index')}?{urlencode(query)}"
-
-
-def _control_line(text: str) -> str:
-    """One entry of a line-per-entry control: backslash, newline and tab written as escapes."""
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
-
-
-# The live comparison's own fields: shared by every column, or one per column; any other
-# parameter goes in a column's JSON box (docs/runs.md, "Live comparison").
-LIVE_SHARED = ("seed", "max_tokens")
-LIVE_FIELDS = ("temperature", "top_p", "top_k", "min_p")
-
-
-def default_params() -> dict[str, Any]:
-    """The normalized params of a request that sets nothing."""
-    sampling, loop = parse_params({})
-    return {**sampling.to_dict(), **loop.to_dict()}
+    """The playground's address with this run's prompt and settings, in the page's own address
+    format (playground/address.py)."""
+    request = {"prompt": run.prompt, "mode": run.mode, "system": run.system, "top_n": run.top_n,
+               "use_cache": run.use_cache}
+    return f"{reverse('index')}?{encode_address(run_texts(request, run.params))}"
 
 
 def live_query(runs: list[Run]) -> str:
@@ -128,7 +130,7 @@ def live_query(runs: list[Run]) -> str:
     query["columns"] = str(len(runs))
     for n, run in enumerate(runs, start=1):
         changed = {k: v for k, v in run.params.items() if k not in LIVE_SHARED and v != defaults.get(k, object())}
-        for key in LIVE_FIELDS:
+        for key in LIVE_COLUMN:
             if key in changed:
                 query[f"c{n}.{key}"] = json.dumps(changed.pop(key))
         if changed:
@@ -148,7 +150,7 @@ def settings_rows(params: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
 # Pages.
 
 
-@require_GET
+@require_safe
 def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
     try:
         run = get_run(run_id)
@@ -159,11 +161,11 @@ def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
         "run": run, "data": data, "seed": str(int(run.seed)),
         "playground_url": playground_query(run),
         **settings_rows(run.params),
-        "completion_tokens": sum(1 for row in run.tokens if row[0] == 0),
+        "completion_tokens": len(sample_rows(run.tokens)),
     })
 
 
-@require_GET
+@require_safe
 def compare_page(request: HttpRequest, ids: str) -> HttpResponse:
     try:
         runs = get_runs(ids)
@@ -182,11 +184,24 @@ def compare_page(request: HttpRequest, ids: str) -> HttpResponse:
     })
 
 
+# The live comparison's starting texts: two columns that differ in top-p, a short run.
+LIVE_START = {"max_tokens": "24", "columns": [{"temperature": "1"}, {"temperature": "1", "top_p": "0.5"}, {}, {}]}
+
+
 @require_GET
 def live_compare_page(request: HttpRequest) -> HttpResponse:
     """One prompt, 2–4 settings, one seed, streamed side by side; the page reads its settings from
-    the query string itself (static/runs/js/live-settings.js)."""
-    return _page(request, "runs/live_compare.html", {"columns": range(1, 5)})
+    the query string itself (static/runs/js/live-settings.js). Its fields are the parameter facts'
+    (``live_fields``), rendered here and read by the page's scripts from the same data."""
+    fields = live_fields()
+    columns = [
+        {"n": n, "fields": [{**field, "value": start.get(field["key"], "")} for field in fields["column"]]}
+        for n, start in enumerate(LIVE_START["columns"], start=1)
+    ]
+    return _page(request, "runs/live_compare.html", {
+        "columns": columns, "max_tokens": LIVE_START["max_tokens"],
+        "live_fields": fields, "param_facts": params_schema(),
+    })
 
 
 def _percent(p: float) -> str:
@@ -199,7 +214,7 @@ def _range(tv: dict[str, float] | None) -> str | None:
     return f"{tv['lower']:.3f}" if tv["upper"] - tv["lower"] < 0.0005 else f"{tv['lower']:.3f}–{tv['upper']:.3f}"
 
 
-@require_GET
+@require_safe
 def history_page(request: HttpRequest) -> HttpResponse:
     return _page(request, "runs/history.html", {})
 
@@ -207,45 +222,46 @@ def history_page(request: HttpRequest) -> HttpResponse:
 # JSON.
 
 
-@require_GET
+def _export_response(data: dict[str, Any]) -> JsonResponse:
+    # allow_nan=False: a value JSON cannot carry is an error here, never a file the import refuses
+    return JsonResponse(data, json_dumps_params={"ensure_ascii": False, "allow_nan": False})
+
+
+@json_endpoint("GET", "HEAD")
 def run_json(request: HttpRequest, run_id: str) -> JsonResponse:
-    try:
-        run = get_run(run_id)
-    except NotFound as error:
-        return error_json(404, error.code, error.message, error.param)
-    return JsonResponse(schema.run_export(run), json_dumps_params={"ensure_ascii": False})
+    return _export_response(schema.run_export(get_run(run_id)))
 
 
-@require_GET
+@json_endpoint("GET", "HEAD")
 def compare_json(request: HttpRequest, ids: str) -> JsonResponse:
-    try:
-        runs = get_runs(ids)
-    except NotFound as error:
-        return error_json(404, error.code, error.message, error.param)
-    return JsonResponse(schema.comparison_export(runs, compare(runs)), json_dumps_params={"ensure_ascii": False})
+    runs = get_runs(ids)
+    return _export_response(schema.comparison_export(runs, compare(runs)))
 
 
 def _json_body(request: HttpRequest, limit: int) -> Any:
     """The request's JSON body; raises ``BadRequest`` naming the problem."""
     content_type = request.content_type or ""
     if content_type != "application/json":
-        raise BadRequest(415, "unsupported_media_type", f"send the body as application/json, got {content_type or 'none'!r}")
+        raise BadRequest(None, f"send the body as application/json, got {excerpt(content_type or 'none')}",
+                         "unsupported_media_type", 415)
     body = request.read(limit + 1)
     if len(body) > limit:
-        raise BadRequest(413, "too_large", f"the body is larger than {limit // (1024 * 1024)} MB")
+        size = f"{limit // (1024 * 1024)} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
+        raise BadRequest(None, f"the body is larger than {size}", "too_large", 413)
     try:
         return parse_json(body.decode("utf-8"))
     except ValueError as error:  # UnicodeDecodeError is one too
-        raise BadRequest(400, "invalid_json", f"the body is not valid JSON: {error}") from None
+        raise BadRequest(None, f"the body is not valid JSON: {excerpt(str(error), 200)}", "invalid_json") from None
 
 
-class BadRequest(Exception):
-    def __init__(self, status: int, code: str, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.param = status, code, message, param
-
-    def response(self) -> JsonResponse:
-        return error_json(self.status, self.code, self.message, self.param)
+def _text_field(value: Any, param: str, high: int, low: int = 0) -> str:
+    """A string field of a request body that the database can take."""
+    if not isinstance(value, str) or not low <= len(value) <= high:
+        raise BadRequest(param, f"{param} must be a string of {low} to {high} characters", "invalid_value")
+    found = first_unencodable(value, param)
+    if found is not None:
+        raise BadRequest(param, f"{param} {found[1]}", "invalid_value")
+    return value
 
 
 # JSON-only POST endpoints: a cross-site form cannot send application/json without a CORS
@@ -253,23 +269,18 @@ class BadRequest(Exception):
 
 
 @csrf_exempt
-@require_POST
+@json_endpoint("POST")
 def summaries(request: HttpRequest) -> JsonResponse:
     """``{"ids": [...], "q": "text"}`` → summaries of those runs whose prompt contains ``q``."""
-    try:
-        body = _json_body(request, 1024 * 1024)
-        if not isinstance(body, dict) or set(body) - {"ids", "q"}:
-            extra = sorted(set(body) - {"ids", "q"}) if isinstance(body, dict) else None
-            raise BadRequest(400, "invalid_value", "the body must be an object with \"ids\" and optional \"q\"",
-                             extra[0] if extra else None)
-        ids = body.get("ids")
-        if not isinstance(ids, list) or len(ids) > MAX_SUMMARY_IDS or not all(isinstance(i, str) for i in ids):
-            raise BadRequest(400, "invalid_value", f"ids must be an array of at most {MAX_SUMMARY_IDS} strings", "ids")
-        query = body.get("q", "")
-        if not isinstance(query, str) or len(query) > 1000:
-            raise BadRequest(400, "invalid_value", "q must be a string of at most 1000 characters", "q")
-    except BadRequest as error:
-        return error.response()
+    body = _json_body(request, MAX_SUMMARY_BYTES)
+    if not isinstance(body, dict) or set(body) - {"ids", "q"}:
+        extra = sorted(set(body) - {"ids", "q"}) if isinstance(body, dict) else None
+        raise BadRequest(extra[0][:100] if extra else None,
+                         "the body must be an object with \"ids\" and optional \"q\"", "invalid_value")
+    ids = body.get("ids")
+    if not isinstance(ids, list) or len(ids) > MAX_SUMMARY_IDS or not all(isinstance(i, str) for i in ids):
+        raise BadRequest("ids", f"ids must be an array of at most {MAX_SUMMARY_IDS} strings", "invalid_value")
+    query = _text_field(body.get("q", ""), "q", MAX_QUERY_CHARACTERS)
     valid = [i for i in ids if RUN_ID.match(i)]
     runs = Run.objects.filter(pk__in=valid).defer("tokens", "beam_steps", "samples", "beams")
     if query:
@@ -292,37 +303,31 @@ def _summary(run: Run) -> dict[str, Any]:
 
 
 @csrf_exempt
-@require_POST
+@json_endpoint("POST")
 def delete(request: HttpRequest, run_id: str) -> HttpResponse:
     """``{"delete_token": "…"}``, the token the run's ``done`` event (or its import) gave once."""
-    try:
-        body = _json_body(request, 4096)
-        token = body.get("delete_token") if isinstance(body, dict) else None
-        if not isinstance(token, str) or not token:
-            raise BadRequest(400, "missing_field", "delete_token is required", "delete_token")
-        run = get_run(run_id)
-    except BadRequest as error:
-        return error.response()
-    except NotFound as error:
-        return error_json(404, error.code, error.message, error.param)
+    body = _json_body(request, MAX_DELETE_BYTES)
+    token = body.get("delete_token") if isinstance(body, dict) else None
+    if token is None:
+        raise BadRequest("delete_token", "delete_token is required", "missing_field")
+    _text_field(token, "delete_token", MAX_DELETE_TOKEN_CHARACTERS, 1)
+    run = get_run(run_id)
     if not run.check_delete_token(token):
-        return error_json(403, "forbidden", "this delete_token does not belong to this run", "delete_token")
+        raise BadRequest("delete_token", "this delete_token does not belong to this run", "forbidden", 403)
     run.delete()
     return HttpResponse(status=204)
 
 
 @csrf_exempt
-@require_POST
+@json_endpoint("POST")
 def import_runs(request: HttpRequest) -> JsonResponse:
-    """An exported run or comparison → new runs with new ids; existing runs are never touched."""
-    try:
-        data = _json_body(request, MAX_IMPORT_BYTES)
-        records = schema.parse_export(data)
-    except BadRequest as error:
-        return error.response()
-    except schema.SchemaError as error:
-        return error_json(400, "invalid_export", error.message, error.field)
+    """An exported run or comparison → new runs with new ids; existing runs are never touched.
+
+    A branch whose parent is in the same file becomes a branch of that parent's new copy; one
+    whose parent is saved here keeps it; otherwise the link is dropped (``branch_index`` stays)."""
+    records = schema.parse_export(_json_body(request, MAX_IMPORT_BYTES))
     created = []
+    copies: dict[str, Run] = {}  # the file's run id → its new copy
     db = router.db_for_write(Run)
     with transaction.atomic(using=db):
         for record in records:
@@ -332,8 +337,17 @@ def import_runs(request: HttpRequest) -> JsonResponse:
                 **record.fields, parent=parent, source=Run.Source.IMPORTED, imported_from=record.original_id or "",
                 delete_token_hash=hash_delete_token(token),
             )
-            run.save(force_insert=True, using=db)
-            created.append({"id": run.id, "delete_token": token, "url": reverse("runs:run", args=[run.id])})
+            run.save(force_insert=True, using=db)  # refuses unencodable text: the file was checked for it
+            if record.original_id:
+                copies.setdefault(record.original_id, run)
+            created.append((record, run, token))
+        for record, run, _ in created:
+            copy_of_parent = copies.get(record.parent_run or "")
+            if copy_of_parent is not None and copy_of_parent is not run:
+                run.parent = copy_of_parent
+                run.save(update_fields=["parent"], using=db)
+    created = [{"id": run.id, "delete_token": token, "url": reverse("runs:run", args=[run.id])}
+               for _, run, token in created]
     result: dict[str, Any] = {"runs": created}
     if len(created) > 1:
         result["compare_url"] = reverse("runs:compare", args=[",".join(c["id"] for c in created)])

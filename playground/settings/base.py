@@ -27,6 +27,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "playground.security.ContentSecurityPolicyMiddleware",  # one policy for every page
 ]
 
 ROOT_URLCONF = "playground.urls"
@@ -89,6 +90,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # Where `collectstatic` writes and WhiteNoise serves from under prod (the image bakes it in at build
 # time); development reads STATICFILES_DIRS directly and needs none.
 STATIC_ROOT = Path(os.environ["PLAYGROUND_STATIC_ROOT"]) if os.environ.get("PLAYGROUND_STATIC_ROOT") else None
+# Without collected files WhiteNoise serves the source folders (whatever DEBUG says: tests run with it off).
+WHITENOISE_USE_FINDERS = STATIC_ROOT is None
 # Development and tests serve static files from STATICFILES_DIRS as they are (WhiteNoise reads them
 # through the finders while DEBUG is on); prod.py switches to compressed files with hashed names.
 STORAGES = {

@@ -93,6 +93,7 @@ X_FRAME_OPTIONS = "DENY"
 # served by WhiteNoise with long cache lifetimes; module imports between scripts are rewritten to
 # the hashed names too.
 STATIC_ROOT = Path(os.environ.get("PLAYGROUND_STATIC_ROOT") or STATE_DIR / "static")
+WHITENOISE_USE_FINDERS = False  # the collected, hashed files only
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "playground.static_storage.HashedModuleStorage"},

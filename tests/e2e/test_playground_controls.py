@@ -12,21 +12,16 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, expect
 
+from playground.param_facts import params_schema
 from tests.e2e.playground_page import PlaygroundPage, visible_whitespace
 
 pytestmark = pytest.mark.e2e
 
-# Every parameter of docs/sampling.md and the loop's keys of docs/websocket-api.md.
-ALL_PARAMS = [
-    "temperature", "seed", "dynatemp_range", "dynatemp_exponent", "top_k", "top_p", "min_p", "typical_p",
-    "top_n_sigma", "epsilon_cutoff", "eta_cutoff", "xtc_probability", "xtc_threshold", "mirostat", "mirostat_tau",
-    "mirostat_eta", "repetition_penalty", "frequency_penalty", "presence_penalty", "penalty_window",
-    "penalize_prompt", "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
-    "dry_sequence_breakers", "no_repeat_ngram_size", "max_tokens", "min_tokens", "stop", "ignore_eos", "n",
-    "num_beams", "length_penalty",
-]
+# Every parameter the server knows (its facts, /api/params.schema.json) but the two with their own
+# editors (logit bias, stage order).
+ALL_PARAMS = [key for key in params_schema()["properties"] if key not in ("logit_bias", "sampler_order")]
 
 
 def test_every_parameter_has_a_labelled_control_with_range_and_off_value(playground: PlaygroundPage) -> None:
@@ -164,6 +159,49 @@ def test_stage_order_by_keyboard_and_drag_reaches_the_chain(playground: Playgrou
 
     page.get_by_role("button", name="Default order").click()
     assert names() == default
+
+
+def test_stages_marked_on_are_the_stages_the_server_runs(playground: PlaygroundPage) -> None:
+    """The stage list follows the server's rule: T = 1 changes nothing, so temperature is no stage;
+    T = 0 is greedy, so no stage after temperature runs. Each time the page's "on" stages are the
+    stages the server's trace reports for the run's tokens."""
+    page = playground.page
+    playground.open_group("Stage order")
+
+    def marked_on() -> list[str]:
+        return page.locator("#stage-order li.on").evaluate_all("els => els.map(el => el.dataset.stage)")
+
+    def state(stage: str) -> Locator:
+        return page.locator(f"#stage-order li[data-stage={stage}] .stage-state")
+
+    # A fresh page: T 0.7 is a stage, nothing else.
+    expect(state("temperature")).to_have_text("on")
+    assert marked_on() == ["temperature"]
+
+    playground.set(temperature=1, top_p=0.9)
+    expect(state("temperature")).to_have_text("off")
+    expect(state("top_p")).to_have_text("on")
+    assert marked_on() == ["top_p"]
+    playground.run("The capital of France is", seed=3, max_tokens=2)
+    assert [s["name"] for s in playground.events("token")[0]["stages"]] == marked_on() == ["top_p"]
+
+    playground.set(**{"temperature": 0, "top_k": 5, "Repetition penalty": 1.2})
+    expect(state("top_k")).to_have_text("off")
+    expect(state("top_p")).to_have_text("off")
+    expect(state("temperature")).to_have_text("on")
+    assert marked_on() == ["repetition_penalty", "temperature"]
+    playground.shot("12b-stage-order-greedy")
+    playground.run()
+    assert [s["name"] for s in playground.events("token")[0]["stages"]] == marked_on()
+
+    # Temperature moved last: greedy now ends the chain after top-k and top-p.
+    page.locator("#stage-order li[data-stage=temperature]").focus()
+    for _ in range(9):
+        page.keyboard.press("Alt+ArrowDown")
+    expect(state("top_k")).to_have_text("on")
+    assert marked_on() == ["repetition_penalty", "top_k", "top_p", "temperature"]
+    playground.run()
+    assert [s["name"] for s in playground.events("token")[0]["stages"]] == marked_on()
 
 
 def test_logit_bias_editor_turns_words_into_tokens(playground: PlaygroundPage) -> None:

@@ -97,7 +97,7 @@ def test_stop_keeps_the_partial_output(playground: PlaygroundPage) -> None:
     page = playground.page
     playground.generate("Once upon a time", temperature=1, top_p=0.95, seed=7, max_tokens=2000)
     expect(page.get_by_role("button", name="Stop")).to_be_enabled(timeout=10_000)
-    page.wait_for_function("document.querySelectorAll('#output .token').length >= 5", timeout=60_000)
+    page.wait_for_function("() => document.querySelectorAll('#output .token').length >= 5", timeout=60_000)
     expect(page.locator("#status")).to_have_attribute("data-state", "streaming")  # tokens arrive one by one
     playground.shot("04-streaming")
     page.get_by_role("button", name="Stop").click()

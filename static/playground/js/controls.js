@@ -1,5 +1,5 @@
 // The parameters form: builds a control for every parameter in params-schema.js (grouped, each
-// with its one-line explanation, range and "off" value), reads the request to send, and shows
+// with its one-line explanation, and the server's range and "off" value), reads the request to send, and shows
 // errors next to the fields they name.
 //
 // The server is the one judge of valid values (docs/websocket-api.md): the form sends what was
@@ -10,30 +10,16 @@
 // was typed, so a 19-digit seed survives.
 
 import { el } from "./dom.js";
-import { GROUPS, PARAMS, PARAM_BY_KEY, controlId, initialValue } from "./params-schema.js";
+import { listValue, paramText } from "./address.js";
+import { GROUPS, PARAMS, PARAM_BY_KEY, SCHEMA, controlId, initialValue } from "./params-schema.js";
 import { seedValue } from "./socket.js";
 
 // Fields of the request that are not sampler params: `error.param` → control id.
 const REQUEST_FIELDS = { prompt: "prompt", mode: "mode", system: "system", top_n: "top-n" };
 
-/** "\n" written as backslash-n in a line-per-entry box ↔ the real character. */
-export function decodeLine(line) {
-  return line.replace(/\\(n|t|\\)/g, (_, c) => ({ n: "\n", t: "\t", "\\": "\\" })[c]);
-}
-
-export function encodeLine(text) {
-  return text.replaceAll("\\", "\\\\").replaceAll("\n", "\\n").replaceAll("\t", "\\t");
-}
-
-function linesText(list) {
-  return list.map(encodeLine).join("\n");
-}
-
-/** The string a control shows for a parameter value. */
+/** The string a control shows for a parameter value (the address format's, address.js). */
 function controlText(spec, value) {
-  if (spec.kind === "bool") return value ? "1" : "";
-  if (spec.kind === "lines") return linesText(value ?? []);
-  return value === null || value === undefined ? "" : String(value);
+  return paramText(SCHEMA, spec.key, value);
 }
 
 function buildField(spec) {
@@ -58,7 +44,7 @@ function buildField(spec) {
       control.value = String(initial);
     } else if (spec.kind === "lines") {
       control = el("textarea", { id, name: spec.key, rows: 2, spellcheck: "false", "aria-describedby": described });
-      control.value = linesText(initial);
+      control.value = controlText(spec, initial);
     } else if (spec.kind === "seed") {
       control = el("input", { id, name: spec.key, type: "text", inputmode: "numeric", autocomplete: "off",
         spellcheck: "false", "aria-describedby": described });
@@ -141,7 +127,7 @@ export class ParamsForm {
       case "choice":
         return Number(input.value);
       case "lines":
-        return input.value.split("\n").filter((line) => line !== "").map(decodeLine);
+        return listValue(SCHEMA, spec.key, input.value);
       case "seed":
         return input.value.trim() === "" ? null : seedValue(input.value);
       default:

@@ -103,8 +103,8 @@ export class LogitBiasEditor extends EventTarget {
       const input = document.createElement("input");
       input.type = "number";
       input.step = "any";
-      input.min = "-100";
-      input.max = "100";
+      input.min = this.bias.min; // the server's range, rendered into the bias box
+      input.max = this.bias.max;
       input.value = String(entry.bias);
       input.dataset.biasFor = String(entry.id);
       input.setAttribute("aria-label", `Bias for ${quoteToken(entry.text)} (id ${entry.id})`);

@@ -4,12 +4,14 @@
 
 import { BeamView } from "./beam-view.js";
 import { BranchTree, BranchTreeView } from "./branches.js";
+import { branchRun, stepRun, whatIfRun } from "./continuation.js";
 import { renderLegend } from "./colors.js";
 import { ParamsForm } from "./controls.js";
 import { Inspector, InspectorController } from "./inspector.js";
 import { LatencyChart } from "./latency-chart.js";
 import { LogitBiasEditor } from "./logit-bias.js";
-import { enabledStages } from "./params-schema.js";
+import { settingsFromAddress, settingsToAddress } from "./address.js";
+import { SCHEMA, enabledStages } from "./params-schema.js";
 import { Presets } from "./presets.js";
 import { clearPromptTokens, LivePromptTokens } from "./prompt-tokens.js";
 import { Run } from "./run.js";
@@ -17,11 +19,9 @@ import { SamplesView } from "./samples-view.js";
 import { GenerateClient } from "./socket.js";
 import { StageOrder } from "./stage-order.js";
 import { RunStats } from "./stats.js";
-import { wireSeed } from "./step-context.js";
 import { StripChart } from "./strip-chart.js";
 import { TokenStream } from "./stream.js";
 import { TemperatureExplorer } from "./temperature-explorer.js";
-import { decodeSettings, encodeSettings } from "./url-state.js";
 import { WhatIf } from "./what-if.js";
 import { rememberRun } from "../../runs/js/store.js";
 
@@ -70,18 +70,17 @@ renderLegend($("legend"));
 clearPromptTokens($("prompt-tokens"), $("prompt-token-count"));
 
 // Settings: restored from the address, written back on every change.
-const KNOWN = new Set(Object.keys(ParamsForm.initialValues()));
 restoreFromUrl();
 let urlTimer = 0;
 function settingsChanged() {
   syncChatOnly();
   const values = form.values();
   const params = typedParams();
-  order.markEnabled(enabledStages(params));
+  order.markEnabled(enabledStages(params, order.order));
   presets.markActive(params);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
-    const query = encodeSettings(values, ParamsForm.initialValues(), { order: order.value, bias: bias.entriesList });
+    const query = settingsToAddress(SCHEMA, values, ParamsForm.initialValues(), { order: order.value, bias: bias.entriesList });
     history.replaceState(null, "", query ? `?${query}` : location.pathname);
   }, 150);
 }
@@ -104,7 +103,7 @@ settingsChanged();
 if (form.control("prompt").value) promptTokens.schedule();
 
 function restoreFromUrl() {
-  const { values, order: savedOrder, bias: savedBias } = decodeSettings(location.search, KNOWN);
+  const { values, order: savedOrder, bias: savedBias } = settingsFromAddress(SCHEMA, location.search);
   if (Object.keys(values).length) form.apply(values);
   if (savedOrder) order.set(savedOrder);
   if (savedBias.length) bias.setEntries(savedBias);
@@ -151,13 +150,7 @@ client.addEventListener("statechange", (e) => {
   badge.dataset.connected = String(e.detail.connected);
   badge.textContent = e.detail.connected ? "Connected" : "Not connected";
 });
-client.addEventListener("unrouted", (e) => {
-  const { event } = e.detail;
-  if (event.type === "error") {
-    form.showError(event.error.param, event.error.message);
-    stats.failed(event.error.message);
-  }
-});
+client.addEventListener("unrouted", (e) => receive(null, e.detail.event));
 client.connect().catch(() => {}); // early, so the first Generate does not wait; retried on Generate
 
 // Actions.
@@ -214,67 +207,22 @@ function step() {
   if (active) return;
   const request = readForm();
   if (!request) return;
-  const current = shown();
-  const extendable = current && current.finished && !current.error && !current.isBeam &&
-    current.request.prompt === request.prompt && current.request.mode === request.mode &&
-    current.tokens.length > 0 && current.done?.reason !== "eos";
-  if (current?.done?.reason === "eos" && current.request.prompt === request.prompt) {
+  const next = stepRun(shown(), request);
+  if (next.ended) {
     stats.status("The model already ended this text (end of sequence); Generate starts again.", "done");
-    return;
+  } else if (next.extends) {
+    tree.current.run = next.run;
+    launch(next.run, tree.current, { keepView: true });
+  } else {
+    launch(next.run, tree.reset(next.run));
   }
-  // The form's lengths are for the whole text; a step is one token after `prefix` tokens.
-  const wanted = { max: request.params.max_tokens ?? DEFAULT_MAX_TOKENS, min: request.params.min_tokens ?? 0 };
-  const prefix = extendable ? current.ids() : [];
-  const params = withLengths({ ...request.params }, wanted, prefix.length, 1);
-  delete params.n;
-  delete params.num_beams;
-  if (!extendable) {
-    const run = new Run({ ...request, params });
-    run.wanted = wanted;
-    launch(run, tree.reset(run), { step: true });
-    return;
-  }
-  if (params.seed === null && current.started) params.seed = wireSeed(current.started.seed); // the same draws
-  const run = new Run({ ...request, prompt: current.request.prompt, system: current.request.system,
-    mode: current.request.mode, params, prefix_tokens: prefix });
-  run.wanted = wanted;
-  delete run.request.parent_run;
-  delete run.request.branch_index;
-  const node = tree.current;
-  node.run = run;
-  launch(run, node, { step: true, keepView: true });
-}
-
-const DEFAULT_MAX_TOKENS = 256; // the server's default (docs/websocket-api.md)
-
-/** Sets `max_tokens` / `min_tokens` of `params` for a run forcing `prefixLength` tokens, when the
- *  whole text should be `wanted.max` tokens long and end no earlier than `wanted.min` (the server
- *  counts both after the prefix). `cap` limits max_tokens (1 for a step); min_tokens never exceeds
- *  max_tokens and is left out when 0 (its "off" value, as the form does). Returns `params`. */
-function withLengths(params, wanted, prefixLength, cap = Infinity) {
-  params.max_tokens = Math.min(cap, Math.max(1, wanted.max - prefixLength));
-  const min = Math.min(params.max_tokens, Math.max(0, wanted.min - prefixLength));
-  if (min > 0) params.min_tokens = min;
-  else delete params.min_tokens;
-  return params;
-}
-
-/** The whole text's lengths a run was asked for: its prefix plus its own max/min tokens, unless
- *  it was a step (whose request says one token; the form's lengths were kept on the run). */
-function wantedLengths(run) {
-  if (run.wanted) return run.wanted;
-  const params = run.request.params ?? {};
-  const prefix = run.request.prefix_tokens?.length ?? 0;
-  return { max: prefix + (params.max_tokens ?? DEFAULT_MAX_TOKENS), min: prefix + (params.min_tokens ?? 0) };
 }
 
 /** Branch: continue from token `index` of the run on screen with alternative `alt` forced. */
 function branchFrom(index, alt) {
   const parent = tree.current;
   if (active || !parent?.run.finished) return;
-  const base = parent.run;
-  const params = branchParams(base, {}, index + 1);
-  const run = new Run({ ...base.request, params, prefix_tokens: [...base.ids(index), alt.id], ...savedParent(base, index) });
+  const run = branchRun(parent.run, index, alt.id);
   controller.reset();
   launch(run, tree.add(run, parent, index));
 }
@@ -283,25 +231,9 @@ function branchFrom(index, alt) {
 function continueWith(run, index, sampling) {
   const parent = tree.nodes().find((n) => n.run === run);
   if (active || !parent || !run.finished) return;
-  const params = branchParams(run, sampling, index);
-  const child = new Run({ ...run.request, params, prefix_tokens: run.ids(index), ...savedParent(run, index) });
+  const child = whatIfRun(run, index, sampling);
   controller.reset();
   launch(child, tree.add(child, parent, index, "what-if settings"));
-}
-
-/** `parent_run` / `branch_index` label a branch of a saved run (the server stores the link). */
-function savedParent(run, index) {
-  return run.done?.run_id ? { parent_run: run.done.run_id, branch_index: index } : { parent_run: undefined, branch_index: undefined };
-}
-
-/** A branch's params: the parent's, with `overrides`, its seed, one sample, and the same total length
- *  (and the same minimum) as the parent: the parent's own prefix counts too. */
-function branchParams(base, overrides, prefixLength) {
-  const params = { ...base.request.params, ...overrides };
-  delete params.n;
-  delete params.num_beams;
-  if (base.started) params.seed = wireSeed(base.started.seed);
-  return withLengths(params, wantedLengths(base), prefixLength);
 }
 
 async function launch(run, node, { keepView = false } = {}) {
@@ -320,20 +252,13 @@ async function launch(run, node, { keepView = false } = {}) {
   stats.waiting();
   form.setRunning(true);
   output.setAttribute("aria-busy", "true");
-  const forkIndex = node.parent ? node.forkIndex : null;
-  let firstToken = true;
+  // A step keeps the text on screen until its first token replaces it.
+  const view = { forkIndex: node.parent ? node.forkIndex : null, replaceOnFirstToken: keepView };
   try {
-    run.requestId = await client.generate(run.request, (event) => {
-      receive(run, event, () => {
-        if (keepView && firstToken && event.type === "token") {
-          firstToken = false;
-          stream.clear();
-        }
-      }, forkIndex);
-    });
+    run.requestId = await client.generate(run.request, (event) => receive(run, event, view));
     if (run.stopRequested) client.cancel(run.requestId);
   } catch (error) {
-    receive(run, { type: "error", error: { code: "connection", message: error.message, param: null } }, () => {}, forkIndex);
+    receive(run, { type: "error", error: { code: "connection", message: error.message, param: null } }, view);
   }
 }
 
@@ -354,14 +279,17 @@ function touchTree() {
   });
 }
 
-function receive(run, event, beforeToken, forkIndex) {
-  run.apply(event);
+/** Every server event goes through here: `run` is the run it belongs to (null: an error no request
+ *  claims), `view` where its tokens go (the fork to mark; whether the first token replaces the text
+ *  on screen). */
+function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: false }) {
+  run?.apply(event);
   // Every saved run the page starts (Generate, Step, Branch, what-if) goes into this browser's
   // history with its delete token: announced in `started` (so a run whose `done` never arrives,
   // e.g. the tab closed mid-run, is still listed), repeated in `done`; a failed run's `error`
   // names it too.
   if (event.run_id) remember(event);
-  const onScreen = run === shown();
+  const onScreen = run === null || run === shown();
   switch (event.type) {
     case "started":
       if (!onScreen) break;
@@ -372,8 +300,11 @@ function receive(run, event, beforeToken, forkIndex) {
     case "token":
       touchTree();
       if (!onScreen || (event.sample ?? 0) !== 0) break;
-      beforeToken();
-      stream.append(event, forkIndex);
+      if (view.replaceOnFirstToken) {
+        view.replaceOnFirstToken = false;
+        stream.clear();
+      }
+      stream.append(event, view.forkIndex);
       stats.progress(event.index + 1);
       break;
     case "beam_step":
@@ -384,8 +315,7 @@ function receive(run, event, beforeToken, forkIndex) {
       break;
     case "done":
       if (onScreen) {
-        if (run.isBeam) stream.appendTail(event.text);
-        else stream.appendTail(event.tail);
+        stream.appendTail(run.isBeam ? event.text : event.tail);
         stats.done(event);
         strip.render(run.tokens);
         samplesView.render(run);
@@ -394,15 +324,14 @@ function receive(run, event, beforeToken, forkIndex) {
       latency.record(run);
       finish(run);
       break;
-    case "error": {
+    case "error":
       if (onScreen) {
         const target = form.showError(event.error.param, event.error.message);
         stats.failed(event.error.message);
-        if (event.error.param) target?.focus();
+        if (run && event.error.param) target?.focus();
       }
-      finish(run);
+      if (run) finish(run);
       break;
-    }
     default:
       break;
   }

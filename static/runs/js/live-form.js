@@ -1,12 +1,18 @@
 // The live comparison's form: the server renders four columns of fields, this shows 2–4 of them,
 // reads and writes the settings' texts, and puts errors next to the field they name.
 
-import { emptyColumn, fieldFor, MAX_COLUMNS, MIN_COLUMNS } from "./live-settings.js";
+import { LABELS } from "../../playground/js/param-labels.js";
+import { emptyColumn, fieldFor, MAX_COLUMNS, MIN_COLUMNS, SHARED } from "./live-settings.js";
+
+const LABEL_BY_KEY = Object.fromEntries(LABELS.map((label) => [label.key, label.label]));
 
 export class LiveForm {
   constructor(form) {
     this.form = form;
     this.fieldsets = [...form.querySelectorAll("fieldset[data-column]")];
+    for (const label of form.querySelectorAll("label[data-label]")) {
+      label.textContent = LABEL_BY_KEY[label.dataset.label] ?? label.dataset.label;
+    }
     this.addButton = form.querySelector("[data-action=add-column]");
     this.removeButton = form.querySelector("[data-action=remove-column]");
     this.addButton.addEventListener("click", () => this.#setCount(this.count + 1, true));
@@ -37,7 +43,7 @@ export class LiveForm {
     this.addButton.disabled = clamped >= MAX_COLUMNS;
     this.removeButton.disabled = clamped <= MIN_COLUMNS;
     if (announce) {
-      this.#input(clamped, "temperature").focus();
+      this.fieldsets[clamped - 1].querySelector("input").focus();
       this.form.dispatchEvent(new Event("input", { bubbles: true })); // the address follows
     }
   }
@@ -55,14 +61,13 @@ export class LiveForm {
       columns.push(column);
     }
     const value = (name) => this.#field(name).value;
-    return {
-      prompt: value("prompt"), mode: value("mode"), system: value("system"),
-      seed: value("seed"), max_tokens: value("max_tokens"), columns,
-    };
+    const settings = { prompt: value("prompt"), mode: value("mode"), system: value("system"), columns };
+    for (const key of SHARED) settings[key] = value(key);
+    return settings;
   }
 
   write(settings) {
-    for (const name of ["prompt", "mode", "system", "seed", "max_tokens"]) this.#field(name).value = settings[name];
+    for (const name of ["prompt", "mode", "system", ...SHARED]) this.#field(name).value = settings[name];
     this.#setCount(settings.columns.length);
     settings.columns.forEach((column, i) => {
       for (const [key, text] of Object.entries(column)) this.#input(i + 1, key).value = text;

@@ -3,26 +3,27 @@
 // Pure functions: no DOM, no socket.
 //
 // Settings are the texts typed in the form: {prompt, mode, system, seed, max_tokens,
-// columns: [{temperature, top_p, top_k, min_p, other}]}. In the address each is one query key
+// columns: [{temperature, top_p, top_k, min_p, other}]} (the shared and column fields are the
+// server's, live-fields.js). In the address each is one query key
 // (`prompt`, `seed`, …, `columns=3`, `c1.temperature=0.2`, `c2.other={"typical_p":0.9}`), empty
 // ones left out, so a copied address restores the form exactly (a 19-digit seed included).
 
 import { seedValue } from "../../playground/js/socket.js";
+import { FIELDS, SHARED } from "./live-fields.js";
 
-export const FIELDS = ["temperature", "top_p", "top_k", "min_p"];
-export const SHARED = ["seed", "max_tokens"];
+export { FIELDS, SHARED };
 export const MIN_COLUMNS = 2;
 export const MAX_COLUMNS = 4;
 const TOP_N = 5;
 
 export function emptyColumn() {
-  return { temperature: "", top_p: "", top_k: "", min_p: "", other: "" };
+  return { ...Object.fromEntries(FIELDS.map((key) => [key, ""])), other: "" };
 }
 
 /** Settings from a query string, or null when it holds none (the page keeps its defaults). */
 export function settingsFromQuery(search) {
   const query = new URLSearchParams(search);
-  const known = [...query.keys()].some((k) => ["prompt", "mode", "seed", "max_tokens", "columns"].includes(k) || /^c\d\./.test(k));
+  const known = [...query.keys()].some((k) => ["prompt", "mode", ...SHARED, "columns"].includes(k) || /^c\d\./.test(k));
   if (!known) return null;
   let count = Number.parseInt(query.get("columns") ?? "", 10);
   if (!Number.isFinite(count)) {
@@ -35,14 +36,14 @@ export function settingsFromQuery(search) {
     for (const key of Object.keys(column)) column[key] = query.get(`c${n}.${key}`) ?? "";
     columns.push(column);
   }
-  return {
+  const settings = {
     prompt: query.get("prompt") ?? "",
     mode: query.get("mode") === "chat" ? "chat" : "completion",
     system: query.get("system") ?? "",
-    seed: query.get("seed") ?? "",
-    max_tokens: query.get("max_tokens") ?? "",
     columns,
   };
+  for (const key of SHARED) settings[key] = query.get(key) ?? "";
+  return settings;
 }
 
 /** The query string for settings: every non-empty text, the column count always. */
@@ -113,8 +114,10 @@ export function generateBodies(settings) {
       if (error instanceof SettingsError) return { error };
       throw error;
     }
-    if (settings.max_tokens.trim()) params.max_tokens = numberOrText(settings.max_tokens);
-    params.seed = seedValue(settings.seed);
+    for (const key of SHARED) {
+      if (key === "seed") params.seed = seedValue(settings.seed); // exactly, even 19 digits
+      else if (settings[key].trim()) params[key] = numberOrText(settings[key]);
+    }
     const body = { prompt: settings.prompt, mode: settings.mode, params, top_n: TOP_N };
     if (settings.mode === "chat" && settings.system) body.system = settings.system;
     return { body };

@@ -34,12 +34,12 @@ def token(index: int, token_id: int, text: str, alternatives: list[tuple[int, st
     chosen = next(a for a in alternatives if a[0] == token_id)
     return {
         "type": "token", "request_id": "r", "sample": sample, "index": index, "id": token_id,
-        "token": text, "text": text, "raw_prob": chosen[2], "prob": chosen[3],
+        "token": text, "text": text, "raw_prob": chosen[2], "prob": chosen[3], "removed_by": None,
         "alternatives": [
             {"id": i, "token": t, "raw_prob": raw, "prob": p, "removed_by": None if p > 0 else "top_p"}
             for i, t, raw, p in alternatives
         ],
-        "draw": draw, "entropy": {"before": 1.5, "after": 0.9},
+        "forced": False, "draw": draw, "entropy": {"before": 1.5, "after": 0.9},
         "stages": [{"name": s, "kept": 10 - k} for k, s in enumerate(STAGES)], "elapsed_ms": 20.5,
     }
 

@@ -120,7 +120,7 @@ def test_run_page_lists_the_settings_that_differ_from_the_defaults_as_json(clien
 def test_run_json_is_the_versioned_export(client, db_alias):
     run, _ = saved()
     body = client.get(f"/r/{run.id}.json").json()
-    assert body["schema"] == "token-playground.run" and body["version"] == 1
+    assert body["schema"] == "token-playground.run" and body["version"] == 2
     assert body["run"]["id"] == run.id and body["run"]["request"]["seed"] == 42
     assert body["run"]["tokens"][0]["alternatives"][2]["removed_by"] == "top_p"
 
@@ -248,7 +248,7 @@ def _bad(export, path, value):
 
 
 @pytest.mark.parametrize("path, value, field", [
-    ("version", 2, "version"),
+    ("version", 3, "version"),
     ("schema", "other", "schema"),
     ("run.status", "done", "run.status"),
     ("run.request.prompt", "", "run.request.prompt"),

@@ -1,0 +1,152 @@
+"""Every parameter fact the pages and API clients need, as one JSON Schema built from ``inference/``.
+
+The schema (JSON Schema draft 2020-12) describes the flat ``params`` object of a ``generate``
+request: every field of ``SamplingParams`` then of ``LoopParams``, in that order, with its type,
+range and ``default`` read from their ``field_facts()``. Where JSON Schema has no keyword, the
+schema carries our own, prefixed ``x-``:
+
+- per property: ``x-kind`` (the field's kind in ``field_facts``), ``x-part`` (``"sampling"``: the
+  sampler chain's, which ``inspect`` accepts too; ``"loop"``: the generation loop's) and ``x-off``
+  (what leaves it doing nothing, in words);
+- ``x-stage-order``: the sampler stages in their default order;
+- ``x-stages``: when each stage is on, as clauses that must all hold (``{"param", "op", "value"}``
+  with op ``==``, ``!=``, ``>``, ``<``, or ``nonempty``; ``{"stage", "on"}`` for another stage);
+- ``x-greedy``: when the chain ends early (``when``, a clause) and after which stage (``last_stage``).
+
+``x-stages`` and ``x-greedy`` are the data form of ``SamplingParams.stage_enabled`` and
+``enabled_stages``; tests evaluate them (in JavaScript, as the page does) against those methods.
+Served at ``/api/params.schema.json`` and rendered into the pages that need it.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import json
+from typing import Any
+
+from inference.loop_params import LoopParams
+from inference.sampling.params import DEFAULT_ORDER, SamplingParams
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+Clause = dict[str, Any]
+
+
+def _param(name: str, op: str, value: Any = None) -> Clause:
+    return {"param": name, "op": op} if op == "nonempty" else {"param": name, "op": op, "value": value}
+
+
+# Stage name -> the clauses that must all hold for it to be in the chain (``stage_enabled``).
+STAGE_SWITCHES: dict[str, tuple[Clause, ...]] = {
+    "logit_bias": (_param("logit_bias", "nonempty"),),
+    "repetition_penalty": (_param("repetition_penalty", "!=", 1.0),),
+    "frequency_penalty": (_param("frequency_penalty", "!=", 0.0),),
+    "presence_penalty": (_param("presence_penalty", "!=", 0.0),),
+    "dry": (_param("dry_multiplier", ">", 0.0), _param("dry_penalty_last_n", "!=", 0)),
+    "no_repeat_ngram": (_param("no_repeat_ngram_size", ">", 0),),
+    "top_n_sigma": (_param("top_n_sigma", ">", 0.0),),
+    "temperature": (_param("temperature", "!=", 1.0), {"stage": "dynamic_temperature", "on": False}),
+    "dynamic_temperature": (_param("dynatemp_range", ">", 0.0), _param("temperature", ">", 0.0)),
+    "top_k": (_param("top_k", ">", 0),),
+    "top_p": (_param("top_p", "<", 1.0),),
+    "min_p": (_param("min_p", ">", 0.0),),
+    "typical_p": (_param("typical_p", "<", 1.0),),
+    "epsilon_cutoff": (_param("epsilon_cutoff", ">", 0.0),),
+    "eta_cutoff": (_param("eta_cutoff", ">", 0.0),),
+    "xtc": (_param("xtc_probability", ">", 0.0),),
+    "mirostat": (_param("mirostat", "==", 2),),
+}
+
+# T = 0: the distribution is one-hot after the temperature stage; no later stage runs.
+GREEDY = {"when": _param("temperature", "==", 0.0), "last_stage": "temperature"}
+
+
+def _property(name: str, fact: dict[str, Any], part: str) -> dict[str, Any]:
+    kind = fact["kind"]
+    prop: dict[str, Any] = {}
+    if kind in ("number", "integer"):
+        prop["type"] = [kind, "null"] if fact["nullable"] else kind
+        prop["exclusiveMinimum" if fact["low_open"] else "minimum"] = fact["low"]
+        if fact["high"] is not None:
+            prop["exclusiveMaximum" if fact["high_open"] else "maximum"] = fact["high"]
+    elif kind == "choice":
+        prop.update(type="integer", enum=list(fact["choices"]))
+    elif kind == "boolean":
+        prop["type"] = "boolean"
+    elif kind == "strings":
+        low, high = fact["item_length"]
+        item = {"type": "string", "minLength": low, "maxLength": high}
+        lines = {"type": "array", "items": item, "maxItems": fact["max_items"]}
+        prop.update({"anyOf": [item, lines]} if name == "stop" else lines)  # stop: one string is one stop
+    elif kind == "token_bias":
+        bias = {"type": "number", "minimum": fact["low"], "maximum": fact["high"]}
+        prop.update(type="object", propertyNames={"pattern": "^[0-9]+$"}, additionalProperties=bias)
+    elif kind == "stage_order":
+        prop.update(type="array", items={"enum": list(fact["choices"])}, uniqueItems=True)
+    else:
+        raise ValueError(f"{name}: no schema for the kind {kind!r}")
+    prop["default"] = fact["default"]
+    prop.update({"x-kind": kind, "x-part": part, "x-off": fact["off"]})
+    return prop
+
+
+@functools.cache
+def params_schema() -> dict[str, Any]:
+    """The JSON Schema of ``params`` (see the module docstring). Built once; do not modify it."""
+    properties: dict[str, Any] = {}
+    for part, facts in (("sampling", SamplingParams.field_facts()), ("loop", LoopParams.field_facts())):
+        for name, fact in facts.items():
+            properties[name] = _property(name, fact, part)
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "title": "Generation parameters",
+        "description": (
+            "The params object of a generate request (inspect takes the x-part 'sampling' ones). "
+            "Every key is optional; a missing key takes its default. Rules between fields: min_tokens "
+            "at most max_tokens; max_tokens fits the context window after the prompt; n above 1 needs "
+            "num_beams 1; sampler_order names every stage the settings switch on; xtc_probability "
+            "above 0 needs a seed; logit_bias ids are below the vocabulary size."
+        ),
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+        "x-stage-order": list(DEFAULT_ORDER),
+        "x-stages": {name: list(STAGE_SWITCHES[name]) for name in DEFAULT_ORDER},
+        "x-greedy": GREEDY,
+    }
+
+
+@functools.cache
+def params_schema_json() -> tuple[str, str]:
+    """The schema as compact JSON text, and its ETag (a hash of that text)."""
+    text = json.dumps(params_schema(), separators=(",", ":"), ensure_ascii=False)
+    return text, '"' + hashlib.sha256(text.encode()).hexdigest()[:32] + '"'
+
+
+def default_params() -> dict[str, Any]:
+    """Every parameter's default: the normalized params of a request that sets nothing."""
+    return {name: copy.deepcopy(prop["default"]) for name, prop in params_schema()["properties"].items()}
+
+
+# The live comparison's own fields (/compare/live): shared by every column, or one per column; any
+# other parameter goes in a column's JSON box (docs/runs.md, "Live comparison").
+LIVE_SHARED: tuple[str, ...] = ("seed", "max_tokens")
+LIVE_COLUMN: tuple[str, ...] = ("temperature", "top_p", "top_k", "min_p")
+
+
+def live_fields() -> dict[str, Any]:
+    """The live comparison's fields as the page reads them: ``shared`` and ``column`` keys, each
+    column field with the ``inputmode`` its kind wants."""
+    properties = params_schema()["properties"]
+    for key in (*LIVE_SHARED, *LIVE_COLUMN):
+        if key not in properties:
+            raise KeyError(f"the live comparison names {key!r}, which is not a parameter")
+    return {
+        "shared": list(LIVE_SHARED),
+        "column": [
+            {"key": key, "inputmode": "numeric" if properties[key]["x-kind"] == "integer" else "decimal"}
+            for key in LIVE_COLUMN
+        ],
+    }

@@ -1,0 +1,101 @@
+// The playground's address format: its settings in the query string, one key per setting under its
+// wire name, each value as its control shows it. The same format is written by the server
+// (playground/address.py, for "Open in the playground"), and tests run both on one table of cases.
+// Driven by the server's parameter facts (the schema): which keys exist, in what order, and how
+// a value of each kind is written. Pure functions: no DOM, no history.
+//
+//   prompt, mode, system, top_n, no_cache=1    the request's own settings
+//   temperature=0.7, top_p=0.9, seed=…         numbers as typed
+//   ignore_eos=1                               a box that is ticked
+//   stop=END%0A%5Cn                            one entry per line, \n \t \\ written as escapes
+//   sampler_order=top_k,temperature,…          stage names, comma-separated
+//   logit_bias=[[id,bias,"text"],…]            JSON
+
+/** The request's own settings, before the parameters. */
+export const REQUEST_KEYS = ["prompt", "mode", "system", "top_n", "no_cache"];
+
+/** Every key the address may hold, in the order it is written. */
+export function addressKeys(schema) {
+  return [...REQUEST_KEYS, ...Object.keys(schema.properties)];
+}
+
+/** "\n" written as backslash-n in a line-per-entry box ↔ the real character. */
+export function decodeLine(line) {
+  return line.replace(/\\(n|t|\\)/g, (_, c) => ({ n: "\n", t: "\t", "\\": "\\" })[c]);
+}
+
+export function encodeLine(text) {
+  return text.replaceAll("\\", "\\\\").replaceAll("\n", "\\n").replaceAll("\t", "\\t");
+}
+
+/** A parameter's value as its control's text (and the address's value). */
+export function paramText(schema, key, value) {
+  const kind = schema.properties[key]?.["x-kind"];
+  if (value === null || value === undefined) return "";
+  switch (kind) {
+    case "boolean": return value ? "1" : "";
+    case "strings": return (typeof value === "string" ? [value] : value).map(encodeLine).join("\n");
+    case "stage_order": return value.join(",");
+    case "token_bias": {
+      // a {token id: bias} object by id; the editor's [[id, bias, text], …] entries as they are
+      const entries = Array.isArray(value) ? value
+        : Object.entries(value).map(([id, bias]) => [Number(id), bias]).sort((a, b) => a[0] - b[0]);
+      return entries.length ? JSON.stringify(entries) : "";
+    }
+    default: return String(value);
+  }
+}
+
+/** A list parameter's text back to its value: stop strings and breakers (lines), the stage order
+ *  (names), the logit bias (its [[id, bias, text?], …] entries; malformed text gives none). */
+export function listValue(schema, key, text) {
+  switch (schema.properties[key]?.["x-kind"]) {
+    case "strings": return text.split("\n").filter((line) => line !== "").map(decodeLine);
+    case "stage_order": return text.split(",").filter(Boolean);
+    case "token_bias": {
+      try {
+        const parsed = JSON.parse(text || "[]");
+        return Array.isArray(parsed) ? parsed.filter((e) => Array.isArray(e) && e.length >= 2) : [];
+      } catch {
+        return [];
+      }
+    }
+    default: throw new Error(`${key} is not a list parameter`);
+  }
+}
+
+/** The query string for `texts` ({key: text}): known keys only, in the address order. */
+export function encodeAddress(schema, texts) {
+  const query = new URLSearchParams();
+  for (const key of addressKeys(schema)) if (key in texts) query.set(key, texts[key]);
+  return query.toString();
+}
+
+/** {key: text} from a query string; keys the address does not know are ignored. */
+export function decodeAddress(schema, search) {
+  const known = new Set(addressKeys(schema));
+  const texts = {};
+  for (const [key, text] of new URLSearchParams(search)) if (known.has(key)) texts[key] = text;
+  return texts;
+}
+
+/** The page's address for its settings: the control texts (`values`) that differ from a fresh
+ *  page's (`initial`), the stage order when it is not the default, the logit-bias entries. */
+export function settingsToAddress(schema, values, initial, { order = null, bias = [] } = {}) {
+  const texts = {};
+  for (const [key, text] of Object.entries(values)) if (text !== initial[key]) texts[key] = text;
+  if (order) texts.sampler_order = paramText(schema, "sampler_order", order);
+  if (bias.length) texts.logit_bias = paramText(schema, "logit_bias", bias);
+  return encodeAddress(schema, texts);
+}
+
+/** {values, order, bias} from the page's address: control texts by key, the stage order (null:
+ *  the default) and the logit-bias entries. */
+export function settingsFromAddress(schema, search) {
+  const { sampler_order: orderText, logit_bias: biasText, ...values } = decodeAddress(schema, search);
+  return {
+    values,
+    order: orderText ? listValue(schema, "sampler_order", orderText) : null,
+    bias: biasText ? listValue(schema, "logit_bias", biasText) : [],
+  };
+}

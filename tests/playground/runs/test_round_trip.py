@@ -1,0 +1,192 @@
+"""Export → import → export gives the same file back, for runs of every kind made by the real
+worker code (``playground.worker``: the protocol's events, the recorder, the database) on the tiny
+model: plain, chat, ``n`` samples, beam search, a branch, cancelled, failed. Only ``id``,
+``source`` and ``imported_from`` say that the copy is a copy. Files of version 1 still import."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+
+from playground import protocol, worker
+from playground.models import Run
+from playground.runs import schema
+from playground.runs.token_rows import load_rows
+
+pytestmark = pytest.mark.django_db(databases=["default", "postgres"])
+
+PROMPT = "The capital of France is"
+PARAMS = {"temperature": 0.9, "top_p": 0.95, "max_tokens": 4, "seed": 11}
+IDENTITY = ("id", "source", "imported_from")  # what an import changes, on purpose
+
+
+class FailingDecoder:
+    """The tiny model's decoder, whose state fails on its ``fail_at``-th call (the prefill is the
+    first): a model that breaks in the middle of a run."""
+
+    def __init__(self, decoder: Any, fail_at: int) -> None:
+        self._decoder, self._calls, self._fail_at = decoder, 0, fail_at
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._decoder, name)
+
+    def new_state(self, *args: Any, **kwargs: Any) -> Any:
+        state = self._decoder.new_state(*args, **kwargs)
+        outer = self
+
+        class State:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(state, name)
+
+            def append_tokens(self, *a: Any, **k: Any) -> Any:
+                outer._calls += 1
+                if outer._calls >= outer._fail_at:
+                    raise RuntimeError("the decoder failed (injected)")
+                return state.append_tokens(*a, **k)
+
+        return State()
+
+
+def generate(model, request_id: str, cancel_after: int | None = None, **frame: Any) -> list[dict[str, Any]]:
+    """One ``generate`` frame served by the worker's own generation path; its events."""
+    body = {"type": "generate", "request_id": request_id, "prompt": PROMPT, "params": PARAMS, "top_n": 3} | frame
+    job = worker.Job(request_id, "test-reply", json.dumps(body), quick=False)
+    events: list[dict[str, Any]] = []
+
+    def emit(event: dict[str, Any]) -> None:
+        events.append(event)
+        if cancel_after is not None and sum(e["type"] == "token" for e in events) >= cancel_after:
+            job.cancelled.set()
+
+    worker._generate(model, protocol.parse_client_frame(job.frame), job, emit)
+    return events
+
+
+def run_id_of(events: list[dict[str, Any]]) -> str:
+    last = events[-1]
+    assert last["type"] in ("done", "error") and last.get("run_id"), last
+    return last["run_id"]
+
+
+@pytest.fixture
+def runs_of_every_kind(tiny_runtime, db_alias) -> dict[str, str]:
+    """kind → run id, each made by the worker's generation path and saved by its recorder."""
+    made = {
+        "plain": generate(tiny_runtime, "plain"),
+        "chat": generate(tiny_runtime, "chat", mode="chat", system="Answer briefly.",
+                         params=PARAMS | {"stop": ["\n\n"], "repetition_penalty": 1.2}),
+        "samples": generate(tiny_runtime, "samples", params=PARAMS | {"n": 3}),
+        "beams": generate(tiny_runtime, "beams", params={"num_beams": 3, "max_tokens": 3, "seed": 5}),
+        "cancelled": generate(tiny_runtime, "cancelled", cancel_after=2, params=PARAMS | {"max_tokens": 50}),
+        "failed": generate(dataclasses.replace(tiny_runtime, decoder=FailingDecoder(tiny_runtime.decoder, 3)), "failed"),
+    }
+    ids = {kind: run_id_of(events) for kind, events in made.items()}
+    parent = Run.objects.get(pk=ids["plain"])
+    first = load_rows(parent.tokens)[0].id  # the parent's first token
+    branch = generate(tiny_runtime, "branch", prefix_tokens=[first], parent_run=parent.id, branch_index=1)
+    ids["branch"] = run_id_of(branch)
+    return ids
+
+
+def test_the_runs_are_of_the_kinds_they_claim(runs_of_every_kind):
+    runs = {kind: Run.objects.get(pk=run_id) for kind, run_id in runs_of_every_kind.items()}
+    assert runs["plain"].status == "complete" and runs["plain"].tokens
+    assert runs["chat"].mode == "chat" and runs["chat"].system == "Answer briefly."
+    assert {row.sample for row in load_rows(runs["samples"].tokens)} == {0, 1, 2} and len(runs["samples"].samples) == 3
+    assert runs["beams"].tokens == [] and runs["beams"].beam_steps and len(runs["beams"].beams) == 3
+    assert runs["cancelled"].status == "cancelled" and 2 <= len(runs["cancelled"].tokens) < 50
+    assert runs["failed"].status == "failed" and runs["failed"].error["code"] == "generation_failed"
+    assert len(runs["failed"].tokens) == 2  # the prefill, two tokens, then the decoder broke
+    branch = runs["branch"]
+    assert branch.parent_id == runs["plain"].id and branch.branch_index == 1
+    exported = schema.run_to_dict(branch)["tokens"]
+    assert exported[0]["forced"] is True and exported[1]["forced"] is False
+
+
+KINDS = ("plain", "chat", "samples", "beams", "branch", "cancelled", "failed")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_export_import_export_is_the_same_file(client, runs_of_every_kind, kind):
+    original_id = runs_of_every_kind[kind]
+    first = client.get(f"/r/{original_id}.json")
+    assert first.status_code == 200
+    exported = first.json()
+    assert exported["version"] == schema.VERSION
+
+    answer = client.post("/api/runs/import", data=first.content, content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    copy_id = answer.json()["runs"][0]["id"]
+    again = client.get(f"/r/{copy_id}.json").json()
+    expected = copy.deepcopy(exported)
+    expected["run"].update(id=copy_id, source="imported", imported_from=original_id)
+    assert again == expected
+
+    # And once more, from the copy: a copy of a copy is the same run again.
+    answer = client.post("/api/runs/import", data=json.dumps(again), content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    third_id = answer.json()["runs"][0]["id"]
+    third = client.get(f"/r/{third_id}.json").json()
+    assert third == again | {"run": again["run"] | {"id": third_id, "imported_from": copy_id}}
+
+    # The copy is shown like the original.
+    assert client.get(f"/r/{copy_id}").status_code == 200
+    assert client.get(f"/compare/{original_id},{copy_id}").status_code == 200
+
+
+def test_every_token_field_the_worker_sends_is_a_field_of_the_schema(runs_of_every_kind, tiny_runtime):
+    """The protocol and the export's token must not drift apart (the cause of the broken import)."""
+    events = generate(tiny_runtime, "fields", params=PARAMS | {"max_tokens": 2})
+    token = next(e for e in events if e["type"] == "token")
+    assert set(token) - {"type", "request_id"} == set(schema.TokenRow.EVENT_KEYS)
+
+
+def test_a_comparison_of_a_branch_and_its_parent_imports_as_a_branch_of_the_new_parent(client, runs_of_every_kind):
+    parent_id, branch_id = runs_of_every_kind["plain"], runs_of_every_kind["branch"]
+    exported = client.get(f"/compare/{parent_id},{branch_id}.json").json()
+    answer = client.post("/api/runs/import", data=json.dumps(exported), content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    new_parent, new_branch = (r["id"] for r in answer.json()["runs"])
+    assert Run.objects.get(pk=new_branch).parent_id == new_parent
+    again = client.get(f"/compare/{new_parent},{new_branch}.json").json()
+    for before, after, new_id in zip(exported["runs"], again["runs"], (new_parent, new_branch)):
+        expected = before | {"id": new_id, "source": "imported", "imported_from": before["id"]}
+        if before["parent_run"] == parent_id:
+            expected["parent_run"] = new_parent
+        assert after == expected
+    assert again["comparison"]["positions"] == exported["comparison"]["positions"]
+
+
+def test_a_version_1_file_still_imports(client, runs_of_every_kind):
+    """Version 1 as this server wrote it (the same fields), and as it wrote runs saved before
+    tokens had ``removed_by`` and ``forced`` (without them)."""
+    for kind in ("branch", "samples"):
+        original_id = runs_of_every_kind[kind]
+        current = client.get(f"/r/{original_id}.json").json()
+        as_written = current | {"version": 1}
+        older = copy.deepcopy(as_written)
+        for token in older["run"]["tokens"]:
+            del token["removed_by"], token["forced"]
+        for file, forced in ((as_written, True), (older, False)):
+            answer = client.post("/api/runs/import", data=json.dumps(file), content_type="application/json")
+            assert answer.status_code == 201, answer.content
+            copy_id = answer.json()["runs"][0]["id"]
+            again = client.get(f"/r/{copy_id}.json").json()
+            assert again["version"] == schema.VERSION
+            expected = copy.deepcopy(current["run"]) | {"id": copy_id, "source": "imported", "imported_from": original_id}
+            if not forced:
+                for token in expected["tokens"]:
+                    token.update(removed_by=None, forced=False)
+            assert again["run"] == expected
+
+
+def test_a_version_2_file_must_have_every_field(client, runs_of_every_kind):
+    current = client.get(f"/r/{runs_of_every_kind['plain']}.json").json()
+    del current["run"]["tokens"][1]["forced"]
+    answer = client.post("/api/runs/import", data=json.dumps(current), content_type="application/json")
+    assert answer.status_code == 400
+    assert answer.json()["error"] == {"code": "invalid_export", "param": "run.tokens[1].forced", "message": "is required"}

@@ -1,0 +1,77 @@
+"""Saved tokens have named fields (``TokenRow``), are stored compactly as before, and runs stored in
+the old form — rows without the trailing object, saved before tokens had ``removed_by`` and
+``forced`` — still load, show, export and compare."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from playground.models import Run
+from playground.runs import schema
+from playground.runs.token_rows import Alternative, Stage, TokenRow, sample_text, stored_row_from_event
+from tests.playground.runs import helpers
+
+EVENT = helpers.token(0, 7042, " Paris", helpers.PARIS[0][2])
+
+# A row as the server stored it before ``forced`` existed: thirteen columns, no trailing object.
+OLD_ROW = [
+    0, 0, 7042, " Paris", " Paris", 0.5, 0.7, 0.25, 1.5, 0.9, 20.5,
+    [[7042, " Paris", 0.5, 0.7, None], [253, " a", 0.2, 0.3, None], [9, " the", 0.1, 0.0, "top_p"]],
+    [["temperature", 10], ["top_p", 9], ["dist", 8]],
+]
+
+
+def test_a_token_event_becomes_named_fields_and_the_same_compact_row():
+    row = TokenRow.from_event(EVENT)
+    assert (row.sample, row.index, row.id, row.token, row.prob, row.draw) == (0, 0, 7042, " Paris", 0.7, 0.25)
+    assert row.alternatives[2] == Alternative(9, " the", 0.1, 0.0, "top_p")
+    assert row.stages[0] == Stage("temperature", 10)
+    assert (row.entropy_before, row.entropy_after, row.removed_by, row.forced) == (1.5, 0.9, None, False)
+    # Stored exactly as before: defaults (removed_by null, forced false) take no room.
+    assert stored_row_from_event(EVENT) == OLD_ROW
+    assert schema.compact_token(EVENT) == OLD_ROW  # the name recording.py calls today
+    assert TokenRow.from_stored(OLD_ROW) == row
+    assert row.to_event() == {k: v for k, v in EVENT.items() if k not in ("type", "request_id")}
+    assert list(row.to_event()) == list(TokenRow.EVENT_KEYS)  # in the order the server sends them
+
+
+def test_fields_without_a_column_live_in_the_trailing_object():
+    event = EVENT | {"forced": True, "removed_by": "top_k", "later_field": [1, 2]}
+    event["alternatives"] = [event["alternatives"][0] | {"note": "x"}]
+    stored = stored_row_from_event(event)
+    assert stored[13] == {"later_field": [1, 2], "removed_by": "top_k", "forced": True}
+    assert stored[11] == [[7042, " Paris", 0.5, 0.7, None, {"note": "x"}]]
+    row = TokenRow.from_stored(json.loads(json.dumps(stored)))
+    assert row.forced and row.removed_by == "top_k" and row.extra == {"later_field": [1, 2]}
+    assert row.to_event() == {k: v for k, v in event.items() if k not in ("type", "request_id")}
+    # The row the recorder writes today (the defaults spelled out) loads the same way.
+    today = OLD_ROW + [{"removed_by": None, "forced": False}]
+    assert TokenRow.from_stored(today) == TokenRow.from_stored(OLD_ROW)
+
+
+def test_sample_text_joins_one_samples_tokens():
+    rows = [OLD_ROW, [1] + OLD_ROW[1:4] + [" Lyon"] + OLD_ROW[5:], [0, 1] + OLD_ROW[2:4] + ["."] + OLD_ROW[5:]]
+    assert sample_text(rows) == " Paris." and sample_text(rows, 1) == " Lyon"
+
+
+@pytest.mark.django_db(databases=["default", "postgres"])
+def test_a_run_stored_in_the_old_form_loads_shows_exports_and_compares(client, db_alias):
+    live = Run.objects.get(pk=helpers.record(helpers.events())["run_id"])
+    old = Run.objects.get(pk=live.pk)
+    old.pk = old.id = "O" * 22
+    second = [0, 1, 30, ".", ".", 0.6, 0.8, None, 1.0, 0.5, None, [[30, ".", 0.6, 0.8, None]], []]
+    old.tokens = [OLD_ROW, second]  # as a server before ``forced`` saved them
+    old.save(force_insert=True)
+
+    exported = client.get(f"/r/{old.id}.json").json()["run"]["tokens"]
+    assert exported[0] == TokenRow.from_stored(OLD_ROW).to_event()
+    assert exported[0]["forced"] is False and exported[0]["removed_by"] is None
+    assert exported[1]["draw"] is None and exported[1]["stages"] == []
+    page = client.get(f"/r/{old.id}")
+    assert page.status_code == 200
+    comparison = client.get(f"/compare/{live.id},{old.id}.json").json()["comparison"]
+    assert [p["same"] for p in comparison["positions"]] == [True, True, False]
+    assert comparison["first_divergence"] == 2
+    assert Run.objects.get(pk=old.id).tokens == [OLD_ROW, second]  # reading never rewrites storage

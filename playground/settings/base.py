@@ -92,8 +92,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ["PLAYGROUND_STATIC_ROOT"]) if os.environ.get("PLAYGROUND_STATIC_ROOT") else None
 # Without collected files WhiteNoise serves the source folders (whatever DEBUG says: tests run with it off).
 WHITENOISE_USE_FINDERS = STATIC_ROOT is None
-# Development and tests serve static files from STATICFILES_DIRS as they are (WhiteNoise reads them
-# through the finders while DEBUG is on); prod.py switches to compressed files with hashed names.
+# Development and tests serve the files as they are; prod.py switches to compressed files with
+# hashed names.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -131,11 +131,12 @@ LOGGING = {
         },
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # One handler, on the root logger: every library's records come out in the same format.
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
-        "inference": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
-        "playground": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
-        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
-        "daphne": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "inference": {"level": LOG_LEVEL},
+        "playground": {"level": LOG_LEVEL},
+        "django": {"level": "INFO"},
+        "daphne": {"level": "INFO"},
     },
 }

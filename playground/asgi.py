@@ -4,23 +4,18 @@ import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "playground.settings.dev")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "playground.settings.prod")  # scripts/run picks dev
 django_asgi_app = get_asgi_application()  # before importing consumers: it sets Django up
 
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
-from django.conf import settings  # noqa: E402
 
 from playground.origin import OriginValidator  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
-from playground.static_files import StaticFilesHandler  # noqa: E402
 from playground.worker import INFERENCE_CHANNEL, InferenceWorker  # noqa: E402
-
-# The embedded default serves its own static files; behind a proxy, set PLAYGROUND_SERVE_STATIC=0.
-http_app = StaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
 
 application = ProtocolTypeRouter(
     {
-        "http": http_app,
+        "http": django_asgi_app,  # static files included (WhiteNoise middleware)
         "websocket": OriginValidator(URLRouter(websocket_urlpatterns)),  # scheme, host and port
         # `python manage.py runworker inference` serves this channel from another process
         "channel": ChannelNameRouter({INFERENCE_CHANNEL: InferenceWorker.as_asgi()}),

@@ -14,7 +14,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from playground import channel_messages as messages
-from playground import events, frames
+from playground import events, frames, metrics
 from playground.client_limits import client_limits
 from playground.liveness import Watchdog
 from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
@@ -49,6 +49,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             cancel = messages.cancel(request_id, self.channel_name)
             await self.channel_layer.send(INFERENCE_CHANNEL, cancel)
             await self.channel_layer.group_send(WORKERS_GROUP, cancel)
+        metrics.connection_closed(self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None:
@@ -86,6 +87,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             await self._send(events.limit_event(refusal.code, refusal.message, refusal.retry_after, request_id))
             return
         self.requests[request_id] = None
+        metrics.request_submitted(self.channel_name, command)
         record = frames.record_fields(command) if isinstance(command, frames.Generate) else None
         message = self.watchdog.submitted(request_id, record, messages.request(command, self.channel_name))  # liveness: a lease
         await self.channel_layer.send(INFERENCE_CHANNEL, message)
@@ -149,6 +151,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         self.watchdog.heartbeat(message)
 
     async def _send(self, event: dict[str, Any]) -> None:
+        metrics.event_sent(self.channel_name, event)
         await self.send(text_data=events.encode_event(event))
 
 

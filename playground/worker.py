@@ -43,7 +43,7 @@ from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
 from inference.whatif import LogitsCache, inspect_position
 from playground import channel_messages as messages
-from playground import events, frames
+from playground import events, frames, health
 from playground.liveness import WorkerHeartbeat
 
 log = logging.getLogger(__name__)
@@ -107,6 +107,7 @@ class InferenceWorker(AsyncConsumer):
     """
 
     EARLY_CANCELS_KEPT = 1024
+    inference_ping = health.answer_ping  # readiness: who answers, and whether its model is built
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -130,6 +131,7 @@ class InferenceWorker(AsyncConsumer):
             return
         self.jobs[job.key] = job
         self.heartbeat.ensure_running(self.channel_layer, self.channel_name)  # liveness
+        log.info("took request %s", job.request_id)  # which worker serves what, in its log lines
         await self.channel_layer.send(
             job.reply_channel,
             messages.queued(job.request_id, self.channel_name, job.lease),

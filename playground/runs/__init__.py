@@ -7,5 +7,4 @@
 - ``text_check``: finds and repairs text that cannot be stored or shown (lone surrogates, U+0000).
 - ``compare``: aligns 2–4 runs token by token and measures how their distributions differ.
 - ``views`` / ``urls``: the permalink, comparison and history pages and their JSON endpoints.
-- ``database_url``: ``DATABASE_URL`` → Django's ``DATABASES`` entry (imported by the settings).
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -17,7 +18,12 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: /health, /ready and /metrics answer probes and scrapers that reach a process by its
+    # address (no allowed host, no HTTPS redirect applies to them).
+    "playground.health.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Static files (compressed, hashed names under prod); in development straight from STATICFILES_DIRS.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -36,16 +42,34 @@ TEMPLATES = [
     }
 ]
 
-# SQLite in the state directory by default; PostgreSQL when DATABASE_URL says so
-# (postgres://user:password@host:port/name, see playground/runs/database_url.py).
-from playground.runs.database_url import database_from_env  # noqa: E402
+# SQLite in the state directory by default; any database dj-database-url reads from DATABASE_URL
+# among those this project ships a driver for (postgres://user:password@host:port/name?sslmode=...).
+import dj_database_url  # noqa: E402
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402
+
+DATABASE_ENGINES = ("django.db.backends.postgresql", "django.db.backends.sqlite3")
+
+
+def database_from_url(url: str) -> dict:
+    """``DATABASE_URL`` → a ``DATABASES`` entry; a URL that cannot work is refused, naming what is wrong."""
+    try:
+        database = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
+    except ValueError as error:  # unknown scheme, port out of range, unquoted characters
+        raise ImproperlyConfigured(f"DATABASE_URL cannot be read: {error}") from None
+    if database["ENGINE"] not in DATABASE_ENGINES:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL names {database['ENGINE']}; this project ships drivers for PostgreSQL "
+            "(postgresql://…) and SQLite (sqlite:///…) only"
+        )
+    if not database.get("NAME"):
+        raise ImproperlyConfigured("DATABASE_URL must name one database, e.g. postgresql://host/playground")
+    return database
+
 
 DATABASES = {
-    "default": database_from_env(os.environ)
-    or {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": STATE_DIR / "playground.sqlite3",
-    }
+    "default": database_from_url(
+        os.environ.get("DATABASE_URL", "").strip() or f"sqlite:///{STATE_DIR / 'playground.sqlite3'}"
+    )
 }
 
 # Embedded default: the in-memory layer (one process). Scale-out: PLAYGROUND_REDIS_URL points every
@@ -73,8 +97,17 @@ WORKER_LIVENESS = {
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = STATE_DIR / "static"
-SERVE_STATIC = os.environ.get("PLAYGROUND_SERVE_STATIC", "1") == "1"
+# Where `collectstatic` writes and WhiteNoise serves from under prod (the image bakes it in at build
+# time); development reads STATICFILES_DIRS directly and needs none.
+STATIC_ROOT = Path(os.environ["PLAYGROUND_STATIC_ROOT"]) if os.environ.get("PLAYGROUND_STATIC_ROOT") else None
+# Without collected files WhiteNoise serves the source folders (whatever DEBUG says: tests run with it off).
+WHITENOISE_USE_FINDERS = STATIC_ROOT is None
+# Development and tests serve the files as they are; prod.py switches to compressed files with
+# hashed names.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -104,13 +137,28 @@ INFERENCE = {
 # the socket's own (its Host header, a host in ALLOWED_HOSTS, and http for ws / https for wss).
 WEBSOCKET_ALLOWED_ORIGINS = [o for o in os.environ.get("PLAYGROUND_ALLOWED_ORIGINS", "").split(",") if o.strip()]
 
+# Plain lines in development; prod.py switches the same handler to one JSON object per line.
+LOG_LEVEL = os.environ.get("PLAYGROUND_LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(process)d",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger", "process": "pid"},
+            "static_fields": {"host": socket.gethostname()},
+            "timestamp": False,
+        },
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # One handler, on the root logger: every library's records come out in the same format.
+    "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
-        "inference": {"handlers": ["console"], "level": "INFO"},
-        "playground": {"handlers": ["console"], "level": "INFO"},
+        "inference": {"level": LOG_LEVEL},
+        "playground": {"level": LOG_LEVEL},
+        "django": {"level": "INFO"},
+        "daphne": {"level": "INFO"},
     },
 }

@@ -8,7 +8,6 @@ from asgiref.testing import ApplicationCommunicator
 from django.core.asgi import get_asgi_application
 
 from playground.security import CONTENT_SECURITY_POLICY
-from playground.static_files import StaticFilesHandler
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +28,7 @@ def test_the_policy_allows_only_the_sites_own_scripts():
 
 
 async def _get(path: str, raw_path: bytes) -> int:
-    app = StaticFilesHandler(get_asgi_application())
+    app = get_asgi_application()  # static files through the WhiteNoise middleware, as daphne serves them
     scope = {"type": "http", "http_version": "1.1", "method": "GET", "scheme": "http", "path": path,
              "raw_path": raw_path, "query_string": b"", "headers": [(b"host", b"localhost")],
              "server": ("localhost", 80), "client": ("127.0.0.1", 1)}

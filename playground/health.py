@@ -1,0 +1,144 @@
+"""Liveness, readiness and metrics for probes, load balancers and Prometheus.
+
+- ``GET /health``: liveness. The process answers HTTP; nothing else is checked, so a slow database
+  or a busy worker never gets a web process restarted.
+- ``GET /ready``: readiness, ``200`` when every check passes and ``503`` otherwise, with a JSON
+  body naming each check's result and time: the database answers ``SELECT 1``; a message makes a
+  round trip through the channel layer; an inference worker answers a ping sent through the
+  ``inference`` channel (and reports that its model is built). Each check has a short timeout.
+- ``GET /metrics``: Prometheus' text format (``playground.metrics``).
+
+:class:`ProbeMiddleware` answers these paths before any other middleware: probes and scrapers reach
+a process by its own address, which is not an allowed host, and over plain HTTP, which the
+production settings would redirect to HTTPS. The paths leak nothing but counts; a reverse proxy
+should not forward ``/metrics`` from the internet (docs/deploy.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+import uuid
+from typing import Any, Awaitable, Callable
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from channels.layers import get_channel_layer
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from inference.model_dir import ModelNotBuiltError, default_model_dir, read_manifest
+from playground import metrics
+
+CHECK_TIMEOUT_S = 3.0
+PING = "inference.ping"  # web → the ``inference`` channel; a worker answers on ``reply_channel``
+PONG = "inference.pong"
+
+
+async def liveness(request: HttpRequest) -> HttpResponse:
+    return JsonResponse({"status": "ok"})
+
+
+async def readiness(request: HttpRequest) -> HttpResponse:
+    names = ("database", "channel_layer", "workers")
+    results = await asyncio.gather(*(_timed(check()) for check in (_database, _channel_layer, _workers)))
+    checks = dict(zip(names, results))
+    ready = all(result["ok"] for result in results)
+    return JsonResponse({"status": "ready" if ready else "not_ready", "checks": checks}, status=200 if ready else 503)
+
+
+async def metrics_page(request: HttpRequest) -> HttpResponse:
+    body, content_type = metrics.exposition()
+    return HttpResponse(body, content_type=content_type)
+
+
+PROBES: dict[str, Callable[[HttpRequest], Awaitable[HttpResponse]]] = {
+    "/health": liveness,
+    "/ready": readiness,
+    "/metrics": metrics_page,
+}
+
+
+class ProbeMiddleware:
+    """Answers the probe paths itself (GET or HEAD); counts every other response for the metrics."""
+
+    async_capable = True
+    sync_capable = False
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(self.get_response):
+            markcoroutinefunction(self)
+
+    async def __call__(self, request: HttpRequest) -> HttpResponse:
+        probe = PROBES.get(request.path)
+        if probe is not None and request.method in ("GET", "HEAD"):
+            response = await probe(request)
+            response["Cache-Control"] = "no-store"
+            return response
+        response = await self.get_response(request)
+        metrics.http_response(request.method or "", response.status_code)
+        return response
+
+
+async def _timed(check: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    """Runs one check with the timeout; any failure becomes ``ok: false`` with its reason."""
+    began = time.monotonic()
+    try:
+        result = {"ok": True} | await asyncio.wait_for(check, CHECK_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        result = {"ok": False, "error": f"no answer within {CHECK_TIMEOUT_S:g} s"}
+    except Exception as error:  # noqa: BLE001 — a failed check is a result, not a crash
+        result = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+    result["ms"] = round((time.monotonic() - began) * 1000, 1)
+    return result
+
+
+def _select_one() -> dict[str, Any]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return {"vendor": connection.vendor}
+
+
+async def _database() -> dict[str, Any]:
+    return await sync_to_async(_select_one)()
+
+
+async def _channel_layer() -> dict[str, Any]:
+    """A message sent to a fresh channel of this process comes back."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel("health.")
+    token = uuid.uuid4().hex
+    await layer.send(channel, {"type": "health.echo", "token": token})
+    message = await layer.receive(channel)
+    if message.get("token") != token:
+        raise RuntimeError("the channel layer returned another message")
+    return {"backend": type(layer).__name__}
+
+
+async def _workers() -> dict[str, Any]:
+    """One inference worker answers a ping sent to the shared ``inference`` channel, with its model built."""
+    from playground.worker import INFERENCE_CHANNEL, ensure_embedded_worker
+
+    ensure_embedded_worker()  # the embedded default: the worker inside this process
+    layer = get_channel_layer()
+    reply_channel = await layer.new_channel("health.")
+    await layer.send(INFERENCE_CHANNEL, {"type": PING, "reply_channel": reply_channel})
+    answer = await layer.receive(reply_channel)
+    if not answer.get("model_built"):
+        raise RuntimeError(f"worker {answer.get('host')} has no model: {answer.get('model_error')}")
+    return {"answered_by": {key: answer.get(key) for key in ("host", "pid", "model")}}
+
+
+async def answer_ping(worker: Any, message: dict[str, Any]) -> None:
+    """The worker's handler for ``inference.ping`` (``InferenceWorker.inference_ping``): says who
+    answers and whether its model is built, on the ping's reply channel."""
+    answer: dict[str, Any] = {"type": PONG, "host": socket.gethostname(), "pid": os.getpid()}
+    try:
+        manifest = read_manifest(default_model_dir())
+        answer |= {"model_built": True, "model": manifest.get("model_name", "?")}
+    except (ModelNotBuiltError, ValueError, OSError) as error:
+        answer |= {"model_built": False, "model_error": str(error)}
+    await worker.channel_layer.send(message["reply_channel"], answer)

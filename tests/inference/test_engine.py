@@ -81,7 +81,7 @@ def test_wrong_batch_shape_is_refused(tiny_runtime):
 def test_cuda_falls_back_to_cpu_with_a_warning(tiny_runtime, caplog, tmp_path):
     assert choose_providers([CUDA, CPU])[-1] == CPU
     with caplog.at_level(logging.WARNING, logger="inference.engine"):
-        from inference.build import default_tiny_dir
+        from inference.modelbuild import default_tiny_dir
 
         decoder = Decoder(default_tiny_dir() / MODEL_FILE, tiny_runtime.shape, providers=[CUDA, CPU], intra_op_threads=1)
     assert decoder.provider == CPU
@@ -90,7 +90,7 @@ def test_cuda_falls_back_to_cpu_with_a_warning(tiny_runtime, caplog, tmp_path):
 
 def test_a_model_of_another_layout_is_refused(tiny_runtime):
     from dataclasses import replace
-    from inference.build import default_tiny_dir
+    from inference.modelbuild import default_tiny_dir
 
     with pytest.raises(ValueError, match="not a text-generation-with-past export"):
         Decoder(default_tiny_dir() / MODEL_FILE, replace(tiny_runtime.shape, num_layers=40), intra_op_threads=1)

@@ -24,18 +24,18 @@ EXPORT_TASK = "text-generation-with-past"
 
 # Each layer's attention (the export's ~100 small nodes: rotary, causal mask, repeat_kv, cache Concat,
 # MatMuls, Softmax) is replaced by RotaryEmbedding on q and k plus one GroupQueryAttention
-# (inference/build/attention.py) before the weights are quantized. Same inputs and outputs, logits
+# (inference/modelbuild/attention.py) before the weights are quantized. Same inputs and outputs, logits
 # within 1e-4 of the unfused model, greedy continuations identical; decode ~25 % less time per token
 # on the 2-core AVX2 machine (docs/model.md, "Speed experiments"). Requires all-ones attention masks.
 FUSE_ATTENTION = True
 
 # Weight MatMuls whose GGUF tensor is of one of `gguf_types` get those blocks as they are
-# (inference/build/lossless.py): the weights stay bit for bit the GGUF's.
+# (inference/modelbuild/lossless.py): the weights stay bit for bit the GGUF's.
 LOSSLESS = {
     "method": "gguf-q4_1-lossless-matmulnbits",
     "block_size": 32,  # llama.cpp's, for Q4_1 and Q8_0 alike
     # fp32 activations inside MatMulNBits: the served model computes what the fp32 export does (on the
-    # mixed text of inference/build/quality.py: top-1 agreement 1.0, KL 0.0). The Q8_0 embedding and
+    # mixed text of inference/modelbuild/quality.py: top-1 agreement 1.0, KL 0.0). The Q8_0 embedding and
     # tied LM head stay the export's fp32 table (exactly the Q8_0 values): ONNX Runtime has no packed
     # 8-bit kernel for fp32 activations on x86 (it would dequantize the table every token, ~8x slower).
     "accuracy_level": 0,

@@ -1,4 +1,4 @@
-"""The command line shared by ``python -m inference.build`` and ``python manage.py build_model``."""
+"""The command line shared by ``python -m inference.modelbuild`` and ``python manage.py build_model``."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m inference.build", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="python -m inference.modelbuild", description=DESCRIPTION)
     add_arguments(parser)
     loudness = parser.add_mutually_exclusive_group()
     loudness.add_argument("-v", "--verbose", action="store_true", help="also show the tools' logs and warnings")

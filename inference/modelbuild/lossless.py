@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from inference.build.onnx_graph import drop_unused
+from inference.modelbuild.onnx_graph import drop_unused
 
 from . import gguf_blocks as gb
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from inference.build.onnx_graph import drop_unused
+from inference.modelbuild.onnx_graph import drop_unused
 
 MS_DOMAIN = "com.microsoft"
 PREFIX = "/model/layers.{i}/self_attn"

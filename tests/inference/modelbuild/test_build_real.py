@@ -11,7 +11,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from inference import model_dir as md
-from inference.build import ensure_model, inspect_model, read_manifest
+from inference.modelbuild import ensure_model, inspect_model, read_manifest
 
 pytestmark = pytest.mark.real_model
 

@@ -10,8 +10,8 @@ from gguf import GGMLQuantizationType, GGUFWriter
 from gguf.quants import dequantize, quantize
 from onnx import TensorProto, helper, numpy_helper
 
-from inference.build import gguf_blocks as gb
-from inference.build import lossless
+from inference.modelbuild import gguf_blocks as gb
+from inference.modelbuild import lossless
 
 K, N = 96, 48  # three blocks of 32 along K
 

@@ -11,8 +11,8 @@ import onnxruntime as ort
 import pytest
 
 from inference import model_dir as md
-from inference.build import RECIPE_VERSION, build_tiny_model, read_manifest, steps
-from inference.build.source import sha256_file
+from inference.modelbuild import RECIPE_VERSION, build_tiny_model, read_manifest, steps
+from inference.modelbuild.source import sha256_file
 
 from .conftest import RecordingProgress
 
@@ -100,7 +100,7 @@ def test_damaged_model_is_rebuilt(tiny_dir, tmp_path):
 
 
 def test_another_seed_is_another_source(tiny_dir):
-    from inference.build.tiny import RandomSource
+    from inference.modelbuild.tiny import RandomSource
 
     assert RandomSource(1).describe()["sha256"] != read_manifest(tiny_dir)["source"]["sha256"]
 
@@ -145,7 +145,7 @@ def test_leftovers_of_a_killed_build_are_cleared(tiny_dir, tmp_path):
 
 
 def test_serving_only_install_uses_an_intact_model_as_it_is(monkeypatch, tiny_dir, tmp_path):
-    from inference.build import recipe
+    from inference.modelbuild import recipe
 
     target = tmp_path / "tiny"
     shutil.copytree(tiny_dir, target)
@@ -160,7 +160,7 @@ def test_serving_only_install_uses_an_intact_model_as_it_is(monkeypatch, tiny_di
 
 
 def test_serving_only_install_without_a_model_is_an_error(monkeypatch, tmp_path):
-    from inference.build import BuildError, recipe
+    from inference.modelbuild import BuildError, recipe
 
     monkeypatch.setattr(recipe, "missing_build_tools", lambda: ["torch"])
     with pytest.raises(BuildError, match="build tools not installed: torch"):

@@ -1,4 +1,4 @@
-"""The attention fusion (inference/build/attention.py) on the tiny model's fp32 export: same inputs and
+"""The attention fusion (inference/modelbuild/attention.py) on the tiny model's fp32 export: same inputs and
 outputs, same logits and cache, for a prefill from an empty cache, batches, decode steps and several
 tokens at once on top of a cache."""
 
@@ -12,8 +12,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from inference.build import attention, steps
-from inference.build.tiny import RandomSource
+from inference.modelbuild import attention, steps
+from inference.modelbuild.tiny import RandomSource
 
 LAYERS, KV_HEADS, HEAD_DIM = 2, 2, 16
 

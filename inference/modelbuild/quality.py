@@ -82,6 +82,8 @@ def step(session, ids: list[int], past: dict[str, np.ndarray]) -> tuple[np.ndarr
         "position_ids": np.arange(done, done + len(ids), dtype=np.int64)[None, :],  # [1, n]
         **past,
     }
+    if any(i.name == "logits_to_keep" for i in session.get_inputs()):
+        feed["logits_to_keep"] = np.array(0, np.int64)  # every position
     names = [o.name for o in session.get_outputs()]
     out = dict(zip(names, session.run(None, feed)))
     return out["logits"][0], {p: out[p.replace("past_key_values", "present")] for p in past}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 
-RECIPE_VERSION = 4
+RECIPE_VERSION = 5
 MANIFEST_SCHEMA_VERSION = 1
 
 MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -22,29 +22,40 @@ SOURCE_LICENSE = "Apache-2.0"
 
 EXPORT_TASK = "text-generation-with-past"
 
-# Each layer's attention (the export's ~100 small nodes: rotary, causal mask, repeat_kv, cache Concat,
-# MatMuls, Softmax) is replaced by RotaryEmbedding on q and k plus one GroupQueryAttention
-# (inference/modelbuild/attention.py) before the weights are quantized. Same inputs and outputs, logits
-# within 1e-4 of the unfused model, greedy continuations identical; decode ~25 % less time per token
-# on the 2-core AVX2 machine (docs/model.md, "Speed experiments"). Requires all-ones attention masks.
-FUSE_ATTENTION = True
+# The graph transformations, in the order they run on the fp32 export (each module's docstring
+# says what it does; the manifest records each one's summary under onnx.transformations):
+#   norms      RMSNorm → SimplifiedLayerNormalization, residual Add + norm → SkipSimplifiedLayerNormalization
+#              (onnxruntime.transformers' own fusions)
+#   attention  q/k/v packed into one MatMul, the export's attention → GroupQueryAttention with rotary inside
+#   mlp        gate/up packed into one MatMul + Split
+#   lossless   the GGUF's own blocks into MatMulNBits (below)
+#   head       `logits_to_keep` input: the output head only for the last positions asked for
+TRANSFORMATIONS = ("norms", "attention", "mlp", "lossless", "head")
 
-# Weight MatMuls whose GGUF tensor is of one of `gguf_types` get those blocks as they are
-# (inference/modelbuild/lossless.py): the weights stay bit for bit the GGUF's.
-LOSSLESS = {
-    "method": "gguf-q4_1-lossless-matmulnbits",
-    "block_size": 32,  # llama.cpp's, for Q4_1 and Q8_0 alike
-    # fp32 activations inside MatMulNBits: the served model computes what the fp32 export does (on the
-    # mixed text of inference/modelbuild/quality.py: top-1 agreement 1.0, KL 0.0). The Q8_0 embedding and
-    # tied LM head stay the export's fp32 table (exactly the Q8_0 values): ONNX Runtime has no packed
-    # 8-bit kernel for fp32 activations on x86 (it would dequantize the table every token, ~8x slower).
-    "accuracy_level": 0,
-    "gguf_types": ["Q4_1"],
-    # The fast alternative, measured: accuracy_level 4 (int8 activations) with ["Q4_1", "Q8_0"]
-    # (8-bit LM head, GatherBlockQuantized embedding sharing its table): ~17 % less time per decode
-    # token, 117 MB instead of 194 MB, but top-1 agreement 0.958 and mean KL 0.003, and near-ties flip
-    # (the chat answer to "What is the capital of France?" starts "L'Étoile…" instead of "The capital…").
+# Weight MatMuls whose GGUF tensors are of one of `gguf_types` get those blocks as they are
+# (inference/modelbuild/lossless.py): the weights stay bit for bit the GGUF's. What differs between
+# variants is only how MatMulNBits computes (`accuracy_level` per GGUF type: 0 = fp32 activations,
+# 4 = int8 activations quantized per block of 32 inside the kernel) and whether the Q8_0 table
+# (embedding and tied output head) stays an fp32 table or becomes 8-bit MatMulNBits +
+# GatherBlockQuantized sharing one table. Measured with `python -m inference.modelbuild.quality`
+# against the fp32 export of the same GGUF (docs/model.md, "Accuracy and speed of the variants").
+QUALITY_BOUND = {"min_agreement": 0.995, "max_mean_kl": 1e-3}
+VARIANTS: dict[str, dict] = {
+    # Everything computes what the fp32 export does (agreement 1.000, KL 0.0000).
+    "exact": {"gguf_types": ["Q4_1"], "accuracy_level": {"Q4_1": 0}},
+    # The 4-bit layers exact; the output head from the Q8_0 blocks with int8 activations (it reads
+    # 28 MB per token instead of 113 MB).
+    "balanced": {"gguf_types": ["Q4_1", "Q8_0"], "accuracy_level": {"Q4_1": 0, "Q8_0": 4}},
+    # int8 activations everywhere: the fastest, outside the quality bound.
+    "fast": {"gguf_types": ["Q4_1", "Q8_0"], "accuracy_level": {"Q4_1": 4, "Q8_0": 4}},
 }
+# The default computes what the fp32 export computes. `balanced` also meets QUALITY_BOUND (agreement
+# 0.996, KL 0.0005) but its int8 head flips near-ties the reference checks pin (greedy "What is the
+# capital of France?" answers "L'Étoile…" where the fp32 export says "The capital of France is Paris.").
+DEFAULT_VARIANT = "exact"
+
+LOSSLESS_METHOD = "gguf-q4_1-lossless-matmulnbits"
+BLOCK_SIZE = 32  # llama.cpp's, for Q4_1 and Q8_0 alike
 
 # Every other weight MatMul (all of them for a source without a GGUF, e.g. the tiny model) is
 # quantized by onnxruntime's MatMulNBitsQuantizer with these settings.

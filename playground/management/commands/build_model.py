@@ -29,6 +29,7 @@ class Command(BaseCommand):
             force=options["force"],
             dry_run=options["dry_run"],
             tiny=options["tiny"],
+            variant=options["variant"],
             verbosity=verbosity,
             stream=self.stderr,
         )

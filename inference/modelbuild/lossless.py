@@ -85,6 +85,14 @@ class Conversion:
         }
 
 
+def projection_of(node_name: str) -> str:
+    """``qkv_proj``, ``o_proj``, ``gate_up_proj``, ``down_proj``, … for a layer's MatMul; ``lm_head`` for the head."""
+    if node_name == LM_HEAD_MATMUL:
+        return "lm_head"
+    match = LAYER_MATMUL.match(node_name)
+    return match.group(2) if match else node_name
+
+
 def gguf_names(node_name: str, matrices: dict[str, gb.GgufMatrix]) -> tuple[str, ...]:
     """The GGUF tensors behind a weight MatMul (or the embedding Gather) of the export, side by side
     for a packed projection (empty if there are none)."""
@@ -108,8 +116,9 @@ def convert(
     """Replace, in place in the ``onnx.ModelProto`` ``model``, every weight MatMul (and the embedding Gather)
     whose GGUF tensors are all of one of ``gguf_types`` (Q4_1 and/or Q8_0); the others are left as they are.
 
-    ``accuracy_level``: MatMulNBits' ``accuracy_level``, one for every kind or one per GGUF kind
-    (``{"Q4_1": 0, "Q8_0": 4}``)."""
+    ``accuracy_level``: MatMulNBits' ``accuracy_level``, one for every kind, or a mapping by GGUF kind
+    (``{"Q4_1": 0, "Q8_0": 4}``) whose projection names (``"down_proj"``, ``"lm_head"``, …), when
+    present, override the kind's level for those MatMuls."""
     from onnx import helper, numpy_helper
 
     levels = accuracy_level if isinstance(accuracy_level, dict) else {kind: accuracy_level for kind in ("Q4_1", "Q8_0")}
@@ -209,7 +218,8 @@ def convert(
             nodes.append(
                 helper.make_node(
                     "MatMulNBits", [x, b_name, f"{base}/scales"], [main_out], name=f"{base}/MatMulNBits",
-                    domain=MS_DOMAIN, K=k, N=n, bits=bits, block_size=gb.BLOCK, accuracy_level=levels[kind],
+                    domain=MS_DOMAIN, K=k, N=n, bits=bits, block_size=gb.BLOCK,
+                    accuracy_level=levels.get(projection_of(node.name), levels[kind]),
                 )
             )
             if offsets is not None:  # Q4_1: add the block sums of x times the blocks' offsets

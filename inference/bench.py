@@ -2,6 +2,7 @@
 
     python -m inference.bench [--tokens 128] [--rounds 3] [--threads 2] [--contexts 100,1000,4000]
                               [--batches 1,4,8] [--prompt-tokens 512] [--no-peers] [--genai-model DIR]
+                              [--model-dir DIR]
 
 Prints JSON. Systems (each with ``--threads`` threads):
 
@@ -41,7 +42,7 @@ import numpy as np
 from inference.engine import CPU
 from inference.generation import Finished, GenerationRequest, run
 from inference.loop_params import LoopParams
-from inference.model_dir import MODELS_ROOT, default_model_dir
+from inference.model_dir import MODELS_ROOT, default_model_dir, read_manifest
 from inference.modelbuild.source import locate_gguf
 from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
@@ -198,6 +199,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batches", default="1,4,8", help="batch sizes for our aggregate decode figure")
     parser.add_argument("--prompt-tokens", type=int, default=512, help="length of the prompt for the prefill figure")
     parser.add_argument("--no-peers", action="store_true", help="measure our engine only")
+    parser.add_argument("--model-dir", type=Path, default=None, help="our model (default: the configured one), e.g. a --variant fast build")
     parser.add_argument("--genai-model", type=Path, default=DEFAULT_GENAI_MODEL)
     args = parser.parse_args(argv)
     contexts = [int(c) for c in args.contexts.split(",") if c]
@@ -205,7 +207,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     load_before = os.getloadavg()
     memory: dict[str, float] = {"start": round(rss_mb())}
-    runtime = load_runtime(default_model_dir(), (CPU,), args.threads)
+    runtime = load_runtime(args.model_dir or default_model_dir(), (CPU,), args.threads)
     window = runtime.shape.context_window
     contexts = [c for c in contexts if c + CONTEXT_STEPS <= window]
     ours = Ours(runtime)
@@ -235,7 +237,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             measure(f"prefill_{args.prompt_tokens}_tokens_s", system, lambda: system.prefill(args.prompt_tokens))
 
     report: dict[str, Any] = {
-        "model": runtime.info.to_dict(),
+        "model": {**runtime.info.to_dict(), "variant": read_manifest(args.model_dir or default_model_dir()).get("variant")},
         "context_window": window,
         "threads": args.threads,
         "rounds": args.rounds,

@@ -89,7 +89,12 @@ class KVCache:
         self._replace(lambda old: old[:, :, :length], capacity)
 
     def reorder(self, index: np.ndarray, length: int) -> None:
-        """Rows ``index`` (repeats allowed) become the batch, each with its cache."""
+        """Rows ``index`` (repeats allowed) become the batch, each with its cache (in place when the
+        batch keeps its size and the buffers live in host memory: only the first ``length`` positions move)."""
+        if len(index) == self.batch_size and self.device == "cpu":
+            for buffer in self.buffers:
+                buffer[:, :, :length] = buffer[index, :, :length]  # the right side is a copy: no aliasing
+            return
         self._replace(lambda old: old[index, :, :length], self.capacity, batch_size=len(index))
 
     def _replace(self, kept, capacity: int, batch_size: int | None = None) -> None:

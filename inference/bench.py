@@ -65,10 +65,9 @@ def random_ids(length: int, seed: int = 0) -> list[int]:
 
 
 class Ours:
-    name = "ours"
-
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, name: str = "ours") -> None:
         self.runtime = runtime
+        self.name = name
 
     def decode(self, tokens: int) -> float:
         """Tokens/s of the generation loop (full chain at its defaults, top-20 alternatives, text)."""
@@ -199,7 +198,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batches", default="1,4,8", help="batch sizes for our aggregate decode figure")
     parser.add_argument("--prompt-tokens", type=int, default=512, help="length of the prompt for the prefill figure")
     parser.add_argument("--no-peers", action="store_true", help="measure our engine only")
-    parser.add_argument("--model-dir", type=Path, default=None, help="our model (default: the configured one), e.g. a --variant fast build")
+    parser.add_argument("--model-dir", type=Path, action="append", default=None,
+                        help="our model (default: the configured one); repeat to measure several builds (e.g. a --variant fast one) "
+                        "in the same run")
     parser.add_argument("--genai-model", type=Path, default=DEFAULT_GENAI_MODEL)
     args = parser.parse_args(argv)
     contexts = [int(c) for c in args.contexts.split(",") if c]
@@ -207,16 +208,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     load_before = os.getloadavg()
     memory: dict[str, float] = {"start": round(rss_mb())}
-    runtime = load_runtime(args.model_dir or default_model_dir(), (CPU,), args.threads)
+    ours_systems = []
+    for model_dir in args.model_dir or [default_model_dir()]:
+        variant = read_manifest(model_dir).get("variant")
+        name = "ours" if not ours_systems else f"ours ({variant})"
+        ours_systems.append(Ours(load_runtime(model_dir, (CPU,), args.threads), name))
+        memory[f"after {name}"] = round(rss_mb())
+    ours = ours_systems[0]
+    runtime = ours.runtime
     window = runtime.shape.context_window
     contexts = [c for c in contexts if c + CONTEXT_STEPS <= window]
-    ours = Ours(runtime)
-    memory["after ours"] = round(rss_mb())
     peers, skipped = ([], {"all": "--no-peers"}) if args.no_peers else load_peers(
         args.threads, max(contexts + [args.prompt_tokens]) + CONTEXT_STEPS + 8, args.genai_model)
     for peer in peers:
         memory[f"after {peer.name}"] = round(rss_mb())
-    systems = [ours, *peers]
+    systems = [*ours_systems, *peers]
 
     figures: dict[str, dict[str, list[float]]] = {}
 
@@ -232,12 +238,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for system in systems:
                 measure(f"decode_tokens_per_s_at_{context}_context", system, lambda: system.decode_at(context))
         for batch in batches:
-            measure(f"aggregate_tokens_per_s_batch_{batch}", ours, lambda: ours.decode_at(100, batch))
+            for system in ours_systems:
+                measure(f"aggregate_tokens_per_s_batch_{batch}", system, lambda: system.decode_at(100, batch))
         for system in systems:
             measure(f"prefill_{args.prompt_tokens}_tokens_s", system, lambda: system.prefill(args.prompt_tokens))
 
     report: dict[str, Any] = {
-        "model": {**runtime.info.to_dict(), "variant": read_manifest(args.model_dir or default_model_dir()).get("variant")},
+        "models": {o.name: {**o.runtime.info.to_dict(), "variant": read_manifest(d).get("variant")}
+                   for o, d in zip(ours_systems, args.model_dir or [default_model_dir()])},
         "context_window": window,
         "threads": args.threads,
         "rounds": args.rounds,
@@ -253,12 +261,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
     }
     for label, by in figures.items():
-        for peer in peers:
-            if peer.name in by and "ours" in by:
-                ours_v, peer_v = by["ours"], by[peer.name]
-                # prefill is a time: ours ahead means a ratio > 1 as for speeds
-                ratio = [p / o for o, p in zip(ours_v, peer_v)] if "prefill" in label else [o / p for o, p in zip(ours_v, peer_v)]
-                report["ratios_ours_to_peer"].setdefault(label, {})[peer.name] = spread(ratio, 2)
+        for mine in ours_systems:
+            for peer in peers:
+                if peer.name in by and mine.name in by:
+                    ours_v, peer_v = by[mine.name], by[peer.name]
+                    # prefill is a time: ours ahead means a ratio > 1 as for speeds
+                    ratio = [p / o for o, p in zip(ours_v, peer_v)] if "prefill" in label else [o / p for o, p in zip(ours_v, peer_v)]
+                    report["ratios_ours_to_peer"].setdefault(label, {})[f"{mine.name} / {peer.name}"] = spread(ratio, 2)
     return report
 
 

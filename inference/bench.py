@@ -12,8 +12,9 @@ Prints JSON. Systems (each with ``--threads`` threads):
 - ``llama.cpp``: ``llama-cpp-python`` on the very GGUF our model is built from (the ``peers`` extra;
   it compiles for ~10 minutes, so it is optional);
 - ``genai``: ``onnxruntime-genai`` on the int4 model its own builder makes from the dequantized
-  checkpoint (``--genai-model``, default ``.models/peers/genai-int4``; see docs/model.md for the
-  build command). A peer that is not installed or has no model is reported as skipped.
+  checkpoint (``--genai-model``, default ``.models/peers/genai-int4``, built by
+  ``python -m inference.peer_models``). A peer that is not installed or has no model is reported
+  as skipped.
 
 Figures: decode tokens/s after "The capital of France is" (``--tokens`` new tokens); decode
 tokens/s at each context length of ``--contexts`` (a random-id prompt of that length, then 32
@@ -39,10 +40,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from inference import peer_models
 from inference.engine import CPU
 from inference.generation import Finished, GenerationRequest, run
 from inference.loop_params import LoopParams
-from inference.model_dir import MODELS_ROOT, default_model_dir, read_manifest
+from inference.model_dir import default_model_dir, read_manifest
 from inference.modelbuild.source import locate_gguf
 from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
@@ -51,7 +53,7 @@ from inference.sampling import bench as sampling_bench
 PROMPT = "The capital of France is"
 TOP_N = 20  # alternatives a websocket run traces per token
 CONTEXT_STEPS = 32  # decode steps measured at each context length
-DEFAULT_GENAI_MODEL = MODELS_ROOT / "peers" / "genai-int4"
+DEFAULT_GENAI_MODEL = peer_models.DEFAULT_OUT
 
 
 def rss_mb() -> float:
@@ -175,7 +177,7 @@ def load_peers(threads: int, context: int, genai_model: Path) -> tuple[list[Any]
     except ImportError:
         skipped["llama.cpp"] = "llama-cpp-python not installed (pip install '.[peers]')"
     if not (genai_model / "genai_config.json").is_file():
-        skipped["genai"] = f"no genai model in {genai_model} (see docs/model.md for its build command)"
+        skipped["genai"] = f"no genai model in {genai_model} (build it: python -m inference.peer_models)"
     else:
         try:
             peers.append(Genai(genai_model, context))

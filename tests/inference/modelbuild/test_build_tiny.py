@@ -86,6 +86,23 @@ def test_second_build_is_skipped(tiny_dir):
     assert (tiny_dir / md.MODEL_FILE).stat().st_ino == inode
 
 
+def test_a_model_built_as_another_variant_is_out_of_date(tiny_dir):
+    from inference.modelbuild.pipeline import check_model
+    from inference.modelbuild.tiny import RandomSource
+
+    info = RandomSource(0).describe()
+    assert check_model(tiny_dir, info, None).up_to_date  # the tiny model has no variants
+    status = check_model(tiny_dir, info, "fast")
+    assert status.reasons == ("variant None != fast",) and status.intact
+
+
+def test_an_unknown_variant_is_refused(tmp_path):
+    from inference.modelbuild import BuildError, inspect_model
+
+    with pytest.raises(BuildError, match="unknown variant 'quick'"):
+        inspect_model(tmp_path / "model", variant="quick")
+
+
 def test_damaged_model_is_rebuilt(tiny_dir, tmp_path):
     target = tmp_path / "tiny"
     shutil.copytree(tiny_dir, target)

@@ -1,11 +1,28 @@
-"""Benchmark: prints JSON figures for the real model on this machine.
+"""Benchmark: our decoder against the peers installed here, measured in the same run, rounds interleaved.
 
-    python -m inference.bench [--tokens 128] [--prompt-tokens 512] [--threads 2]
+    python -m inference.bench [--tokens 128] [--rounds 3] [--threads 2] [--contexts 100,1000,4000]
+                              [--batches 1,4,8] [--prompt-tokens 512] [--no-peers] [--genai-model DIR]
+                              [--model-dir DIR]
 
-Figures: time to first token and decode tokens/s of our generation loop (sampler chain, top-N
-alternatives and streaming text included), the same for a plain ONNX Runtime loop that copies the
-KV cache through numpy every step (the peer, measured in the same run, so the
-ratio is fair), prefill time of a long prompt, peak RSS, and the sampler chain's cost per token.
+Prints JSON. Systems (each with ``--threads`` threads):
+
+- ``ours``: the generation loop as a websocket run drives it: the full sampler chain (default
+  parameters, temperature 1), top-20 alternatives traced per token, text streamed;
+- ``ours_greedy_engine``: the bare engine (``DecodeState``, argmax), for the context and batch figures;
+- ``llama.cpp``: ``llama-cpp-python`` on the very GGUF our model is built from (the ``peers`` extra;
+  it compiles for ~10 minutes, so it is optional);
+- ``genai``: ``onnxruntime-genai`` on the int4 model its own builder makes from the dequantized
+  checkpoint (``--genai-model``, default ``.models/peers/genai-int4``, built by
+  ``python -m inference.peer_models``). A peer that is not installed or has no model is reported
+  as skipped.
+
+Figures: decode tokens/s after "The capital of France is" (``--tokens`` new tokens); decode
+tokens/s at each context length of ``--contexts`` (a random-id prompt of that length, then 32
+steps; the model's context window is 8192); our aggregate tokens/s at each batch size; prefill
+time of ``--prompt-tokens`` tokens; resident memory after loading each system and the process's
+peak; the load average before and after. Every figure is taken once per round, the systems in
+turn within a round, and reported as min/median/max over rounds; ``ratios`` divide ours by each
+peer round by round. The machine is shared: only same-run ratios carry over between runs.
 Speed targets are read from these numbers, never asserted in tests.
 """
 
@@ -13,121 +30,246 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import sys
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
+from inference import peer_models
 from inference.engine import CPU
-from inference.generation import Finished, GenerationRequest, TokenStep, run
-from inference.model_dir import default_model_dir
+from inference.generation import Finished, GenerationRequest, run
+from inference.loop_params import LoopParams
+from inference.model_dir import default_model_dir, read_manifest
+from inference.modelbuild.source import locate_gguf
 from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
 from inference.sampling import bench as sampling_bench
-from inference.loop_params import LoopParams
 
 PROMPT = "The capital of France is"
+TOP_N = 20  # alternatives a websocket run traces per token
+CONTEXT_STEPS = 32  # decode steps measured at each context length
+DEFAULT_GENAI_MODEL = peer_models.DEFAULT_OUT
 
 
-def ours(runtime: Runtime, prompt: str, tokens: int, sampling: SamplingParams) -> dict[str, float]:
-    request = GenerationRequest(prompt, sampling=sampling, loop=LoopParams(max_tokens=tokens, ignore_eos=True))
-    steps: list[float] = []
-    finished: Finished | None = None
-    for item in run(runtime, request):
-        if isinstance(item, TokenStep):
-            steps.append(item.elapsed_ms)
-        elif isinstance(item, Finished):
-            finished = item
-    assert finished is not None
-    return {
-        "time_to_first_token_ms": round(finished.time_to_first_token_ms or 0.0, 2),
-        "decode_tokens_per_s": round(finished.decode_tokens_per_s or 0.0, 2),
-        "median_step_ms": round(statistics.median(steps[1:]), 2),
-    }
+def rss_mb() -> float:
+    """Resident memory of this process now, in MB."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-def plain_loop(runtime: Runtime, prompt_ids: list[int], tokens: int) -> dict[str, float]:
-    """The peer: session.run with numpy inputs, every present.* copied back as past_key_values.*."""
-    session = runtime.decoder.session
-    shape = runtime.shape
-    past = {
-        f"past_key_values.{i}.{kind}": np.zeros((1, shape.kv_heads, 0, shape.head_dim), np.float32)
-        for i in range(shape.num_layers)
-        for kind in ("key", "value")
-    }
-    output_names = [o.name for o in session.get_outputs()]
-    ids = list(prompt_ids)
-    feed_ids = ids
-    started = time.perf_counter()
-    first = last = started
-    for step in range(tokens):
-        length = len(ids)
-        new = len(feed_ids)
-        outputs = session.run(output_names, {
-            "input_ids": np.array([feed_ids], np.int64),
-            "attention_mask": np.ones((1, length), np.int64),
-            "position_ids": np.arange(length - new, length, dtype=np.int64)[None, :],
-            **past,
-        })
-        logits = outputs[0][0, -1]
-        past = {name.replace("present", "past_key_values"): value for name, value in zip(output_names[1:], outputs[1:])}
-        token = int(np.argmax(logits))
-        ids.append(token)
-        feed_ids = [token]
-        now = time.perf_counter()
-        if step == 0:
-            first = now
-        last = now
-    return {
-        "time_to_first_token_ms": round((first - started) * 1000, 2),
-        "decode_tokens_per_s": round((tokens - 1) / (last - first), 2),
-    }
+def random_ids(length: int, seed: int = 0) -> list[int]:
+    return [int(t) for t in np.random.default_rng(seed).integers(1000, 30000, length)]
 
 
-def prefill_ms(runtime: Runtime, length: int) -> float:
-    ids = np.arange(1000, 1000 + length, dtype=np.int64)
-    state = runtime.decoder.new_state()
-    began = time.perf_counter()
-    state.append_tokens(ids)
-    return round((time.perf_counter() - began) * 1000, 1)
+class Ours:
+    def __init__(self, runtime: Runtime, name: str = "ours") -> None:
+        self.runtime = runtime
+        self.name = name
+
+    def decode(self, tokens: int) -> float:
+        """Tokens/s of the generation loop (full chain at its defaults, top-20 alternatives, text)."""
+        request = GenerationRequest(PROMPT, sampling=SamplingParams(seed=0), loop=LoopParams(max_tokens=tokens, ignore_eos=True),
+                                    top_n=TOP_N)
+        finished = [item for item in run(self.runtime, request) if isinstance(item, Finished)][0]
+        return float(finished.decode_tokens_per_s or 0.0)
+
+    def decode_at(self, context: int, batch: int = 1) -> float:
+        """Aggregate tokens/s of the bare engine: ``batch`` rows after ``context`` prompt tokens."""
+        state = self.runtime.decoder.new_state(batch_size=batch)
+        logits = state.append_tokens(random_ids(context))
+        began = time.perf_counter()
+        for _ in range(CONTEXT_STEPS):
+            logits = state.append_tokens(np.argmax(logits, axis=-1)[:, None])
+        return batch * CONTEXT_STEPS / (time.perf_counter() - began)
+
+    def prefill(self, length: int) -> float:
+        state = self.runtime.decoder.new_state()
+        began = time.perf_counter()
+        state.append_tokens(random_ids(length))
+        return time.perf_counter() - began
+
+
+class LlamaCpp:
+    name = "llama.cpp"
+
+    def __init__(self, threads: int, context: int) -> None:
+        import llama_cpp
+        from llama_cpp import Llama
+
+        self.logits_of_last = lambda: np.ctypeslib.as_array(  # [V]: what the last eval left for its last token
+            llama_cpp.llama_get_logits_ith(self.llm.ctx, -1), shape=(self.llm.n_vocab(),))
+        self.llm = Llama(model_path=str(locate_gguf()), n_threads=threads, n_threads_batch=threads, n_ctx=context,
+                         n_batch=512, verbose=False)
+        self.prompt = self.llm.tokenize(PROMPT.encode(), add_bos=False)
+
+    def _greedy(self, prompt: list[int], tokens: int) -> float:
+        self.llm.reset()
+        self.llm.eval(prompt)
+        began = time.perf_counter()
+        for _ in range(tokens):
+            token = int(np.argmax(self.logits_of_last()))
+            self.llm.eval([token])
+        return tokens / (time.perf_counter() - began)
+
+    def decode(self, tokens: int) -> float:
+        return self._greedy(self.prompt, tokens)
+
+    def decode_at(self, context: int, batch: int = 1) -> float:
+        return self._greedy(random_ids(context), CONTEXT_STEPS)
+
+    def prefill(self, length: int) -> float:
+        self.llm.reset()
+        began = time.perf_counter()
+        self.llm.eval(random_ids(length))
+        return time.perf_counter() - began
+
+
+class Genai:
+    name = "genai"
+
+    def __init__(self, model_dir: Path, context: int) -> None:
+        import onnxruntime_genai as og
+
+        self.og = og
+        self.model = og.Model(str(model_dir))
+        self.tokenizer = og.Tokenizer(self.model)
+        self.prompt = list(self.tokenizer.encode(PROMPT))
+        self.context = context
+
+    def _generator(self, batch: int = 1):
+        params = self.og.GeneratorParams(self.model)
+        params.set_search_options(max_length=self.context, batch_size=batch, do_sample=False)
+        return self.og.Generator(self.model, params)
+
+    def _greedy(self, prompt: list[int], tokens: int) -> float:
+        generator = self._generator()
+        generator.append_tokens(np.array([prompt], dtype=np.int32))
+        began = time.perf_counter()
+        for _ in range(tokens):
+            generator.generate_next_token()
+        return tokens / (time.perf_counter() - began)
+
+    def decode(self, tokens: int) -> float:
+        return self._greedy(self.prompt, tokens)
+
+    def decode_at(self, context: int, batch: int = 1) -> float:
+        return self._greedy(random_ids(context), CONTEXT_STEPS)
+
+    def prefill(self, length: int) -> float:
+        generator = self._generator()
+        began = time.perf_counter()
+        generator.append_tokens(np.array([random_ids(length)], dtype=np.int32))
+        return time.perf_counter() - began
+
+
+def load_peers(threads: int, context: int, genai_model: Path) -> tuple[list[Any], dict[str, str]]:
+    """The peers that are installed and have a model here; why the others were skipped."""
+    peers: list[Any] = []
+    skipped: dict[str, str] = {}
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    try:
+        peers.append(LlamaCpp(threads, context))
+    except ImportError:
+        skipped["llama.cpp"] = "llama-cpp-python not installed (pip install '.[peers]')"
+    if not (genai_model / "genai_config.json").is_file():
+        skipped["genai"] = f"no genai model in {genai_model} (build it: python -m inference.peer_models)"
+    else:
+        try:
+            peers.append(Genai(genai_model, context))
+        except ImportError:
+            skipped["genai"] = "onnxruntime-genai not installed (pip install '.[peers]')"
+    return peers, skipped
+
+
+def spread(values: list[float], digits: int = 1) -> dict[str, float]:
+    return {"min": round(min(values), digits), "median": round(statistics.median(values), digits),
+            "max": round(max(values), digits)}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=128)
-    parser.add_argument("--prompt-tokens", type=int, default=512, help="length of the long prompt for the prefill figure")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each loop; the best is reported")
+    parser.add_argument("--contexts", default="100,1000,4000", help="context lengths for the decode-at-context figure")
+    parser.add_argument("--batches", default="1,4,8", help="batch sizes for our aggregate decode figure")
+    parser.add_argument("--prompt-tokens", type=int, default=512, help="length of the prompt for the prefill figure")
+    parser.add_argument("--no-peers", action="store_true", help="measure our engine only")
+    parser.add_argument("--model-dir", type=Path, action="append", default=None,
+                        help="our model (default: the configured one); repeat to measure several builds (e.g. a --variant fast one) "
+                        "in the same run")
+    parser.add_argument("--genai-model", type=Path, default=DEFAULT_GENAI_MODEL)
     args = parser.parse_args(argv)
+    contexts = [int(c) for c in args.contexts.split(",") if c]
+    batches = [int(b) for b in args.batches.split(",") if b]
 
-    runtime = load_runtime(default_model_dir(), (CPU,), args.threads)
-    prompt_ids = runtime.codec.encode(PROMPT, "completion")
-    greedy = SamplingParams(temperature=0.0, seed=0)
-    sampled = SamplingParams(temperature=0.8, top_p=0.95, seed=0)
-    ours(runtime, PROMPT, 8, greedy)  # warm-up
+    load_before = os.getloadavg()
+    memory: dict[str, float] = {"start": round(rss_mb())}
+    ours_systems = []
+    for model_dir in args.model_dir or [default_model_dir()]:
+        variant = read_manifest(model_dir).get("variant")
+        name = "ours" if not ours_systems else f"ours ({variant})"
+        ours_systems.append(Ours(load_runtime(model_dir, (CPU,), args.threads), name))
+        memory[f"after {name}"] = round(rss_mb())
+    ours = ours_systems[0]
+    runtime = ours.runtime
+    window = runtime.shape.context_window
+    contexts = [c for c in contexts if c + CONTEXT_STEPS <= window]
+    peers, skipped = ([], {"all": "--no-peers"}) if args.no_peers else load_peers(
+        args.threads, max(contexts + [args.prompt_tokens]) + CONTEXT_STEPS + 8, args.genai_model)
+    for peer in peers:
+        memory[f"after {peer.name}"] = round(rss_mb())
+    systems = [*ours_systems, *peers]
 
-    def best(results: list[dict[str, float]]) -> dict[str, float]:
-        return max(results, key=lambda r: r["decode_tokens_per_s"])
+    figures: dict[str, dict[str, list[float]]] = {}
 
-    ours_greedy = best([ours(runtime, PROMPT, args.tokens, greedy) for _ in range(args.repeats)])
-    ours_sampled = best([ours(runtime, PROMPT, args.tokens, sampled) for _ in range(args.repeats)])
-    peer = best([plain_loop(runtime, prompt_ids, args.tokens) for _ in range(args.repeats)])
+    def measure(label: str, system: Any, call: Callable[[], float]) -> None:
+        figures.setdefault(label, {}).setdefault(system.name, []).append(call())
+
+    for system in systems:  # warm-up: first runs allocate and pre-pack
+        system.decode(8)
+    for _ in range(args.rounds):
+        for system in systems:
+            measure("decode_tokens_per_s", system, lambda: system.decode(args.tokens))
+        for context in contexts:
+            for system in systems:
+                measure(f"decode_tokens_per_s_at_{context}_context", system, lambda: system.decode_at(context))
+        for batch in batches:
+            for system in ours_systems:
+                measure(f"aggregate_tokens_per_s_batch_{batch}", system, lambda: system.decode_at(100, batch))
+        for system in systems:
+            measure(f"prefill_{args.prompt_tokens}_tokens_s", system, lambda: system.prefill(args.prompt_tokens))
+
     report: dict[str, Any] = {
-        "model": runtime.info.to_dict(),
+        "models": {o.name: {**o.runtime.info.to_dict(), "variant": read_manifest(d).get("variant")}
+                   for o, d in zip(ours_systems, args.model_dir or [default_model_dir()])},
+        "context_window": window,
         "threads": args.threads,
-        "prompt_tokens": len(prompt_ids),
+        "rounds": args.rounds,
         "new_tokens": args.tokens,
-        "ours_greedy": ours_greedy,
-        "ours_temperature_0.8_top_p_0.95": ours_sampled,
-        "peer_plain_numpy_loop_greedy": peer,
-        "decode_ratio_ours_greedy_to_peer": round(ours_greedy["decode_tokens_per_s"] / peer["decode_tokens_per_s"], 3),
-        f"prefill_{args.prompt_tokens}_tokens_ms": min(prefill_ms(runtime, args.prompt_tokens) for _ in range(2)),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "ours_is": f"the generation loop: sampler chain at its defaults, top-{TOP_N} alternatives, text; "
+                   "context/batch figures: the bare engine, greedy",
+        "peers_skipped": skipped,
+        "figures": {label: {name: spread(v, 3 if "prefill" in label else 1) for name, v in by.items()}
+                    for label, by in figures.items()},
+        "ratios_ours_to_peer": {},
+        "memory_mb": {**memory, "peak": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)},
+        "sampler_chain_ms_per_token": sampling_bench.figures(),
+        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
     }
-    report["sampler_chain_ms_per_token"] = sampling_bench.figures()
+    for label, by in figures.items():
+        for mine in ours_systems:
+            for peer in peers:
+                if peer.name in by and mine.name in by:
+                    ours_v, peer_v = by[mine.name], by[peer.name]
+                    # prefill is a time: ours ahead means a ratio > 1 as for speeds
+                    ratio = [p / o for o, p in zip(ours_v, peer_v)] if "prefill" in label else [o / p for o, p in zip(ours_v, peer_v)]
+                    report["ratios_ours_to_peer"].setdefault(label, {})[f"{mine.name} / {peer.name}"] = spread(ratio, 2)
     return report
 
 

@@ -1,15 +1,19 @@
-"""The ONNX Runtime decoder: ids in, logits out, with the KV cache kept inside ONNX Runtime.
+"""The ONNX Runtime decoder: ids in, logits out, with the KV cache kept in place across steps.
 
-The engine knows nothing about text or sampling. It supports the one layout optimum's
-``text-generation-with-past`` export produces:
+The engine knows nothing about text or sampling. It supports the layout ``inference.modelbuild``
+produces (optimum's ``text-generation-with-past`` names, GroupQueryAttention inside):
 
-    inputs:  input_ids [B, S] int64, attention_mask [B, P+S] int64, position_ids [B, S] int64,
-             past_key_values.{i}.key / .value [B, kv_heads, P, head_dim] float32
-    outputs: logits [B, S, V] float32, present.{i}.key / .value [B, kv_heads, P+S, head_dim]
+    inputs:  input_ids [B, S] int64, attention_mask [B, T] int64 (T = tokens so far incl. these),
+             position_ids [B, S] int64, logits_to_keep [] int64 (0: every position),
+             past_key_values.{i}.key / .value [B, kv_heads, C, head_dim] float32
+    outputs: logits [B, logits_to_keep or S, V] float32, present.{i}.key / .value (the same buffers)
 
-The first call takes zero-length pasts. Each call's ``present.*`` stay as ONNX Runtime values and
-are bound as the next call's ``past_key_values.*`` through an IO binding, so the cache is never
-copied through numpy between steps.
+The cache is one buffer per layer and kind, ``[B, kv_heads, capacity, head_dim]``, bound as both
+``past_key_values.*`` and ``present.*``: GroupQueryAttention reads row ``b``'s first
+``seqlens_k[b]`` positions (from the attention mask's row sums) and writes the new keys and
+values after them, in place, so a step copies nothing but its own token's keys and values. When a
+sequence outgrows the capacity the buffers are reallocated at twice the size (capped at the
+context window), the only copy of the cache.
 """
 
 from __future__ import annotations
@@ -47,6 +51,61 @@ def choose_providers(requested: Sequence[str]) -> list[str]:
     return [*chosen, CPU]
 
 
+class KVCache:
+    """The key and value buffers of every layer, ``[B, kv_heads, capacity, head_dim]`` float32 each,
+    in ``past_key_values.*`` order; the first ``length`` positions of every row hold the cache."""
+
+    MIN_CAPACITY = 256
+
+    def __init__(self, shape: ModelShape, batch_size: int, capacity: int, device: str) -> None:
+        self.shape = shape
+        self.device = device
+        self.buffers = [self._zeros(batch_size, capacity) for _ in range(2 * shape.num_layers)]
+        self.values = [self._wrap(buffer) for buffer in self.buffers]
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.buffers[0].shape[0])
+
+    @property
+    def capacity(self) -> int:
+        return int(self.buffers[0].shape[2])
+
+    def _zeros(self, batch_size: int, capacity: int) -> np.ndarray:
+        return np.zeros((batch_size, self.shape.kv_heads, capacity, self.shape.head_dim), dtype=np.float32)
+
+    def _wrap(self, buffer: np.ndarray) -> ort.OrtValue:
+        # On CPU the OrtValue shares the numpy buffer's memory: ONNX Runtime writes into it in place.
+        return ort.OrtValue.ortvalue_from_numpy(buffer, self.device, 0)
+
+    def _host(self, index: int) -> np.ndarray:
+        return self.buffers[index] if self.device == "cpu" else self.values[index].numpy()
+
+    def reserve(self, needed: int, length: int) -> None:
+        """Room for ``needed`` positions, keeping the first ``length``: grows to max(needed, 2 × capacity)."""
+        if needed <= self.capacity:
+            return
+        capacity = min(max(needed, 2 * self.capacity, self.MIN_CAPACITY), self.shape.context_window)
+        self._replace(lambda old: old[:, :, :length], capacity)
+
+    def reorder(self, index: np.ndarray, length: int) -> None:
+        """Rows ``index`` (repeats allowed) become the batch, each with its cache (in place when the
+        batch keeps its size and the buffers live in host memory: only the first ``length`` positions move)."""
+        if len(index) == self.batch_size and self.device == "cpu":
+            for buffer in self.buffers:
+                buffer[:, :, :length] = buffer[index, :, :length]  # the right side is a copy: no aliasing
+            return
+        self._replace(lambda old: old[index, :, :length], self.capacity, batch_size=len(index))
+
+    def _replace(self, kept, capacity: int, batch_size: int | None = None) -> None:
+        batch_size = self.batch_size if batch_size is None else batch_size
+        for i in range(len(self.buffers)):
+            part = kept(self._host(i))  # [B', kv_heads, length, head_dim]
+            buffer = self._zeros(batch_size, capacity)
+            buffer[:, :, : part.shape[2]] = part
+            self.buffers[i], self.values[i] = buffer, self._wrap(buffer)
+
+
 class Decoder:
     """One ONNX Runtime session over the exported decoder."""
 
@@ -69,11 +128,11 @@ class Decoder:
         self._present_names = [f"present.{i}.{kind}" for i in range(shape.num_layers) for kind in ("key", "value")]
         inputs = {i.name for i in self.session.get_inputs()}
         outputs = {o.name for o in self.session.get_outputs()}
-        expected_in = {"input_ids", "attention_mask", "position_ids", *self._past_names}
+        expected_in = {"input_ids", "attention_mask", "position_ids", "logits_to_keep", *self._past_names}
         expected_out = {"logits", *self._present_names}
         if not expected_in <= inputs or not expected_out <= outputs:
             raise ValueError(
-                f"{model_path} is not a text-generation-with-past export of {shape.num_layers} layers: "
+                f"{model_path} is not a decoder built by inference.modelbuild with {shape.num_layers} layers: "
                 f"missing inputs {sorted(expected_in - inputs)}, outputs {sorted(expected_out - outputs)}"
             )
         self._device = "cuda" if self.provider == CUDA else "cpu"
@@ -82,34 +141,38 @@ class Decoder:
     def new_state(self, batch_size: int = 1, use_cache: bool = True) -> "DecodeState":
         return DecodeState(self, batch_size, use_cache)
 
-    def empty_past(self, batch_size: int) -> list[ort.OrtValue]:
-        # past: [B, kv_heads, 0, head_dim]
-        empty = np.zeros((batch_size, self.shape.kv_heads, 0, self.shape.head_dim), dtype=np.float32)
-        return [ort.OrtValue.ortvalue_from_numpy(empty, self._device, 0) for _ in self._past_names]
+    def empty_past(self, batch_size: int, capacity: int = KVCache.MIN_CAPACITY) -> KVCache:
+        """An empty cache with room for ``capacity`` positions (it grows when needed)."""
+        return KVCache(self.shape, batch_size, min(capacity, self.shape.context_window), self._device)
 
     def run(
         self,
         input_ids: np.ndarray,  # [B, S] int64
-        past: list[ort.OrtValue],  # 2 × layers of [B, kv_heads, P, head_dim]
+        past: KVCache,
         past_length: int,
-    ) -> tuple[np.ndarray, list[ort.OrtValue]]:
-        """One forward pass; returns the last position's logits [B, V] and the new cache."""
+        all_logits: bool = False,
+    ) -> tuple[np.ndarray, KVCache]:
+        """One forward pass after ``past_length`` cached positions, appending to ``past`` in place.
+
+        Returns the last position's logits [B, V] (with ``all_logits``, every position's: [B, S, V])
+        and the cache, grown if it had to be."""
         batch, length = input_ids.shape
-        attention_mask = np.ones((batch, past_length + length), dtype=np.int64)
-        position_ids = np.broadcast_to(np.arange(past_length, past_length + length, dtype=np.int64), (batch, length))
+        total = past_length + length
+        past.reserve(total, past_length)
+        attention_mask = np.ones((batch, total), dtype=np.int64)
+        position_ids = np.broadcast_to(np.arange(past_length, total, dtype=np.int64), (batch, length))
         binding = self.session.io_binding()
         binding.bind_cpu_input("input_ids", np.ascontiguousarray(input_ids, dtype=np.int64))
         binding.bind_cpu_input("attention_mask", attention_mask)
         binding.bind_cpu_input("position_ids", np.ascontiguousarray(position_ids))
-        for name, value in zip(self._past_names, past):
-            binding.bind_ortvalue_input(name, value)
-        binding.bind_output("logits")
-        for name in self._present_names:
-            binding.bind_output(name, self._device)
+        binding.bind_cpu_input("logits_to_keep", np.array(0 if all_logits else 1, dtype=np.int64))
+        binding.bind_output("logits")  # first: get_outputs() lists outputs in binding order
+        for past_name, present_name, value in zip(self._past_names, self._present_names, past.values):
+            binding.bind_ortvalue_input(past_name, value)
+            binding.bind_ortvalue_output(present_name, value)  # the same buffer: appended in place
         self.session.run_with_iobinding(binding)
-        outputs = binding.get_outputs()
-        logits = outputs[0].numpy()  # [B, S, V]
-        return logits[:, -1, :], list(outputs[1:])
+        logits = binding.get_outputs()[0].numpy()  # [B, 1 or S, V]
+        return (logits if all_logits else logits[:, -1, :]), past
 
 
 class DecodeState:
@@ -131,8 +194,9 @@ class DecodeState:
     def length(self) -> int:
         return int(self.ids.shape[1])
 
-    def append_tokens(self, new_ids: np.ndarray | Sequence[int]) -> np.ndarray:
-        """Feeds ``new_ids`` ([S] for every row, or [B, S]) and returns the next logits [B, V] float32."""
+    def append_tokens(self, new_ids: np.ndarray | Sequence[int], all_logits: bool = False) -> np.ndarray:
+        """Feeds ``new_ids`` ([S] for every row, or [B, S]) and returns the next logits [B, V] float32
+        (with ``all_logits``, the logits after each of the S positions: [B, S, V], e.g. to score a prompt)."""
         block = np.asarray(new_ids, dtype=np.int64)
         if block.ndim == 1:
             block = np.broadcast_to(block, (self.batch_size, block.shape[0]))
@@ -144,9 +208,11 @@ class DecodeState:
             )
         self.ids = np.concatenate([self.ids, block], axis=1)
         if self.use_cache:
-            logits, self._past = self.decoder.run(block, self._past, self.length - block.shape[1])
+            logits, self._past = self.decoder.run(block, self._past, self.length - block.shape[1], all_logits)
         else:
-            logits, _ = self.decoder.run(self.ids, self.decoder.empty_past(self.batch_size), 0)
+            logits, _ = self.decoder.run(self.ids, self.decoder.empty_past(self.batch_size, self.length), 0, all_logits)
+            if all_logits:
+                logits = logits[:, -block.shape[1]:]
         return logits
 
     def reorder(self, rows: Sequence[int]) -> None:
@@ -155,9 +221,6 @@ class DecodeState:
         self.ids = self.ids[index]
         self.batch_size = len(index)
         if self.use_cache:
-            self._past = [
-                ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value.numpy()[index]), self.decoder._device, 0)
-                for value in self._past
-            ]
+            self._past.reorder(index, self.length)
         else:
             self._past = self.decoder.empty_past(self.batch_size)

@@ -1,7 +1,7 @@
 """Where the built model lives and what is inside it.
 
 Deliberately light (standard library only): the server imports it to find the model and read its
-manifest without pulling in the export tool chain. Building is ``inference.build``'s job.
+manifest without pulling in the export tool chain. Building is ``inference.modelbuild``'s job.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def read_manifest(model_dir: Path | None = None) -> dict[str, Any]:
     """The parsed ``manifest.json`` of ``model_dir`` (default: :func:`default_model_dir`).
 
     Raises :class:`ModelNotBuiltError` when there is none. Reads JSON only: it does not check the
-    files against the recorded hashes (``inference.build.check_model`` does).
+    files against the recorded hashes (``inference.modelbuild.check_model`` does).
     """
     model_dir = default_model_dir() if model_dir is None else Path(model_dir)
     path = model_dir / MANIFEST_FILE
@@ -52,6 +52,6 @@ def read_manifest(model_dir: Path | None = None) -> dict[str, Any]:
     except FileNotFoundError:
         raise ModelNotBuiltError(
             f"no model in {model_dir} (missing {MANIFEST_FILE}); "
-            "build it with `python manage.py build_model` or `python -m inference.build`"
+            "build it with `python manage.py build_model` or `python -m inference.modelbuild`"
         ) from None
     return json.loads(text)

@@ -18,6 +18,6 @@ def real_runtime() -> Runtime:
 @pytest.fixture(scope="session")
 def tiny_runtime() -> Runtime:
     """A tiny randomly initialised decoder exported the same way as the real one (cached in .models/)."""
-    from inference.build import Progress, build_tiny_model, default_tiny_dir
+    from inference.modelbuild import Progress, build_tiny_model, default_tiny_dir
 
     return load_runtime(build_tiny_model(default_tiny_dir(), progress=Progress()), (CPU,), intra_op_threads=1)

@@ -27,14 +27,15 @@ def frozen(a: np.ndarray) -> np.ndarray:
 
 
 class Softmax:
-    """Probabilities of a logit vector, computed once: ``p = e / z``, ``e = exp(logit - max)``."""
+    """Probabilities of a logit vector, computed once: ``p = e / z``, ``e = exp(logit - max)``.
+    The entropy and ``p`` itself are computed on first use (most candidate sets need neither)."""
 
-    __slots__ = ("d", "e", "z", "log_z", "entropy", "_p")
+    __slots__ = ("d", "e", "z", "log_z", "_entropy", "_p")
 
     def __init__(self, logits: np.ndarray) -> None:
         d = logits - logits.max()  # <= 0; -inf only if logits spanned more than the float range
-        low = d < _EXP_FAST_FLOOR
-        if low.any():
+        if len(d) and float(d.min()) < _EXP_FAST_FLOOR:  # one pass instead of a mask and any()
+            low = d < _EXP_FAST_FLOOR
             d = np.maximum(d, -1e4)  # exp underflows to 0 long before; avoids 0 * -inf below
             e = np.exp(np.maximum(d, _EXP_FAST_FLOOR))
             e[low] = np.exp(d[low])
@@ -44,10 +45,17 @@ class Softmax:
         self.e = e
         self.z = float(e.sum())
         self.log_z = float(np.log(self.z))
-        # H = -sum p log p with log p = d - log z; in nats. (einsum, not np.dot: a multithreaded
-        # BLAS call stalls for milliseconds when the cores are busy with the model.)
-        self.entropy = max(0.0, self.log_z - float(np.einsum("i,i->", e, d)) / self.z)
+        self._entropy: float | None = None
         self._p: np.ndarray | None = None
+
+    @property
+    def entropy(self) -> float:
+        """H = -sum p log p with log p = d - log z; in nats."""
+        if self._entropy is None:
+            # (einsum, not np.dot: a multithreaded BLAS call stalls for milliseconds when the cores
+            # are busy with the model.)
+            self._entropy = max(0.0, self.log_z - float(np.einsum("i,i->", self.e, self.d)) / self.z)
+        return self._entropy
 
     @property
     def p(self) -> np.ndarray:

@@ -69,7 +69,37 @@ class TokenLookup:
         return Alternative(token, self._prob(self.raw, token), self._prob(self.final, token), self.removed_by(token))
 
     def describe_many(self, tokens: np.ndarray) -> tuple[Alternative, ...]:
-        return tuple(self.describe(int(t)) for t in tokens)
+        """``describe`` for each of ``tokens``, with one vectorized lookup per candidate set instead of
+        one per token (the same numbers: the same float64 divisions, elementwise)."""
+        tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)
+        if not len(tokens):
+            return ()
+        bad = tokens[(tokens < 0) | (tokens >= self.raw.vocab_size)]
+        if len(bad):
+            raise ValueError(f"token id must be in [0, {self.raw.vocab_size - 1}]; got {int(bad[0])}")
+        raw_probs, in_raw = self._probs(self.raw, tokens)
+        final_probs, _ = self._probs(self.final, tokens)
+        removed: list[str | None] = [None] * len(tokens)
+        pending = in_raw.copy()  # in the running so far (never-candidates are removed by nobody)
+        ids = self.raw.ids
+        for name, kept in self.kept_ids:
+            if kept is not ids:  # the stage removed something
+                pos = np.minimum(np.searchsorted(kept, tokens), len(kept) - 1)
+                present = kept[pos] == tokens
+                for i in np.flatnonzero(pending & ~present):
+                    removed[i] = name
+                pending &= present
+                ids = kept
+        return tuple(Alternative(int(t), float(r), float(f), by)
+                     for t, r, f, by in zip(tokens, raw_probs, final_probs, removed))
+
+    @staticmethod
+    def _probs(cand: Candidates, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Probabilities of ``tokens`` in ``cand`` (0 where absent) and which are present."""
+        pos, hit = cand.positions(tokens)
+        probs = np.zeros(len(tokens), dtype=np.float64)
+        probs[hit] = cand.softmax.e[pos] / cand.softmax.z
+        return probs, hit
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
     """A real daphne serving playground.asgi on a free port; yields its base URL's holder."""
     model_dir = default_model_dir()
     if not (model_dir / MANIFEST_FILE).is_file():
-        pytest.fail(f"no built model in {model_dir}: run `python -m inference.build` (the test command does)")
+        pytest.fail(f"no built model in {model_dir}: run `python -m inference.modelbuild` (the test command does)")
 
     state = tmp_path_factory.mktemp("playground-state")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "playground.settings.dev", "PLAYGROUND_STATE_DIR": str(state)}

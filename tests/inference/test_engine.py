@@ -65,6 +65,43 @@ def test_reorder_moves_each_rows_cache_with_it(tiny_runtime):
     np.testing.assert_allclose(logits[2], reference.append_tokens([5])[0], rtol=1e-3, atol=1e-3)
 
 
+def test_a_step_appends_in_place_to_the_shared_buffer(tiny_runtime):
+    state = tiny_runtime.decoder.new_state()
+    state.append_tokens(PROMPT)
+    cache = state._past
+    buffers = [id(b) for b in cache.buffers]
+    before = cache.buffers[0][:, :, : len(PROMPT)].copy()
+    assert not cache.buffers[0][:, :, len(PROMPT)].any()
+    state.append_tokens([7])
+    assert [id(b) for b in cache.buffers] == buffers  # no new buffer: past and present are one
+    np.testing.assert_array_equal(cache.buffers[0][:, :, : len(PROMPT)], before)  # the earlier positions untouched
+    assert cache.buffers[0][:, :, len(PROMPT)].any()  # the new token's keys written after them
+
+
+def test_growing_past_the_capacity_keeps_the_cache(tiny_runtime):
+    """Steps that cross the buffer's first capacity (256) give what a full recompute gives."""
+    decoder = tiny_runtime.decoder
+    prompt = list(np.random.default_rng(3).integers(3, 49152, 250))
+    state = decoder.new_state()
+    cached, _ = greedy_ids(state, prompt, 12)
+    assert state._past.capacity >= 262 and state.length == 262
+    full, _ = greedy_ids(decoder.new_state(use_cache=False), prompt, 12)
+    assert cached == full
+
+
+def test_all_logits_are_each_positions_next_token_logits(tiny_runtime):
+    decoder = tiny_runtime.decoder
+    every = decoder.new_state().append_tokens(PROMPT, all_logits=True)  # [1, S, V]
+    assert every.shape == (1, len(PROMPT), tiny_runtime.shape.vocab_size)
+    for j in (0, 3, len(PROMPT) - 1):
+        alone = decoder.new_state().append_tokens(PROMPT[: j + 1])  # [1, V]: the last position only
+        np.testing.assert_allclose(every[0, j], alone[0], rtol=1e-4, atol=1e-4)
+    state = decoder.new_state()
+    state.append_tokens(PROMPT[:4])
+    tail = state.append_tokens(PROMPT[4:], all_logits=True)  # on top of a cache
+    np.testing.assert_allclose(tail[0], every[0, 4:], rtol=1e-4, atol=1e-4)
+
+
 def test_context_window_is_enforced(tiny_runtime):
     state = tiny_runtime.decoder.new_state()
     window = tiny_runtime.shape.context_window
@@ -81,7 +118,7 @@ def test_wrong_batch_shape_is_refused(tiny_runtime):
 def test_cuda_falls_back_to_cpu_with_a_warning(tiny_runtime, caplog, tmp_path):
     assert choose_providers([CUDA, CPU])[-1] == CPU
     with caplog.at_level(logging.WARNING, logger="inference.engine"):
-        from inference.build import default_tiny_dir
+        from inference.modelbuild import default_tiny_dir
 
         decoder = Decoder(default_tiny_dir() / MODEL_FILE, tiny_runtime.shape, providers=[CUDA, CPU], intra_op_threads=1)
     assert decoder.provider == CPU
@@ -90,7 +127,7 @@ def test_cuda_falls_back_to_cpu_with_a_warning(tiny_runtime, caplog, tmp_path):
 
 def test_a_model_of_another_layout_is_refused(tiny_runtime):
     from dataclasses import replace
-    from inference.build import default_tiny_dir
+    from inference.modelbuild import default_tiny_dir
 
-    with pytest.raises(ValueError, match="not a text-generation-with-past export"):
+    with pytest.raises(ValueError, match="not a decoder built by inference.modelbuild"):
         Decoder(default_tiny_dir() / MODEL_FILE, replace(tiny_runtime.shape, num_layers=40), intra_op_threads=1)

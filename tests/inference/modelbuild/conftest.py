@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from inference.build import Progress, build_tiny_model
+from inference.modelbuild import Progress, build_tiny_model
 
 
 class RecordingProgress(Progress):

@@ -141,36 +141,36 @@ def export_onnx(checkpoint: Path, out_dir: Path, verbosity: int = 1, validate: b
     return path
 
 
-def quantize(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str, Any]) -> dict[str, Any]:
-    """Fused attention and weight-only quantization of the fp32 export ``src`` into one self-contained ``dest``.
+def transform(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str, Any], variant: str | None) -> dict[str, Any]:
+    """The fp32 export ``src`` made lean and 4-bit, into one self-contained ``dest``.
 
-    First (``recipe.FUSE_ATTENTION``) each layer's attention becomes RotaryEmbedding +
-    GroupQueryAttention (``attention.fuse``); the weight MatMuls keep their names.
+    Runs ``recipe.TRANSFORMATIONS`` in order: the norm fusions (onnxruntime.transformers), packed
+    q/k/v + GroupQueryAttention, packed gate/up, then with ``gguf_weights`` the GGUF's own blocks
+    (``lossless.convert`` with the ``variant``'s settings; raises if a GGUF tensor does not
+    dequantize to exactly the export's weight), and the ``logits_to_keep`` slice before the head.
+    Weight MatMuls left after the GGUF step (all of them without a GGUF, as for the tiny model)
+    are quantized by onnxruntime's ``MatMulNBitsQuantizer`` (4 bits, block 32, symmetric).
 
-    With ``gguf_weights``, every weight MatMul (and the embedding) whose GGUF tensor is Q4_1 or
-    Q8_0 gets the GGUF's own blocks, bit for bit (``lossless.convert``; raises if a GGUF tensor
-    does not dequantize to exactly the export's weight). Weight MatMuls left after that (all of
-    them without a GGUF) are quantized by onnxruntime's ``MatMulNBitsQuantizer`` (4 bits, block
-    32, symmetric). The model stays far below protobuf's 2 GB limit.
-
-    Returns what the manifest records: ``quantization`` (the method, faithfully), the fusions
-    applied, and the graph's opsets and operator counts.
+    Returns what the manifest records: ``quantization`` (the method, faithfully), every
+    transformation's summary in order, and the graph's opsets and operator counts.
     """
     import onnx
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
-    from . import attention, lossless
+    from . import attention, head, lossless, mlp, norms
 
+    settings = recipe.VARIANTS[variant or recipe.DEFAULT_VARIANT]
     model = onnx.load(str(src))
-    fusions = {"attention": attention.fuse(model, config)} if recipe.FUSE_ATTENTION else {}
+    done: dict[str, Any] = {"export": {"nodes": len(model.graph.node)}}
+    done["norms"] = norms.fuse(model)
+    done["attention"] = attention.fuse(model, config)
+    done["mlp"] = mlp.pack_gate_up(model, config)
     conversion = None
     if gguf_weights is not None:
-        lossless_recipe = recipe.LOSSLESS
-        conversion = lossless.convert(
-            model, gguf_weights, config, lossless_recipe["accuracy_level"], tuple(lossless_recipe["gguf_types"])
-        )
+        conversion = lossless.convert(model, gguf_weights, config, settings["accuracy_level"], tuple(settings["gguf_types"]))
+        done["lossless"] = {"variant": variant, **settings, "nodes_after": len(model.graph.node)}
     weights = {i.name for i in model.graph.initializer}
-    exclude = set(conversion.offset_matmuls) if conversion else set()
+    exclude = set(conversion.offset_matmuls + conversion.block_sum_matmuls) if conversion else set()
     requantize = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights and n.name not in exclude]
     q = recipe.QUANTIZATION
     if requantize:
@@ -184,6 +184,8 @@ def quantize(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str,
         )
         quantizer.process()
         model = quantizer.model.model
+        done["requantize"] = {**q, "matmuls": len(requantize), "nodes_after": len(model.graph.node)}
+    done["head"] = {**head.keep_last_positions(model), "nodes_after": len(model.graph.node)}
     onnx.save(model, str(dest))
     ops: dict[str, int] = {}
     for node in model.graph.node:
@@ -192,24 +194,25 @@ def quantize(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str,
         quantization = dict(q)
     else:
         quantization = {
-            **recipe.LOSSLESS,
+            "method": recipe.LOSSLESS_METHOD,
+            "block_size": recipe.BLOCK_SIZE,
+            "variant": variant,
+            **settings,
             "weights_bit_exact": True,  # checked against the export's fp32 weights before replacing them
             **conversion.summary(),
             "q4_1": "MatMulNBits, 4 bits, scale d, default zero point 8, plus an fp32 MatMul of the input's "
             "block sums by the blocks' offsets m + 8d",
             "q8_0": "8 bits, scale d, default zero point 128 (MatMulNBits; GatherBlockQuantized for the embedding)"
-            if "Q8_0" in lossless_recipe["gguf_types"]
+            if "Q8_0" in settings["gguf_types"]
             else "kept as the export's fp32 weights (the Q8_0 values exactly)",
             "requantized": {**q, "matmuls": len(requantize)},
         }
     return {
         "quantization": quantization,
         "opsets": {(o.domain or "ai.onnx"): o.version for o in model.opset_import},
-        "matmul_nbits_nodes": ops.get("MatMulNBits", 0),
-        "matmul_nodes_left": ops.get("MatMul", 0),
-        "gather_block_quantized_nodes": ops.get("GatherBlockQuantized", 0),
-        "group_query_attention_nodes": ops.get("GroupQueryAttention", 0),
-        "fusions": fusions,
+        "nodes": len(model.graph.node),
+        "op_counts": dict(sorted(ops.items())),
+        "transformations": done,
     }
 
 
@@ -236,23 +239,24 @@ def verify_onnx(model_path: Path, tokenizer_path: Path, shapes: dict[str, int], 
     inputs, outputs = session.get_inputs(), session.get_outputs()
     layers, kv_heads, head_dim = shapes["num_layers"], shapes["num_key_value_heads"], shapes["head_dim"]
     past_names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
-    expected = {"input_ids", "attention_mask", "position_ids", *past_names}
+    expected = {"input_ids", "attention_mask", "position_ids", "logits_to_keep", *past_names}
     if {i.name for i in inputs} != expected:
         raise RuntimeError(f"unexpected ONNX inputs: {sorted({i.name for i in inputs} ^ expected)}")
     output_names = [o.name for o in outputs]
 
-    def run(ids: list[int], past: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """One forward pass; checks and returns the logits [1, n, vocab] and the new cache."""
+    def run(ids: list[int], past: dict[str, Any], keep: int = 0) -> tuple[Any, dict[str, Any]]:
+        """One forward pass; checks and returns the logits [1, keep or n, vocab] and the new cache."""
         offset, n = next(iter(past.values())).shape[2], len(ids)
         feed = {
             "input_ids": np.array([ids], dtype=np.int64),
             "attention_mask": np.ones((1, offset + n), dtype=np.int64),
             "position_ids": np.arange(offset, offset + n, dtype=np.int64)[None, :],
+            "logits_to_keep": np.array(keep, dtype=np.int64),
             **past,
         }
         result = dict(zip(output_names, session.run(None, feed)))
         logits = result["logits"]
-        if logits.shape != (1, n, shapes["vocab_size"]) or not np.isfinite(logits).all():
+        if logits.shape != (1, keep or n, shapes["vocab_size"]) or not np.isfinite(logits).all():
             raise RuntimeError(f"bad logits: shape {logits.shape}, all finite {np.isfinite(logits).all()}")
         present = {name: result[name.replace("past_key_values", "present")] for name in past_names}
         for name, value in present.items():
@@ -265,6 +269,9 @@ def verify_onnx(model_path: Path, tokenizer_path: Path, shapes: dict[str, int], 
     checks = []
     for prefix in ([], [] if bos_token_id is None else [bos_token_id]):
         logits, past = run(prefix + ids, empty)
+        last, _ = run(prefix + ids, empty, keep=1)
+        if not np.allclose(last[0, -1], logits[0, -1], rtol=0, atol=1e-4):
+            raise RuntimeError("logits_to_keep=1 does not give the last position's logits")
         next_id = int(logits[0, -1].argmax())
         checks.append({"prompt": recipe.VERIFY_PROMPT, "prompt_ids": prefix + ids, "greedy_next_id": next_id})
     run([next_id], past)  # one decode step on top of a cache

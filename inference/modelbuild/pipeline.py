@@ -23,7 +23,7 @@ from . import recipe
 from .progress import ConsoleProgress, Progress, StepTimer
 from .source import GgufSource, Source, SourceNotFoundError, sha256_file
 
-BUILD_STEPS = 6  # check, convert, export, quantize, verify, install
+BUILD_STEPS = 6  # check, convert, export, transform, verify, install
 
 # Copied from the transformers checkpoint into the model directory, when present.
 CHECKPOINT_FILES = (md.TOKENIZER_FILE, md.CONFIG_FILE, md.GENERATION_CONFIG_FILE, md.CHAT_TEMPLATE_FILE)
@@ -46,8 +46,9 @@ class ModelStatus:
         return not self.reasons
 
 
-def check_model(model_dir: Path, source_info: dict[str, Any] | None) -> ModelStatus:
-    """Compare ``model_dir`` with the recipe, the tools installed and ``source_info`` (None: unknown).
+def check_model(model_dir: Path, source_info: dict[str, Any] | None, variant: str | None = None) -> ModelStatus:
+    """Compare ``model_dir`` with the recipe, the tools installed, ``source_info`` (None: unknown) and
+    the ``variant`` asked for (None for a source without GGUF blocks, which has no variants).
 
     Hashes every file the manifest lists (about 0.5 s for the real model).
     """
@@ -61,6 +62,8 @@ def check_model(model_dir: Path, source_info: dict[str, Any] | None) -> ModelSta
     reasons: list[str] = []
     if manifest.get("recipe_version") != recipe.RECIPE_VERSION:
         reasons.append(f"recipe version {manifest.get('recipe_version')} != {recipe.RECIPE_VERSION}")
+    if manifest.get("variant") != variant:
+        reasons.append(f"variant {manifest.get('variant')} != {variant}")
     recorded = manifest.get("source", {}).get("sha256")
     if source_info is None:
         reasons.append("source not available to compare with")
@@ -86,14 +89,26 @@ def check_model(model_dir: Path, source_info: dict[str, Any] | None) -> ModelSta
     return ModelStatus(model_dir, tuple(reasons + damaged), intact=not damaged)
 
 
-def inspect_model(model_dir: Path | None = None, source: Source | None = None) -> ModelStatus:
-    """The status of ``model_dir`` (default: the configured one) against the packaged GGUF."""
+def inspect_model(model_dir: Path | None = None, source: Source | None = None, variant: str | None = None) -> ModelStatus:
+    """The status of ``model_dir`` (default: the configured one) against the packaged GGUF
+    (``variant``: default ``recipe.DEFAULT_VARIANT``)."""
     model_dir = md.default_model_dir() if model_dir is None else Path(model_dir)
+    source = source or GgufSource()
     try:
-        info = (source or GgufSource()).describe()
+        info = source.describe()
     except SourceNotFoundError:
         info = None
-    return check_model(model_dir, info)
+    return check_model(model_dir, info, _variant_for(source, variant))
+
+
+def _variant_for(source: Source, variant: str | None) -> str | None:
+    """The variant a build of ``source`` records: the one asked for (checked), else the default; None
+    for a source without GGUF blocks."""
+    if variant is not None and variant not in recipe.VARIANTS:
+        raise BuildError(f"unknown variant {variant!r}; choose one of {sorted(recipe.VARIANTS)}")
+    if getattr(source, "gguf_weights", None) is None and not isinstance(source, GgufSource):
+        return None
+    return variant or recipe.DEFAULT_VARIANT
 
 
 def ensure_model(
@@ -102,8 +117,12 @@ def ensure_model(
     *,
     force: bool = False,
     source: Source | None = None,
+    variant: str | None = None,
 ) -> Path:
     """Build the model into ``model_dir`` (default: the configured one) unless it is up to date.
+
+    ``variant``: one of ``recipe.VARIANTS`` (default ``recipe.DEFAULT_VARIANT``); a model built as
+    another variant is rebuilt.
 
     Returns the model directory. When the build tool chain or the packaged GGUF is missing (a
     serving-only install) an intact model is used as it is; without one, :class:`BuildError`.
@@ -119,7 +138,8 @@ def ensure_model(
                 source_info = source.describe()
             except SourceNotFoundError as exc:
                 source, source_info, source_error = None, None, str(exc)
-            status = check_model(model_dir, source_info)
+            wanted = _variant_for(source, variant) if source is not None else variant or recipe.DEFAULT_VARIANT
+            status = check_model(model_dir, source_info, wanted)
         if status.up_to_date and not force:
             progress.info(f"{model_dir}: up to date")
             return model_dir
@@ -131,11 +151,13 @@ def ensure_model(
                 return model_dir
             raise BuildError(f"cannot build the model into {model_dir}: {why}")
         progress.info(f"building {source.model_name} into {model_dir}: {'forced' if force and status.up_to_date else '; '.join(status.reasons)}")
-        _build(model_dir, source, source_info, timer, progress)
+        _build(model_dir, source, source_info, wanted, timer, progress)
     return model_dir
 
 
-def _build(model_dir: Path, source: Source, source_info: dict[str, Any], timer: StepTimer, progress: Progress) -> None:
+def _build(
+    model_dir: Path, source: Source, source_info: dict[str, Any], variant: str | None, timer: StepTimer, progress: Progress
+) -> None:
     from . import steps  # its tools are imported by each step as it runs
 
     parent = model_dir.parent
@@ -150,11 +172,10 @@ def _build(model_dir: Path, source: Source, source_info: dict[str, Any], timer: 
                 source.write_checkpoint(checkpoint, progress.verbosity)
             with timer.step("export", f"export to ONNX ({recipe.EXPORT_TASK}, optimum)"):
                 fp32 = steps.export_onnx(checkpoint, work / "onnx", progress.verbosity)
-            how = "the GGUF's blocks as they are" if source.gguf_weights else "MatMulNBits, block 32, symmetric"
-            fused = "fuse attention, " if recipe.FUSE_ATTENTION else ""
-            with timer.step("quantize", f"{fused}quantize to 4 bits ({how})"):
+            how = f"the GGUF's blocks as they are, variant {variant}" if source.gguf_weights else "MatMulNBits, block 32, symmetric"
+            with timer.step("transform", f"fuse norms, attention and MLP, quantize to 4 bits ({how})"):
                 config = json.loads((checkpoint / md.CONFIG_FILE).read_text())
-                graph = steps.quantize(fp32, stage / md.MODEL_FILE, source.gguf_weights, config)
+                graph = steps.transform(fp32, stage / md.MODEL_FILE, source.gguf_weights, config, variant)
             with timer.step("verify", "verify with ONNX Runtime"):
                 for name in CHECKPOINT_FILES:
                     if (checkpoint / name).is_file():
@@ -163,7 +184,7 @@ def _build(model_dir: Path, source: Source, source_info: dict[str, Any], timer: 
                 shapes = shapes_from_config(config)
                 io = steps.verify_onnx(stage / md.MODEL_FILE, stage / md.TOKENIZER_FILE, shapes, config.get("bos_token_id"))
         with timer.step("install", "write the manifest and move the model into place"):
-            manifest = make_manifest(source, source_info, config, shapes, io, graph, stage, timer.seconds)
+            manifest = make_manifest(source, source_info, variant, config, shapes, io, graph, stage, timer.seconds)
             _write_json(stage / md.MANIFEST_FILE, manifest)
             _install(stage, model_dir, tmp)
         size_mb = (model_dir / md.MODEL_FILE).stat().st_size / 1e6
@@ -235,6 +256,7 @@ def special_tokens(tokenizer_path: Path, config: dict[str, Any]) -> dict[str, An
 def make_manifest(
     source: Source,
     source_info: dict[str, Any],
+    variant: str | None,
     config: dict[str, Any],
     shapes: dict[str, Any],
     io: dict[str, Any],
@@ -252,6 +274,7 @@ def make_manifest(
         "schema_version": recipe.MANIFEST_SCHEMA_VERSION,
         "recipe_version": recipe.RECIPE_VERSION,
         "model_name": source.model_name,
+        "variant": variant,
         "architecture": (config.get("architectures") or [None])[0],
         "source": source_info,
         "tools": recipe.tool_versions(),
@@ -266,11 +289,9 @@ def make_manifest(
             "file": md.MODEL_FILE,
             "external_data": None,
             "opsets": graph["opsets"],
-            "matmul_nbits_nodes": graph["matmul_nbits_nodes"],
-            "matmul_nodes_left": graph["matmul_nodes_left"],
-            "gather_block_quantized_nodes": graph["gather_block_quantized_nodes"],
-            "group_query_attention_nodes": graph["group_query_attention_nodes"],
-            "fusions": graph["fusions"],
+            "nodes": graph["nodes"],
+            "op_counts": graph["op_counts"],
+            "transformations": graph["transformations"],
             "inputs": io["inputs"],
             "outputs": io["outputs"],
         },

@@ -9,15 +9,20 @@ tensor is Q4_1 or Q8_0 is replaced by ``MatMulNBits`` holding exactly the GGUF's
   8-bit table instead of a 113 MB fp32 one.
 - **Q4_1** (``w = d * q + m``) has a per-block offset ``m`` that ``MatMulNBits``' integer zero
   points cannot express. Its float zero points (``-m / d``) can, but ONNX Runtime's CPU kernel
-  then dequantizes the whole weight on every call (~60× slower than the packed kernels, and
-  ``accuracy_level`` is ignored), so the offset is split off instead, exactly:
+  then dequantizes the whole weight on every call (~10–60× slower than the packed kernels, and
+  ``accuracy_level`` is ignored; still so in 1.32), so the offset is split off instead, exactly:
 
       y[n] = Σ_k x[k] w[n, k] = Σ_k x[k] d (q - 8)  +  Σ_b (m + 8 d)[n, b] · Σ_{k in block b} x[k]
 
   The first term is a symmetric 4-bit ``MatMulNBits`` (scale ``d``, default zero point 8) over
   the GGUF's ``q``; the second a small fp32 MatMul of the input's block sums ``[.., K / 32]``
-  with the blocks' offsets ``[K / 32, N]`` (one block-sum per distinct input, shared by q/k/v
-  and by gate/up). The two are added.
+  with the blocks' offsets ``[K / 32, N]``. The block sums are one MatMul of the input by a
+  0/1 block indicator ``[K, K / 32]``, computed once per distinct input (shared by the packed
+  q/k/v and gate/up projections). The two terms are added.
+
+A packed projection (``qkv_proj``, ``gate_up_proj``: see ``attention.py`` and ``mlp.py``) maps to
+its GGUF tensors side by side (``attn_q`` | ``attn_k`` | ``attn_v``, ``ffn_gate`` | ``ffn_up``):
+their blocks are concatenated along the output dimension, still bit for bit.
 
 Before anything is replaced, the GGUF weights, dequantized in numpy, must equal the export's fp32
 initializer exactly (after undoing llama.cpp's q/k row permutation): a mismatch raises, so a wrong
@@ -33,25 +38,26 @@ from typing import Any
 
 import numpy as np
 
-from inference.build.onnx_graph import drop_unused
+from inference.modelbuild.onnx_graph import drop_unused
 
 from . import gguf_blocks as gb
 
 # optimum's node names for the weight MatMuls → the GGUF tensor names (llama.cpp's llama layout).
 LAYER_MATMUL = re.compile(r"^/model/layers\.(\d+)/(?:self_attn|mlp)/(\w+)/MatMul$")
-GGUF_LAYER_NAMES = {
-    "q_proj": "attn_q",
-    "k_proj": "attn_k",
-    "v_proj": "attn_v",
-    "o_proj": "attn_output",
-    "gate_proj": "ffn_gate",
-    "up_proj": "ffn_up",
-    "down_proj": "ffn_down",
+GGUF_LAYER_NAMES: dict[str, tuple[str, ...]] = {
+    "q_proj": ("attn_q",),
+    "k_proj": ("attn_k",),
+    "v_proj": ("attn_v",),
+    "qkv_proj": ("attn_q", "attn_k", "attn_v"),  # packed by attention.fuse
+    "o_proj": ("attn_output",),
+    "gate_proj": ("ffn_gate",),
+    "up_proj": ("ffn_up",),
+    "gate_up_proj": ("ffn_gate", "ffn_up"),  # packed by mlp.pack_gate_up
+    "down_proj": ("ffn_down",),
 }
 LM_HEAD_MATMUL = "/lm_head/MatMul"
 EMBEDDING_GATHER = "/model/embed_tokens/Gather"
 MS_DOMAIN = "com.microsoft"
-AXES = "/gguf/reduce_axes"  # [-1], shared by the block sums
 
 
 class WeightMismatchError(RuntimeError):
@@ -66,36 +72,56 @@ class Conversion:
     converted: list[str] = field(default_factory=list)  # MatMul node names, as in the export
     offset_matmuls: list[str] = field(default_factory=list)  # the fp32 block-offset MatMuls added
     left: dict[str, str] = field(default_factory=dict)  # weights left as they were → their GGUF type
-    users: dict[str, list[str]] = field(default_factory=dict)  # GGUF tensor → the nodes now holding its blocks
+    users: dict[str, list[str]] = field(default_factory=dict)  # GGUF tensor(s) → the nodes now holding their blocks
+    block_sum_matmuls: list[str] = field(default_factory=list)  # one per distinct input of a Q4_1 MatMul
 
     def summary(self) -> dict[str, Any]:
         return {
             "gguf_blocks_kept": dict(sorted(self.by_type.items())),  # "<GGUF type> <op replaced>" → count
             "offset_matmuls": len(self.offset_matmuls),
+            "block_sum_matmuls": len(self.block_sum_matmuls),
             "shared_tables": {name: users for name, users in self.users.items() if len(users) > 1},
             "weights_left": dict(self.left),
         }
 
 
-def gguf_name(node_name: str, matrices: dict[str, gb.GgufMatrix]) -> str | None:
-    """The GGUF tensor behind a weight MatMul (or the embedding Gather) of the export (None if there is none)."""
-    if node_name == EMBEDDING_GATHER:
-        return "token_embd.weight"
+def projection_of(node_name: str) -> str:
+    """``qkv_proj``, ``o_proj``, ``gate_up_proj``, ``down_proj``, … for a layer's MatMul; ``lm_head`` for the head."""
     if node_name == LM_HEAD_MATMUL:
-        return "output.weight" if "output.weight" in matrices else "token_embd.weight"  # tied
+        return "lm_head"
+    match = LAYER_MATMUL.match(node_name)
+    return match.group(2) if match else node_name
+
+
+def gguf_names(node_name: str, matrices: dict[str, gb.GgufMatrix]) -> tuple[str, ...]:
+    """The GGUF tensors behind a weight MatMul (or the embedding Gather) of the export, side by side
+    for a packed projection (empty if there are none)."""
+    if node_name == EMBEDDING_GATHER:
+        return ("token_embd.weight",)
+    if node_name == LM_HEAD_MATMUL:
+        return ("output.weight",) if "output.weight" in matrices else ("token_embd.weight",)  # tied
     match = LAYER_MATMUL.match(node_name)
     if match and match.group(2) in GGUF_LAYER_NAMES:
-        return f"blk.{match.group(1)}.{GGUF_LAYER_NAMES[match.group(2)]}.weight"
-    return None
+        return tuple(f"blk.{match.group(1)}.{part}.weight" for part in GGUF_LAYER_NAMES[match.group(2)])
+    return ()
 
 
 def convert(
-    model, gguf_path: Path, config: dict[str, Any], accuracy_level: int, gguf_types: tuple[str, ...] = ("Q4_1", "Q8_0")
+    model,
+    gguf_path: Path,
+    config: dict[str, Any],
+    accuracy_level: int | dict[str, int],
+    gguf_types: tuple[str, ...] = ("Q4_1", "Q8_0"),
 ) -> Conversion:
     """Replace, in place in the ``onnx.ModelProto`` ``model``, every weight MatMul (and the embedding Gather)
-    whose GGUF tensor is of one of ``gguf_types`` (Q4_1 and/or Q8_0); the others are left as they are."""
+    whose GGUF tensors are all of one of ``gguf_types`` (Q4_1 and/or Q8_0); the others are left as they are.
+
+    ``accuracy_level``: MatMulNBits' ``accuracy_level``, one for every kind, or a mapping by GGUF kind
+    (``{"Q4_1": 0, "Q8_0": 4}``) whose projection names (``"down_proj"``, ``"lm_head"``, …), when
+    present, override the kind's level for those MatMuls."""
     from onnx import helper, numpy_helper
 
+    levels = accuracy_level if isinstance(accuracy_level, dict) else {kind: accuracy_level for kind in ("Q4_1", "Q8_0")}
     graph = model.graph
     matrices = gb.read_matrices(gguf_path)
     inits = {i.name: i for i in graph.initializer}
@@ -104,6 +130,7 @@ def convert(
     result = Conversion()
     new_inits: list[Any] = []
     block_sums: dict[str, str] = {}  # input name → its block sums' name
+    indicators: set[int] = set()  # K of the block indicators made so far
     nodes: list[Any] = []
 
     def weight_of(node) -> np.ndarray | None:
@@ -119,55 +146,69 @@ def convert(
             return numpy_helper.to_array(inits[producer.input[0]]).T
         return None
 
-    def block_sum(x: str, base: str) -> list[Any]:
-        """Nodes computing ``x``'s sums over each block of 32 along its last axis (once per ``x``)."""
+    def block_sum(x: str, k: int) -> list[Any]:
+        """The node computing ``x``'s sums over each block of 32 along its last axis: ``x`` [.., K] times
+        the 0/1 indicator [K, K / 32] (once per ``x``)."""
         if x in block_sums:
             return []
-        shape, out = f"{base}/block_shape", f"{base}/block_sums"
-        block_sums[x] = out
-        new_inits.append(numpy_helper.from_array(np.array([0, 0, -1, gb.BLOCK], np.int64), shape))
-        return [
-            helper.make_node("Reshape", [x, shape], [f"{base}/blocks"], name=f"{base}/Reshape"),
-            helper.make_node("ReduceSum", [f"{base}/blocks", AXES], [out], name=f"{base}/ReduceSum", keepdims=0),
-        ]
+        indicator = f"/gguf/block_indicator_{k}"
+        if k not in indicators:
+            indicators.add(k)
+            blocks = np.arange(k) // gb.BLOCK
+            new_inits.append(numpy_helper.from_array((blocks[:, None] == np.arange(k // gb.BLOCK)[None, :]).astype(np.float32), indicator))
+        base = f"/gguf/block_sums/{len(block_sums)}"
+        block_sums[x] = f"{base}/output_0"
+        result.block_sum_matmuls.append(f"{base}/MatMul")
+        return [helper.make_node("MatMul", [x, indicator], [block_sums[x]], name=f"{base}/MatMul")]
 
-    def packed(target: str, order: np.ndarray) -> tuple[str, np.ndarray, np.ndarray, np.ndarray | None]:
-        """The GGUF tensor's packed ``B`` (one initializer per tensor, shared by its users), its scales ``d``,
-        its weights dequantized (for the check), and for Q4_1 the blocks' offsets ``m + 8 d``."""
-        matrix = matrices[target]
-        b_name = f"/gguf/{target}/B"
-        if matrix.kind == "Q8_0":
-            d, q = (a[order] for a in gb.split_q8_0(matrix.raw))
-            dequantized, b, offsets = gb.dequantize_q8_0(d, q), gb.pack_8bit, None
-        else:
-            d, m, q = (a[order] for a in gb.split_q4_1(matrix.raw))
-            dequantized, b, offsets = gb.dequantize_q4_1(d, m, q), gb.pack_4bit, m + np.float32(8) * d
-        if target not in result.users:
-            result.users[target] = []
-            new_inits.append(numpy_helper.from_array(b(q), b_name))
+    def packed(targets: tuple[str, ...], orders: list[np.ndarray]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray | None]:
+        """The GGUF tensors' packed ``B`` side by side (one initializer per tensor set, shared by its users),
+        their scales ``d``, their weights dequantized (for the check), and for Q4_1 the blocks' offsets ``m + 8 d``."""
+        key = "+".join(targets)
+        b_name = f"/gguf/{key}/B"
+        parts = []
+        for target, order in zip(targets, orders):
+            matrix = matrices[target]
+            if matrix.kind == "Q8_0":
+                d, q = (a[order] for a in gb.split_q8_0(matrix.raw))
+                parts.append((d, q, gb.dequantize_q8_0(d, q), None))
+            else:
+                d, m, q = (a[order] for a in gb.split_q4_1(matrix.raw))
+                parts.append((d, q, gb.dequantize_q4_1(d, m, q), m + np.float32(8) * d))
+        d, q, dequantized = (np.concatenate([part[i] for part in parts]) for i in range(3))  # along N
+        offsets = None if parts[0][3] is None else np.concatenate([part[3] for part in parts])
+        if key not in result.users:
+            result.users[key] = []
+            new_inits.append(numpy_helper.from_array((gb.pack_8bit if offsets is None else gb.pack_4bit)(q), b_name))
         return b_name, d, dequantized, offsets
 
     for node in graph.node:
-        target = gguf_name(node.name, matrices) if node.op_type in ("MatMul", "Gather") else None
-        matrix = matrices.get(target) if target else None
-        weight = weight_of(node) if target else None
-        kinds = {"Q8_0"} & set(gguf_types) if node.op_type == "Gather" else {"Q4_1", "Q8_0"} & set(gguf_types)
-        if weight is None or matrix is None or matrix.kind not in kinds:
-            if target:
-                result.left[node.name] = matrix.kind if matrix else "absent"
+        targets = gguf_names(node.name, matrices) if node.op_type in ("MatMul", "Gather") else ()
+        found = [matrices.get(t) for t in targets]
+        kinds = {m.kind for m in found if m is not None}
+        weight = weight_of(node) if targets else None
+        allowed = {"Q8_0"} & set(gguf_types) if node.op_type == "Gather" else {"Q4_1", "Q8_0"} & set(gguf_types)
+        if weight is None or None in found or len(kinds) != 1 or not kinds <= allowed:
+            if targets:
+                result.left[node.name] = "+".join(m.kind if m else "absent" for m in found)
             nodes.append(node)
             continue
+        kind = kinds.pop()
         k, n = weight.shape
-        if (matrix.rows, matrix.cols) != (n, k):
-            raise WeightMismatchError(f"{node.name}: weight [{k}, {n}] but {target} is [{matrix.cols}, {matrix.rows}]")
-        order = np.arange(n)
-        for kind, count in heads.items():
-            if f".{kind}." in target:
-                order = gb.unpermute_rows(n, count)
+        if {m.cols for m in found} != {k} or sum(m.rows for m in found) != n:
+            shapes = ", ".join(f"{m.name} [{m.cols}, {m.rows}]" for m in found)
+            raise WeightMismatchError(f"{node.name}: weight [{k}, {n}] but the GGUF has {shapes}")
+        orders = []
+        for matrix in found:
+            order = np.arange(matrix.rows)
+            for part, count in heads.items():
+                if f".{part}." in matrix.name:
+                    order = gb.unpermute_rows(matrix.rows, count)
+            orders.append(order)
         base = node.name.rsplit("/", 1)[0] + "/gguf"
-        b_name, d, dequantized, offsets = packed(target, order)
-        _check_equal(node.name, target, dequantized, weight)
-        bits = 8 if matrix.kind == "Q8_0" else 4
+        b_name, d, dequantized, offsets = packed(targets, orders)
+        _check_equal(node.name, "+".join(targets), dequantized, weight)
+        bits = 8 if kind == "Q8_0" else 4
         if node.op_type == "Gather":
             nodes += _gather_block_quantized(node, b_name, d, base, bits, new_inits)
         else:
@@ -177,23 +218,22 @@ def convert(
             nodes.append(
                 helper.make_node(
                     "MatMulNBits", [x, b_name, f"{base}/scales"], [main_out], name=f"{base}/MatMulNBits",
-                    domain=MS_DOMAIN, K=k, N=n, bits=bits, block_size=gb.BLOCK, accuracy_level=accuracy_level,
+                    domain=MS_DOMAIN, K=k, N=n, bits=bits, block_size=gb.BLOCK,
+                    accuracy_level=levels.get(projection_of(node.name), levels[kind]),
                 )
             )
             if offsets is not None:  # Q4_1: add the block sums of x times the blocks' offsets
                 new_inits.append(numpy_helper.from_array(offsets.T.copy(), f"{base}/offsets"))  # [K / 32, N]
-                nodes += block_sum(x, f"/gguf/block_sums/{len(block_sums)}")
+                nodes += block_sum(x, k)
                 offset_name = f"{base}/offsets/MatMul"
                 nodes.append(helper.make_node("MatMul", [block_sums[x], f"{base}/offsets"], [f"{base}/offsets_output_0"], name=offset_name))
                 nodes.append(helper.make_node("Add", [main_out, f"{base}/offsets_output_0"], [y], name=f"{base}/Add"))
                 result.offset_matmuls.append(offset_name)
         result.converted.append(node.name)
-        result.users[target].append(node.name)
-        key = f"{matrix.kind} {node.op_type}"
+        result.users["+".join(targets)].append(node.name)
+        key = f"{kind} {node.op_type}"
         result.by_type[key] = result.by_type.get(key, 0) + 1
 
-    if block_sums:
-        new_inits.append(numpy_helper.from_array(np.array([-1], np.int64), AXES))
     del graph.node[:]
     graph.node.extend(nodes)
     graph.initializer.extend(new_inits)

@@ -1,24 +1,28 @@
-"""Replace the export's unfused attention with ONNX Runtime's ``GroupQueryAttention``, layer by layer.
+"""Replace the export's unfused attention with one ``GroupQueryAttention`` per layer over packed q/k/v.
 
 optimum's export spells each layer's attention out in ~100 small nodes (shape arithmetic, rotary
 embedding, the causal mask, ``repeat_kv``'s Expand/Reshape, the cache Concat, two MatMuls, a
-Softmax and its NaN guard). At decode time, with one token, those nodes cost more in per-node
-overhead than in arithmetic. Per layer they become:
+Softmax and its NaN guard) after three separate q/k/v projections. At decode time, with one
+token, those nodes cost more in per-node overhead than in arithmetic. Per layer they become:
 
-    q' = RotaryEmbedding(q, position_ids)      [B, S, heads · head_dim]   (com.microsoft)
-    k' = RotaryEmbedding(k, position_ids)      [B, S, kv_heads · head_dim]
-    out, present.{i}.key, present.{i}.value = GroupQueryAttention(q', k', v, past.{i}.key, past.{i}.value,
-                                                                  seqlens_k, total_sequence_length)
+    qkv = MatMul(x, [W_q | W_k | W_v])          [B, S, (heads + 2 kv_heads) · head_dim]
+    out, present.{i}.key, present.{i}.value = GroupQueryAttention(
+        qkv, -, -, past.{i}.key, past.{i}.value, seqlens_k, total_sequence_length,
+        cos_cache, sin_cache, position_ids)     (com.microsoft, do_rotary=1)
 
-with the same inputs and outputs as before: ``past_key_values.*``/``present.*`` stay
-``[B, kv_heads, P(+S), head_dim]`` (GroupQueryAttention's own BNSH cache layout, past and present
-in separate buffers), the rotary embedding still reads ``position_ids``, and the q/k/v/o
-projection MatMuls keep their names (so ``lossless.convert`` still finds them).
+The packed projection ``/model/layers.{i}/self_attn/qkv_proj/MatMul`` holds the three fp32
+weights side by side (``lossless.convert`` maps it to the GGUF's ``attn_q``, ``attn_k`` and
+``attn_v`` blocks); the rotary embedding happens inside the attention kernel, reading
+``position_ids``. ``past_key_values.*``/``present.*`` stay ``[B, kv_heads, P(+S), head_dim]``
+(GroupQueryAttention's BNSH layout) and may be **one buffer**: when the caller binds the same
+``[B, kv_heads, capacity, head_dim]`` memory as past and present, each step writes its new keys
+and values in place after row ``b``'s ``seqlens_k[b]`` earlier ones (the engine does this).
 
 ``seqlens_k`` (per row: tokens so far − 1) and ``total_sequence_length`` come from
-``attention_mask``: ``ReduceSum(mask) − 1`` and its width. GroupQueryAttention is causal and has
-no key mask, so **the mask must be all ones** (no padding), which is what every caller here
-passes; a padded mask would be read as a shorter sequence, not as holes.
+``attention_mask``: ``ReduceSum(mask) − 1`` per row and its width, so rows of different lengths
+(a batch whose mask rows hold fewer ones) each get their own length. GroupQueryAttention is causal
+and has no key mask: **ones must be left-aligned** in each row (no holes); a row's zeros at the end
+mean "this row is shorter".
 
 The rotary tables are computed once, in float64 and rounded to float32, from the export's own
 ``inv_freq`` for positions ``0 .. max_positions − 1`` (the export computes them per call in
@@ -31,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from inference.build.onnx_graph import drop_unused
+from inference.modelbuild.onnx_graph import drop_unused
 
 MS_DOMAIN = "com.microsoft"
 PREFIX = "/model/layers.{i}/self_attn"
@@ -103,29 +107,32 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     replaced: set[str] = set()  # names of nodes whose outputs the fused nodes now produce
     for i in range(layers):
         p = PREFIX.format(i=i)
-        q, k, v = (f"{p}/{x}_proj/MatMul_output_0" for x in ("q", "k", "v"))
+        projections = [by_name.get(f"{p}/{x}_proj/MatMul") for x in ("q", "k", "v")]
         o_proj = by_name.get(f"{p}/o_proj/MatMul")
         past_k, past_v = f"past_key_values.{i}.key", f"past_key_values.{i}.value"
         present_k, present_v = f"present.{i}.key", f"present.{i}.value"
-        missing = [x for x in (q, k, v) if x not in producers]
+        missing = [f"{x}_proj" for x, n in zip("qkv", projections) if n is None or n.input[1] not in inits]
         missing += [x for x in (past_k, past_v) if x not in graph_inputs]
         missing += [x for x in (present_k, present_v) if x not in graph_outputs or x not in producers]
         if o_proj is None or missing:
             raise FusionError(f"layer {i}: not the expected attention layout (missing {missing or 'o_proj'})")
+        if len({n.input[0] for n in projections}) != 1:
+            raise FusionError(f"layer {i}: q, k and v do not project the same input")
         attn_out = o_proj.input[0]
         for name in (attn_out, present_k, present_v):
             replaced.add(producers[name].name)
+        weights = [numpy_helper.to_array(inits[n.input[1]]) for n in projections]  # [K, N_q], [K, N_kv], [K, N_kv]
+        qkv_weight, qkv = f"{p}/qkv_proj/weight", f"{p}/qkv_proj/MatMul_output_0"
+        new_inits.append(numpy_helper.from_array(np.concatenate(weights, axis=1), qkv_weight))  # [K, N_q + 2 N_kv]
         new_nodes += [
-            helper.make_node("RotaryEmbedding", [q, "position_ids", COS, SIN], [f"{p}/gqa/q_rotary"],
-                             name=f"{p}/gqa/RotaryEmbedding_q", domain=MS_DOMAIN, num_heads=heads, interleaved=0),
-            helper.make_node("RotaryEmbedding", [k, "position_ids", COS, SIN], [f"{p}/gqa/k_rotary"],
-                             name=f"{p}/gqa/RotaryEmbedding_k", domain=MS_DOMAIN, num_heads=kv_heads, interleaved=0),
+            helper.make_node("MatMul", [projections[0].input[0], qkv_weight], [qkv], name=f"{p}/qkv_proj/MatMul"),
             helper.make_node(
                 "GroupQueryAttention",
-                [f"{p}/gqa/q_rotary", f"{p}/gqa/k_rotary", v, past_k, past_v, SEQLENS, TOTAL],
+                [qkv, "", "", past_k, past_v, SEQLENS, TOTAL, COS, SIN, "position_ids"],
                 [attn_out, present_k, present_v],
                 name=f"{p}/gqa/GroupQueryAttention", domain=MS_DOMAIN,
                 num_heads=heads, kv_num_heads=kv_heads, scale=float(1 / np.sqrt(head_dim)),
+                do_rotary=1, rotary_interleaved=0,
             ),
         ]
 
@@ -139,10 +146,11 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     if not any(o.domain == MS_DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     return {
-        "method": "GroupQueryAttention + RotaryEmbedding (com.microsoft), one per layer, replacing the export's attention",
+        "method": "q/k/v packed into one MatMul; GroupQueryAttention (com.microsoft, rotary inside) per layer, "
+        "replacing the export's attention",
         "layers": layers,
         "rotary_table_positions": max_positions,
-        "requires_all_ones_attention_mask": True,
+        "attention_mask": "seqlens_k per row from its sum; the engine passes all-ones rows",
         "nodes_before": nodes_before,
         "nodes_after": len(graph.node),
     }

@@ -11,15 +11,15 @@ import onnxruntime as ort
 import pytest
 
 from inference import model_dir as md
-from inference.build import RECIPE_VERSION, build_tiny_model, read_manifest, steps
-from inference.build.source import sha256_file
+from inference.modelbuild import RECIPE_VERSION, build_tiny_model, read_manifest, steps
+from inference.modelbuild.source import sha256_file
 
 from .conftest import RecordingProgress
 
 MANIFEST_KEYS = {
     "schema_version", "recipe_version", "model_name", "architecture", "source", "tools", "export",
     "quantization", "shapes", "onnx", "onnx_sha256", "special_tokens", "chat_template_file", "files",
-    "verification", "build_seconds", "built_at",
+    "verification", "build_seconds", "built_at", "variant",
 }
 TOOLS = {"python", "torch", "transformers", "optimum", "optimum-onnx", "onnx", "onnxruntime", "gguf", "tokenizers", "numpy"}
 
@@ -40,14 +40,15 @@ def test_manifest_schema(tiny_dir):
     }
     assert m["special_tokens"]["eos_token_ids"] == [2, 0] and m["special_tokens"]["bos_token_id"] == 1
     assert m["special_tokens"]["tokenizer_adds_bos"] is False
-    assert m["onnx"]["matmul_nbits_nodes"] > 0
-    assert m["onnx"]["group_query_attention_nodes"] == 2
-    assert m["onnx"]["fusions"]["attention"]["requires_all_ones_attention_mask"] is True
+    assert m["variant"] is None  # no GGUF blocks, no variants
+    assert m["onnx"]["op_counts"]["MatMulNBits"] == 2 * 4  # qkv, o, gate_up, down per layer
+    assert m["onnx"]["op_counts"]["GroupQueryAttention"] == 2
+    assert list(m["onnx"]["transformations"]) == ["export", "norms", "attention", "mlp", "requantize", "head"]
     assert m["onnx_sha256"] == sha256_file(tiny_dir / md.MODEL_FILE)
     assert set(m["files"]) == {
         md.MODEL_FILE, md.TOKENIZER_FILE, md.CONFIG_FILE, md.GENERATION_CONFIG_FILE, md.CHAT_TEMPLATE_FILE,
     }
-    assert set(m["build_seconds"]) == {"check", "convert", "export", "quantize", "verify"}
+    assert set(m["build_seconds"]) == {"check", "convert", "export", "transform", "verify"}
 
 
 def test_manifest_names_the_session_inputs_and_outputs(tiny_dir):
@@ -56,7 +57,7 @@ def test_manifest_names_the_session_inputs_and_outputs(tiny_dir):
     assert [i["name"] for i in m["onnx"]["inputs"]] == [i.name for i in session.get_inputs()]
     assert [o["name"] for o in m["onnx"]["outputs"]] == [o.name for o in session.get_outputs()]
     past = [f"past_key_values.{i}.{kv}" for i in range(2) for kv in ("key", "value")]
-    assert [i["name"] for i in m["onnx"]["inputs"]] == ["input_ids", "attention_mask", "position_ids", *past]
+    assert [i["name"] for i in m["onnx"]["inputs"]] == ["input_ids", "attention_mask", "position_ids", *past, "logits_to_keep"]
     assert [o["name"] for o in m["onnx"]["outputs"]] == ["logits", *(p.replace("past_key_values", "present") for p in past)]
     assert m["onnx"]["inputs"][3]["shape"] == ["batch_size", 2, "past_sequence_length", 16]
 
@@ -67,7 +68,8 @@ def test_same_seed_gives_the_same_model_ids_in_logits_out(tiny_dir):
         "input_ids": np.array([[504, 3575]], dtype=np.int64),
         "attention_mask": np.ones((1, 2), dtype=np.int64),
         "position_ids": np.array([[0, 1]], dtype=np.int64),
-        **{i.name: np.zeros((1, 2, 0, 16), dtype=np.float32) for i in session.get_inputs()[3:]},
+        "logits_to_keep": np.array(0, dtype=np.int64),
+        **{i.name: np.zeros((1, 2, 0, 16), dtype=np.float32) for i in session.get_inputs() if i.name.startswith("past")},
     }
     logits = session.run(["logits"], feed)[0]
     assert logits.shape == (1, 2, 49152) and np.isfinite(logits).all()
@@ -82,6 +84,23 @@ def test_second_build_is_skipped(tiny_dir):
     assert any(msg.endswith("up to date") for msg in progress.messages)
     assert (tiny_dir / md.MANIFEST_FILE).read_bytes() == before
     assert (tiny_dir / md.MODEL_FILE).stat().st_ino == inode
+
+
+def test_a_model_built_as_another_variant_is_out_of_date(tiny_dir):
+    from inference.modelbuild.pipeline import check_model
+    from inference.modelbuild.tiny import RandomSource
+
+    info = RandomSource(0).describe()
+    assert check_model(tiny_dir, info, None).up_to_date  # the tiny model has no variants
+    status = check_model(tiny_dir, info, "fast")
+    assert status.reasons == ("variant None != fast",) and status.intact
+
+
+def test_an_unknown_variant_is_refused(tmp_path):
+    from inference.modelbuild import BuildError, inspect_model
+
+    with pytest.raises(BuildError, match="unknown variant 'quick'"):
+        inspect_model(tmp_path / "model", variant="quick")
 
 
 def test_damaged_model_is_rebuilt(tiny_dir, tmp_path):
@@ -100,7 +119,7 @@ def test_damaged_model_is_rebuilt(tiny_dir, tmp_path):
 
 
 def test_another_seed_is_another_source(tiny_dir):
-    from inference.build.tiny import RandomSource
+    from inference.modelbuild.tiny import RandomSource
 
     assert RandomSource(1).describe()["sha256"] != read_manifest(tiny_dir)["source"]["sha256"]
 
@@ -145,7 +164,7 @@ def test_leftovers_of_a_killed_build_are_cleared(tiny_dir, tmp_path):
 
 
 def test_serving_only_install_uses_an_intact_model_as_it_is(monkeypatch, tiny_dir, tmp_path):
-    from inference.build import recipe
+    from inference.modelbuild import recipe
 
     target = tmp_path / "tiny"
     shutil.copytree(tiny_dir, target)
@@ -160,7 +179,7 @@ def test_serving_only_install_uses_an_intact_model_as_it_is(monkeypatch, tiny_di
 
 
 def test_serving_only_install_without_a_model_is_an_error(monkeypatch, tmp_path):
-    from inference.build import BuildError, recipe
+    from inference.modelbuild import BuildError, recipe
 
     monkeypatch.setattr(recipe, "missing_build_tools", lambda: ["torch"])
     with pytest.raises(BuildError, match="build tools not installed: torch"):

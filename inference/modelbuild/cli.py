@@ -1,4 +1,4 @@
-"""The command line shared by ``python -m inference.build`` and ``python manage.py build_model``."""
+"""The command line shared by ``python -m inference.modelbuild`` and ``python manage.py build_model``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TextIO
 from ..model_dir import MODEL_DIR_ENV, default_model_dir
 from .pipeline import BuildError, ensure_model, inspect_model
 from .progress import ConsoleProgress
+from .recipe import DEFAULT_VARIANT, VARIANTS
 from .source import GgufSource, SourceNotFoundError
 from .tiny import RandomSource, default_tiny_dir
 
@@ -30,6 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
     parser.add_argument("--dry-run", action="store_true", help="say whether a build is needed; build nothing")
     parser.add_argument(
+        "--variant",
+        choices=sorted(VARIANTS),
+        default=None,
+        help=f"how the 4-bit and 8-bit kernels compute (default: {DEFAULT_VARIANT}, the fastest within the "
+        "quality bound; see docs/model.md)",
+    )
+    parser.add_argument(
         "--tiny",
         action="store_true",
         help="build the tiny random test model instead (default dir: .models/tiny-<recipe version>)",
@@ -42,6 +50,7 @@ def run(
     force: bool = False,
     dry_run: bool = False,
     tiny: bool = False,
+    variant: str | None = None,
     verbosity: int = 1,
     stream: TextIO | None = None,
 ) -> int:
@@ -52,13 +61,13 @@ def run(
     try:
         source = RandomSource() if tiny else GgufSource()
         if dry_run:
-            status = inspect_model(model_dir, source)
+            status = inspect_model(model_dir, source, variant)
             verdict = "up to date" if status.up_to_date else "would build: " + "; ".join(status.reasons)
             if force and status.up_to_date:
                 verdict = "up to date; would rebuild (--force)"
             stream.write(f"{model_dir}: {verdict}\n")
             return 0
-        ensure_model(model_dir, ConsoleProgress(stream, verbosity), force=force, source=source)
+        ensure_model(model_dir, ConsoleProgress(stream, verbosity), force=force, source=source, variant=variant)
     except (BuildError, SourceNotFoundError) as exc:
         stream.write(f"error: {exc}\n")
         return 1
@@ -66,11 +75,11 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m inference.build", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="python -m inference.modelbuild", description=DESCRIPTION)
     add_arguments(parser)
     loudness = parser.add_mutually_exclusive_group()
     loudness.add_argument("-v", "--verbose", action="store_true", help="also show the tools' logs and warnings")
     loudness.add_argument("--quiet", action="store_true", help="print errors only")
     args = parser.parse_args(argv)
     verbosity = 0 if args.quiet else 2 if args.verbose else 1
-    return run(args.model_dir, force=args.force, dry_run=args.dry_run, tiny=args.tiny, verbosity=verbosity)
+    return run(args.model_dir, force=args.force, dry_run=args.dry_run, tiny=args.tiny, variant=args.variant, verbosity=verbosity)

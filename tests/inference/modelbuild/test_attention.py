@@ -1,6 +1,6 @@
-"""The attention fusion (inference/build/attention.py) on the tiny model's fp32 export: same inputs and
+"""The attention fusion (inference/modelbuild/attention.py) on the tiny model's fp32 export: same inputs and
 outputs, same logits and cache, for a prefill from an empty cache, batches, decode steps and several
-tokens at once on top of a cache."""
+tokens at once on top of a cache; and the same with one buffer bound as both past and present."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from inference.build import attention, steps
-from inference.build.tiny import RandomSource
+from inference.modelbuild import attention, steps
+from inference.modelbuild.tiny import RandomSource
 
 LAYERS, KV_HEADS, HEAD_DIM = 2, 2, 16
 
@@ -60,10 +60,11 @@ def test_fused_graph_has_the_same_inputs_and_outputs(sessions):
     assert spec(fused.get_inputs()) == spec(plain.get_inputs())
     assert spec(fused.get_outputs()) == spec(plain.get_outputs())
     ops = [n.op_type for n in model.graph.node]
-    assert ops.count("GroupQueryAttention") == LAYERS and ops.count("RotaryEmbedding") == 2 * LAYERS
+    assert ops.count("GroupQueryAttention") == LAYERS and "RotaryEmbedding" not in ops  # rotary inside the attention
     assert "Softmax" not in ops and summary["nodes_after"] < summary["nodes_before"] / 2
     names = {n.name for n in model.graph.node}
-    assert all(f"/model/layers.{i}/self_attn/{p}_proj/MatMul" in names for i in range(LAYERS) for p in "qkvo")
+    assert all(f"/model/layers.{i}/self_attn/{p}_proj/MatMul" in names for i in range(LAYERS) for p in ("qkv", "o"))
+    assert not any(f"/self_attn/{p}_proj/MatMul" in name for name in names for p in "qkv")  # packed into qkv_proj
 
 
 def test_fused_logits_and_cache_match(sessions):
@@ -89,6 +90,37 @@ def test_fused_logits_and_cache_match(sessions):
     # recomputing the whole sequence from an empty cache (use_cache=False) gives the last step's logits again
     full, _ = run(fused, ids, empty(2))
     assert np.abs(full[:, -1] - last[:, -1]).max() < 1e-4
+
+
+def test_one_shared_buffer_for_past_and_present_gives_the_same_logits(sessions):
+    """The engine's way: a [B, kv, capacity, D] buffer bound as past and present, appended in place."""
+    plain, fused, _, _ = sessions
+    rng = np.random.default_rng(1)
+    ids = rng.integers(3, 49152, size=(2, 20))
+    capacity = 32
+    buffers = {f"past_key_values.{i}.{kv}": np.zeros((2, KV_HEADS, capacity, HEAD_DIM), np.float32)
+               for i in range(LAYERS) for kv in ("key", "value")}
+    values = {name: ort.OrtValue.ortvalue_from_numpy(b) for name, b in buffers.items()}
+    past_p = empty(2)
+    done = 0
+    for chunk in [ids[:, :14], *[ids[:, j:j + 1] for j in range(14, 20)]]:
+        n = chunk.shape[1]
+        binding = fused.io_binding()
+        binding.bind_cpu_input("input_ids", chunk)
+        binding.bind_cpu_input("attention_mask", np.ones((2, done + n), np.int64))
+        binding.bind_cpu_input("position_ids", np.broadcast_to(np.arange(done, done + n), (2, n)).copy())
+        binding.bind_output("logits")
+        for name, value in values.items():
+            binding.bind_ortvalue_input(name, value)
+            binding.bind_ortvalue_output(name.replace("past_key_values", "present"), value)
+        fused.run_with_iobinding(binding)
+        shared = binding.get_outputs()[0].numpy()
+        expected, past_p = run(plain, chunk, past_p)
+        done += n
+        assert np.abs(shared - expected).max() < 1e-4
+        for name, buffer in buffers.items():  # the buffer holds exactly the cache so far, nothing after
+            assert np.abs(buffer[:, :, :done] - past_p[name]).max() < 1e-4
+            assert not buffer[:, :, done:].any()
 
 
 def test_several_rows_of_several_tokens_on_a_cache_are_refused(sessions):

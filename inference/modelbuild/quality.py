@@ -1,7 +1,7 @@
 """How far a built model is from the fp32 export it came from, and how fast it decodes.
 
-    python -m inference.build.quality [MODEL] --reference FP32.onnx
-    python -m inference.build.quality [MODEL] --export-reference DIR   # exports the fp32 model into DIR once (~70 s)
+    python -m inference.modelbuild.quality [MODEL] --reference FP32.onnx
+    python -m inference.modelbuild.quality [MODEL] --export-reference DIR   # exports the fp32 model into DIR once (~70 s)
 
 MODEL defaults to the configured model directory's ``model.onnx``. Prints JSON:
 
@@ -82,6 +82,8 @@ def step(session, ids: list[int], past: dict[str, np.ndarray]) -> tuple[np.ndarr
         "position_ids": np.arange(done, done + len(ids), dtype=np.int64)[None, :],  # [1, n]
         **past,
     }
+    if any(i.name == "logits_to_keep" for i in session.get_inputs()):
+        feed["logits_to_keep"] = np.array(0, np.int64)  # every position
     names = [o.name for o in session.get_outputs()]
     out = dict(zip(names, session.run(None, feed)))
     return out["logits"][0], {p: out[p.replace("past_key_values", "present")] for p in past}
@@ -152,7 +154,7 @@ def export_reference(out_dir: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m inference.build.quality", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m inference.modelbuild.quality", description=__doc__.split("\n\n")[0])
     parser.add_argument("model", nargs="?", type=Path, default=None, help="the model.onnx to judge (default: the built one)")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--reference", type=Path, help="the fp32 export's model.onnx")

@@ -1,0 +1,81 @@
+"""The model the onnxruntime-genai peer of ``python -m inference.bench`` runs, built by genai's own builder.
+
+    python -m inference.peer_models [--out .models/peers/genai-int4]
+
+genai's builder (``onnxruntime_genai.models.builder``, the ``peers`` extra) makes an int4 model
+(``-p int4 -e cpu``: its own requantization, accuracy_level 4, fused attention, shared KV buffer)
+from a transformers checkpoint; ours is the GGUF dequantized to fp32, which
+``inference.modelbuild.quality``'s reference export writes into ``.models/fp32-reference/checkpoint``
+(made here if missing, ~70 s). Two adjustments let genai 0.18's builder run with the transformers
+our build pins (4.57): it imports two model classes that version does not have (never used for a
+Llama model; stand-ins are registered), and it reads the RoPE settings from ``rope_scaling``, which
+our checkpoint leaves null (a copy of the config names the default RoPE and its theta). Everything
+goes into git-ignored folders; the result is a speed reference, not a quality one (its weights are
+requantized).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import runpy
+import shutil
+import sys
+from pathlib import Path
+
+from inference.model_dir import MODELS_ROOT
+
+DEFAULT_OUT = MODELS_ROOT / "peers" / "genai-int4"
+REFERENCE_DIR = MODELS_ROOT / "fp32-reference"
+MISSING_CLASSES = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
+
+
+def genai_checkpoint(work: Path) -> Path:
+    """The fp32 checkpoint, linked into ``work`` with a config genai's builder can read."""
+    from inference.modelbuild.quality import export_reference
+
+    export_reference(REFERENCE_DIR)
+    checkpoint = REFERENCE_DIR / "checkpoint"
+    work.mkdir(parents=True, exist_ok=True)
+    for path in checkpoint.iterdir():
+        link = work / path.name
+        if path.name != "config.json" and not link.exists():
+            link.symlink_to(path.resolve())
+    config = json.loads((checkpoint / "config.json").read_text())
+    if config.get("rope_scaling") is None:
+        config["rope_scaling"] = {"rope_type": "default", "rope_theta": config["rope_theta"]}
+    (work / "config.json").write_text(json.dumps(config, indent=2))
+    return work
+
+
+def build_genai_model(out: Path = DEFAULT_OUT) -> Path:
+    """Run genai's builder into ``out`` unless a model is already there."""
+    if (out / "genai_config.json").is_file():
+        return out
+    import transformers
+
+    for name in MISSING_CLASSES:
+        if name not in dir(transformers):
+            setattr(transformers, name, type(name, (), {}))
+    checkpoint = genai_checkpoint(out.parent / f".{out.name}-checkpoint")
+    argv = sys.argv
+    sys.argv = ["builder", "-m", str(checkpoint), "-i", str(checkpoint), "-o", str(out), "-p", "int4", "-e", "cpu",
+                "-c", str(out.parent / f".{out.name}-cache")]
+    try:
+        runpy.run_module("onnxruntime_genai.models.builder", run_name="__main__")
+    finally:
+        sys.argv = argv
+        shutil.rmtree(out.parent / f".{out.name}-cache", ignore_errors=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m inference.peer_models", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    print(build_genai_model(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

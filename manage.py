@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """Django's command-line entry point; the embedded default settings are ``playground.settings.dev``."""
+
 import os
 import sys
 

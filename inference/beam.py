@@ -60,8 +60,16 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
 
 
 class BeamSearch:
-    def __init__(self, runtime: Runtime, prompt_ids: list[int], num_beams: int, length_penalty: float,
-                 max_tokens: int, ignore_eos: bool = False, use_cache: bool = True) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        prompt_ids: list[int],
+        num_beams: int,
+        length_penalty: float,
+        max_tokens: int,
+        ignore_eos: bool = False,
+        use_cache: bool = True,
+    ) -> None:
         if num_beams < 2:
             raise ValueError(f"num_beams must be at least 2 for beam search, got {num_beams}")
         self.runtime = runtime

@@ -35,8 +35,9 @@ import resource
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -73,8 +74,9 @@ class Ours:
 
     def decode(self, tokens: int) -> float:
         """Tokens/s of the generation loop (full chain at its defaults, top-20 alternatives, text)."""
-        request = GenerationRequest(PROMPT, sampling=SamplingParams(seed=0), loop=LoopParams(max_tokens=tokens, ignore_eos=True),
-                                    top_n=TOP_N)
+        request = GenerationRequest(
+            PROMPT, sampling=SamplingParams(seed=0), loop=LoopParams(max_tokens=tokens, ignore_eos=True), top_n=TOP_N
+        )
         finished = [item for item in run(self.runtime, request) if isinstance(item, Finished)][0]
         return float(finished.decode_tokens_per_s or 0.0)
 
@@ -102,9 +104,11 @@ class LlamaCpp:
         from llama_cpp import Llama
 
         self.logits_of_last = lambda: np.ctypeslib.as_array(  # [V]: what the last eval left for its last token
-            llama_cpp.llama_get_logits_ith(self.llm.ctx, -1), shape=(self.llm.n_vocab(),))
-        self.llm = Llama(model_path=str(locate_gguf()), n_threads=threads, n_threads_batch=threads, n_ctx=context,
-                         n_batch=512, verbose=False)
+            llama_cpp.llama_get_logits_ith(self.llm.ctx, -1), shape=(self.llm.n_vocab(),)
+        )
+        self.llm = Llama(
+            model_path=str(locate_gguf()), n_threads=threads, n_threads_batch=threads, n_ctx=context, n_batch=512, verbose=False
+        )
         self.prompt = self.llm.tokenize(PROMPT.encode(), add_bos=False)
 
     def _greedy(self, prompt: list[int], tokens: int) -> float:
@@ -187,8 +191,11 @@ def load_peers(threads: int, context: int, genai_model: Path) -> tuple[list[Any]
 
 
 def spread(values: list[float], digits: int = 1) -> dict[str, float]:
-    return {"min": round(min(values), digits), "median": round(statistics.median(values), digits),
-            "max": round(max(values), digits)}
+    return {
+        "min": round(min(values), digits),
+        "median": round(statistics.median(values), digits),
+        "max": round(max(values), digits),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -200,9 +207,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batches", default="1,4,8", help="batch sizes for our aggregate decode figure")
     parser.add_argument("--prompt-tokens", type=int, default=512, help="length of the prompt for the prefill figure")
     parser.add_argument("--no-peers", action="store_true", help="measure our engine only")
-    parser.add_argument("--model-dir", type=Path, action="append", default=None,
-                        help="our model (default: the configured one); repeat to measure several builds (e.g. a --variant fast one) "
-                        "in the same run")
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        action="append",
+        default=None,
+        help="our model (default: the configured one); repeat to measure several builds (e.g. a --variant fast one) "
+        "in the same run",
+    )
     parser.add_argument("--genai-model", type=Path, default=DEFAULT_GENAI_MODEL)
     args = parser.parse_args(argv)
     contexts = [int(c) for c in args.contexts.split(",") if c]
@@ -220,8 +232,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     runtime = ours.runtime
     window = runtime.shape.context_window
     contexts = [c for c in contexts if c + CONTEXT_STEPS <= window]
-    peers, skipped = ([], {"all": "--no-peers"}) if args.no_peers else load_peers(
-        args.threads, max(contexts + [args.prompt_tokens]) + CONTEXT_STEPS + 8, args.genai_model)
+    peers, skipped = (
+        ([], {"all": "--no-peers"})
+        if args.no_peers
+        else load_peers(args.threads, max(contexts + [args.prompt_tokens]) + CONTEXT_STEPS + 8, args.genai_model)
+    )
     for peer in peers:
         memory[f"after {peer.name}"] = round(rss_mb())
     systems = [*ours_systems, *peers]
@@ -246,17 +261,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             measure(f"prefill_{args.prompt_tokens}_tokens_s", system, lambda: system.prefill(args.prompt_tokens))
 
     report: dict[str, Any] = {
-        "models": {o.name: {**o.runtime.info.to_dict(), "variant": read_manifest(d).get("variant")}
-                   for o, d in zip(ours_systems, args.model_dir or [default_model_dir()])},
+        "models": {
+            o.name: {**o.runtime.info.to_dict(), "variant": read_manifest(d).get("variant")}
+            for o, d in zip(ours_systems, args.model_dir or [default_model_dir()])
+        },
         "context_window": window,
         "threads": args.threads,
         "rounds": args.rounds,
         "new_tokens": args.tokens,
         "ours_is": f"the generation loop: sampler chain at its defaults, top-{TOP_N} alternatives, text; "
-                   "context/batch figures: the bare engine, greedy",
+        "context/batch figures: the bare engine, greedy",
         "peers_skipped": skipped,
-        "figures": {label: {name: spread(v, 3 if "prefill" in label else 1) for name, v in by.items()}
-                    for label, by in figures.items()},
+        "figures": {
+            label: {name: spread(v, 3 if "prefill" in label else 1) for name, v in by.items()} for label, by in figures.items()
+        },
         "ratios_ours_to_peer": {},
         "memory_mb": {**memory, "peak": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)},
         "sampler_chain_ms_per_token": sampling_bench.figures(),
@@ -268,7 +286,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 if peer.name in by and mine.name in by:
                     ours_v, peer_v = by[mine.name], by[peer.name]
                     # prefill is a time: ours ahead means a ratio > 1 as for speeds
-                    ratio = [p / o for o, p in zip(ours_v, peer_v)] if "prefill" in label else [o / p for o, p in zip(ours_v, peer_v)]
+                    ratio = (
+                        [p / o for o, p in zip(ours_v, peer_v)] if "prefill" in label else [o / p for o, p in zip(ours_v, peer_v)]
+                    )
                     report["ratios_ours_to_peer"].setdefault(label, {})[f"{mine.name} / {peer.name}"] = spread(ratio, 2)
     return report
 

@@ -19,9 +19,9 @@ context window), the only copy of the cache.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import onnxruntime as ort
@@ -138,7 +138,7 @@ class Decoder:
         self._device = "cuda" if self.provider == CUDA else "cpu"
         log.info("decoder loaded from %s on %s with %d intra-op threads", model_path, self.provider, intra_op_threads)
 
-    def new_state(self, batch_size: int = 1, use_cache: bool = True) -> "DecodeState":
+    def new_state(self, batch_size: int = 1, use_cache: bool = True) -> DecodeState:
         return DecodeState(self, batch_size, use_cache)
 
     def empty_past(self, batch_size: int, capacity: int = KVCache.MIN_CAPACITY) -> KVCache:
@@ -212,7 +212,7 @@ class DecodeState:
         else:
             logits, _ = self.decoder.run(self.ids, self.decoder.empty_past(self.batch_size, self.length), 0, all_logits)
             if all_logits:
-                logits = logits[:, -block.shape[1]:]
+                logits = logits[:, -block.shape[1] :]
         return logits
 
     def reorder(self, rows: Sequence[int]) -> None:

@@ -17,7 +17,7 @@ class ParamError(ValueError):
         self.message = message
         self.code = code
 
-    def prefixed(self, prefix: str) -> "ParamError":
+    def prefixed(self, prefix: str) -> ParamError:
         """The same error with its field named under ``prefix`` (``params.`` for the websocket)."""
         return ParamError(f"{prefix}{self.param}", f"{prefix}{self.message}", self.code)
 

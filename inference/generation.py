@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from inference.beam import BeamSearch, BeamStep, Hypothesis
+from inference.engine import DecodeState
 from inference.errors import Cancelled, ParamError
 from inference.loop_params import LoopParams
-from inference.engine import DecodeState
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
 from inference.sampling.params import MAX_SEED
@@ -80,7 +81,7 @@ class GenerationRequest:
     use_cache: bool = True
     prefix_tokens: tuple[int, ...] = ()  # forced as the first generated tokens (a branch's path)
 
-    def with_seed(self) -> "GenerationRequest":
+    def with_seed(self) -> GenerationRequest:
         """The same request with a seed: the client's, or one drawn now so the run can be replayed."""
         if self.sampling.seed is not None:
             return self
@@ -198,7 +199,6 @@ class _Sample:
             token_ids=tuple(self.generated),
         )
 
-
     def _release(self, token: int, position: int) -> str:
         """The text this token lets out, ending the sample on end-of-sequence or a stop string."""
         if token in self.codec.eos_ids and not self.loop.ignore_eos:
@@ -243,9 +243,7 @@ class Generation:
         """Encodes the prompt, checks it fits, and runs the prefill (``Cancelled`` if asked to stop)."""
         self._clock = StepClock()
         self.prompt_ids = self.runtime.codec.encode(self.request.prompt, self.request.mode, self.request.system)
-        self.request.loop.check_context(
-            len(self.prompt_ids) + len(self.request.prefix_tokens), self.runtime.shape.context_window
-        )
+        self.request.loop.check_context(len(self.prompt_ids) + len(self.request.prefix_tokens), self.runtime.shape.context_window)
         self._logits = prefill(self._state, self.prompt_ids, is_cancelled)
         return Started(self.request, self.prompt_ids)
 
@@ -273,7 +271,12 @@ class Generation:
         elapsed = (self._clock.tick(len(picked)) - began) * 1000.0
         return [
             TokenStep(
-                sample.index, len(sample.generated) - 1, token, text, trace, elapsed,
+                sample.index,
+                len(sample.generated) - 1,
+                token,
+                text,
+                trace,
+                elapsed,
                 forced=len(sample.generated) <= len(sample.prefix),
             )
             for sample, token, text, trace in picked
@@ -326,8 +329,15 @@ def run_beam_search(
     if is_cancelled():
         raise Cancelled("cancelled before the prefill")
     # Beam search starts after the prefix: its hypotheses hold the tokens it chose.
-    search = BeamSearch(runtime, prompt_ids + list(request.prefix_tokens), loop.num_beams, loop.length_penalty, loop.max_tokens,
-                        loop.ignore_eos, request.use_cache)
+    search = BeamSearch(
+        runtime,
+        prompt_ids + list(request.prefix_tokens),
+        loop.num_beams,
+        loop.length_penalty,
+        loop.max_tokens,
+        loop.ignore_eos,
+        request.use_cache,
+    )
     if is_cancelled():
         raise Cancelled("cancelled during the prefill")
     yield Started(request, prompt_ids)
@@ -340,9 +350,13 @@ def run_beam_search(
     hypotheses = tuple(search.hypotheses())
     samples = tuple(
         SampleResult(
-            sample=i, reason=h.reason, stop_string=None,
+            sample=i,
+            reason=h.reason,
+            stop_string=None,
             text=runtime.codec.decode([t for t in h.token_ids if t not in runtime.codec.eos_ids or loop.ignore_eos]),
-            tail="", completion_tokens=len(h.token_ids), token_ids=h.token_ids,
+            tail="",
+            completion_tokens=len(h.token_ids),
+            token_ids=h.token_ids,
         )
         for i, h in enumerate(hypotheses)
     )
@@ -394,4 +408,6 @@ def check_prefix(prefix: tuple[int, ...], vocab_size: int) -> None:
     """Every forced token must be in the vocabulary."""
     for i, token in enumerate(prefix):
         if not 0 <= token < vocab_size:
-            raise ParamError(f"prefix_tokens.{i}", f"prefix_tokens.{i} must be a token id from 0 to {vocab_size - 1}, got {token}")
+            raise ParamError(
+                f"prefix_tokens.{i}", f"prefix_tokens.{i} must be a token id from 0 to {vocab_size - 1}, got {token}"
+            )

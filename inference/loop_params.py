@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping
+from typing import Any
 
 from inference.errors import ParamError
 
@@ -78,7 +79,7 @@ class LoopParams:
         return frozenset(f.name for f in fields(cls))
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "LoopParams":
+    def from_dict(cls, data: Mapping[str, Any]) -> LoopParams:
         unknown = sorted(set(data) - cls.field_names())
         if unknown:
             raise ParamError(unknown[0], f"unknown parameter {unknown[0]!r}", code="unknown_param")

@@ -59,8 +59,21 @@ def build_genai_model(out: Path = DEFAULT_OUT) -> Path:
             setattr(transformers, name, type(name, (), {}))
     checkpoint = genai_checkpoint(out.parent / f".{out.name}-checkpoint")
     argv = sys.argv
-    sys.argv = ["builder", "-m", str(checkpoint), "-i", str(checkpoint), "-o", str(out), "-p", "int4", "-e", "cpu",
-                "-c", str(out.parent / f".{out.name}-cache")]
+    sys.argv = [
+        "builder",
+        "-m",
+        str(checkpoint),
+        "-i",
+        str(checkpoint),
+        "-o",
+        str(out),
+        "-p",
+        "int4",
+        "-e",
+        "cpu",
+        "-c",
+        str(out.parent / f".{out.name}-cache"),
+    ]
     try:
         runpy.run_module("onnxruntime_genai.models.builder", run_name="__main__")
     finally:

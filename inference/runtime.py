@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import onnxruntime as ort
 
 from inference.engine import CPU, Decoder, ModelShape
-from inference.model_dir import MANIFEST_FILE, ModelNotBuiltError, MODEL_FILE, TOKENIZER_FILE
+from inference.model_dir import MANIFEST_FILE, MODEL_FILE, TOKENIZER_FILE, ModelNotBuiltError
 from inference.text import TextCodec
 
 
@@ -62,7 +63,9 @@ def load_runtime(model_dir: Path, providers: Sequence[str] = (CPU,), intra_op_th
         context_window=int(shapes["context_window"]),
     )
     decoder = Decoder(model_dir / MODEL_FILE, shape, providers, intra_op_threads)
-    codec = TextCodec.from_file(model_dir / TOKENIZER_FILE, frozenset(int(i) for i in manifest["special_tokens"]["eos_token_ids"]))
+    codec = TextCodec.from_file(
+        model_dir / TOKENIZER_FILE, frozenset(int(i) for i in manifest["special_tokens"]["eos_token_ids"])
+    )
     info = ModelInfo(
         name=str(manifest["model_name"]),
         manifest_sha256=hashlib.sha256(manifest_bytes).hexdigest(),

@@ -32,11 +32,7 @@ DEFAULT_SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by
 def chat_prompt(user_message: str, system: str | None = None) -> str:
     """SmolLM2's ChatML rendering of one user turn, ready for the assistant's answer."""
     system_text = DEFAULT_SYSTEM_PROMPT if system is None else system
-    return (
-        f"<|im_start|>system\n{system_text}<|im_end|>\n"
-        f"<|im_start|>user\n{user_message}<|im_end|>\n"
-        "<|im_start|>assistant\n"
-    )
+    return f"<|im_start|>system\n{system_text}<|im_end|>\n<|im_start|>user\n{user_message}<|im_end|>\n<|im_start|>assistant\n"
 
 
 @lru_cache(maxsize=1)
@@ -68,7 +64,7 @@ class TextCodec:
         self._all_texts: list[str] | None = None
 
     @classmethod
-    def from_file(cls, path: Path, eos_ids: frozenset[int]) -> "TextCodec":
+    def from_file(cls, path: Path, eos_ids: frozenset[int]) -> TextCodec:
         return cls(Tokenizer.from_file(str(path)), eos_ids)
 
     def encode(self, prompt: str, mode: EncodeMode, system: str | None = None) -> list[int]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from decimal import Decimal
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -100,9 +100,7 @@ def _usv(text: str) -> str:
 
 
 def _form_encode(text: str) -> str:
-    return "".join(
-        chr(b) if b in _PLAIN else "+" if b == 0x20 else f"%{b:02X}" for b in _usv(text).encode("utf-8")
-    )
+    return "".join(chr(b) if b in _PLAIN else "+" if b == 0x20 else f"%{b:02X}" for b in _usv(text).encode("utf-8"))
 
 
 def encode_address(texts: Mapping[str, str]) -> str:

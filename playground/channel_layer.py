@@ -48,7 +48,9 @@ def redis_channel_layer(url: str) -> dict[str, Any]:
         try:
             read_timeout = float(query["socket_timeout"])
         except ValueError:
-            raise RedisLayerError(f"PLAYGROUND_REDIS_URL's socket_timeout must be a number of seconds, got {query['socket_timeout']!r}") from None
+            raise RedisLayerError(
+                f"PLAYGROUND_REDIS_URL's socket_timeout must be a number of seconds, got {query['socket_timeout']!r}"
+            ) from None
         if read_timeout <= BLOCKING_READ_SECONDS:
             raise RedisLayerError(
                 f"PLAYGROUND_REDIS_URL's socket_timeout ({read_timeout:g} s) must exceed the channel layer's "

@@ -32,8 +32,11 @@ from playground import frames
 
 def request(job: frames.Job, reply_channel: str) -> dict[str, Any]:
     return {
-        "type": "inference.request", "reply_channel": reply_channel, "request_id": job.request_id,
-        "quick": isinstance(job, frames.Tokenize), "job": frames.job_to_dict(job),
+        "type": "inference.request",
+        "reply_channel": reply_channel,
+        "request_id": job.request_id,
+        "quick": isinstance(job, frames.Tokenize),
+        "job": frames.job_to_dict(job),
     }
 
 

@@ -72,15 +72,17 @@ class GenerateConsumer(AsyncWebsocketConsumer):
     async def _submit(self, command: frames.Job) -> None:
         request_id = command.request_id
         if request_id in self.requests:
-            await self._send(events.error_event(
-                "duplicate_request", f"request {request_id!r} is still running", "request_id", request_id
-            ))
+            await self._send(
+                events.error_event("duplicate_request", f"request {request_id!r} is still running", "request_id", request_id)
+            )
             return
         limit = settings.INFERENCE["MAX_REQUESTS_PER_CONNECTION"]
         if len(self.requests) >= limit:
-            await self._send(events.error_event(
-                "too_many_requests", f"at most {limit} requests may run or wait per connection", None, request_id
-            ))
+            await self._send(
+                events.error_event(
+                    "too_many_requests", f"at most {limit} requests may run or wait per connection", None, request_id
+                )
+            )
             return
         refusal = client_limits().admit(self.client)
         if refusal is not None:

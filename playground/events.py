@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from inference.beam import BeamStep, Proposal
 from inference.errors import ParamError
@@ -88,7 +89,9 @@ def encode_event(event: dict[str, Any]) -> str:
 def not_started_event(request_id: str) -> dict[str, Any]:
     """The answer to a request cancelled before it started (or before an inspection's answer was
     ready): nothing ran that is worth keeping, and nothing is saved."""
-    return error_event("cancelled", "the request was cancelled before it started or was answered; nothing was saved", None, request_id)
+    return error_event(
+        "cancelled", "the request was cancelled before it started or was answered; nothing was saved", None, request_id
+    )
 
 
 def started_event(request_id: str, started: Started, codec: TextCodec, model: ModelInfo) -> dict[str, Any]:
@@ -140,8 +143,11 @@ def trace_fields(trace: StepTrace, codec: TextCodec) -> dict[str, Any]:
 def beam_step_event(request_id: str, step: BeamStep, codec: TextCodec) -> dict[str, Any]:
     def proposal(p: Proposal) -> dict[str, Any]:
         return {
-            "parent": p.parent, "id": p.token_id, "token": codec.token_text(p.token_id),
-            "logprob": p.logprob, "cum_logprob": p.cum_logprob,
+            "parent": p.parent,
+            "id": p.token_id,
+            "token": codec.token_text(p.token_id),
+            "logprob": p.logprob,
+            "cum_logprob": p.cum_logprob,
         }
 
     return {
@@ -210,8 +216,12 @@ def done_event(request_id: str, finished: Finished) -> dict[str, Any]:
         "tail": finished.tail,
         "samples": [
             {
-                "sample": s.sample, "reason": s.reason, "stop_string": s.stop_string, "text": s.text,
-                "tail": s.tail, "completion_tokens": s.completion_tokens,
+                "sample": s.sample,
+                "reason": s.reason,
+                "stop_string": s.stop_string,
+                "text": s.text,
+                "tail": s.tail,
+                "completion_tokens": s.completion_tokens,
             }
             for s in finished.samples
         ],

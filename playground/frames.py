@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from inference.errors import ParamError
 from inference.generation import GenerationRequest
@@ -23,10 +24,21 @@ from playground.events import TOKENIZE_PAGE, error_event
 REQUEST_ID = re.compile(r"^[A-Za-z0-9_\-.:]{1,64}$")
 PROMPT_CHARACTERS = (1, 20_000)
 TOP_N = (1, 20)
-GENERATE_KEYS = frozenset({
-    "type", "request_id", "prompt", "mode", "system", "params", "top_n", "use_cache", "prefix_tokens",
-    "parent_run", "branch_index",
-})
+GENERATE_KEYS = frozenset(
+    {
+        "type",
+        "request_id",
+        "prompt",
+        "mode",
+        "system",
+        "params",
+        "top_n",
+        "use_cache",
+        "prefix_tokens",
+        "parent_run",
+        "branch_index",
+    }
+)
 RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,43}$")  # as playground.models.RUN_ID_PATTERN
 CANCEL_KEYS = frozenset({"type", "request_id"})
 TOKENIZE_KEYS = frozenset({"type", "request_id", "text", "mode", "system", "offset", "limit"})
@@ -154,7 +166,9 @@ def _refuse_unencodable(message: dict[str, Any]) -> None:
                 if _SURROGATE.search(key):
                     where = path or "the frame"
                     raise ProtocolError(
-                        "invalid_value", f"a key of {where} contains a lone surrogate: text that is not valid Unicode", path or None
+                        "invalid_value",
+                        f"a key of {where} contains a lone surrogate: text that is not valid Unicode",
+                        path or None,
                     )
             pending.extend((f"{path}.{key}" if path else key, item) for key, item in reversed(items))
         elif isinstance(value, list):
@@ -272,7 +286,9 @@ def _int_in(message: Mapping[str, Any], field_name: str, default: int, bounds: t
     value = message.get(field_name, default)
     low, high = bounds
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ProtocolError("invalid_value", f"{field_name} must be an integer from {low} to {high}, got {excerpt(value)}", field_name)
+        raise ProtocolError(
+            "invalid_value", f"{field_name} must be an integer from {low} to {high}, got {excerpt(value)}", field_name
+        )
     return value
 
 
@@ -281,7 +297,11 @@ def _token_ids(value: Any, field_name: str) -> tuple[int, ...]:
         raise ProtocolError("invalid_value", f"{field_name} must be a list of at most {MAX_PREFIX_TOKENS} token ids", field_name)
     for i, token in enumerate(value):
         if isinstance(token, bool) or not isinstance(token, int) or token < 0:
-            raise ProtocolError("invalid_value", f"{field_name}.{i} must be a token id (an integer from 0), got {excerpt(token)}", f"{field_name}.{i}")
+            raise ProtocolError(
+                "invalid_value",
+                f"{field_name}.{i} must be a token id (an integer from 0), got {excerpt(token)}",
+                f"{field_name}.{i}",
+            )
     return tuple(value)
 
 
@@ -325,16 +345,29 @@ def job_to_dict(job: Job) -> dict[str, Any]:
     if isinstance(job, Generate):
         request = job.request
         return {
-            "kind": "generate", "request_id": job.request_id, "prompt": request.prompt, "mode": request.mode,
-            "system": request.system, "params": request.params_dict(), "top_n": request.top_n,
-            "use_cache": request.use_cache, "prefix_tokens": list(request.prefix_tokens),
-            "branch": None if job.branch is None else {"parent_run": job.branch.parent_run, "branch_index": job.branch.branch_index},
+            "kind": "generate",
+            "request_id": job.request_id,
+            "prompt": request.prompt,
+            "mode": request.mode,
+            "system": request.system,
+            "params": request.params_dict(),
+            "top_n": request.top_n,
+            "use_cache": request.use_cache,
+            "prefix_tokens": list(request.prefix_tokens),
+            "branch": None
+            if job.branch is None
+            else {"parent_run": job.branch.parent_run, "branch_index": job.branch.branch_index},
         }
     if isinstance(job, Tokenize):
         return {"kind": "tokenize", **asdict(job)}
     return {
-        "kind": "inspect", "request_id": job.request_id, "prompt": job.prompt, "mode": job.mode, "system": job.system,
-        "prefix_tokens": list(job.prefix_tokens), "top_n": job.top_n,
+        "kind": "inspect",
+        "request_id": job.request_id,
+        "prompt": job.prompt,
+        "mode": job.mode,
+        "system": job.system,
+        "prefix_tokens": list(job.prefix_tokens),
+        "top_n": job.top_n,
         "variants": [{**sampling.to_dict(), **loop.to_dict()} for sampling, loop in job.variants],
     }
 
@@ -347,11 +380,26 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         return Tokenize(**{k: v for k, v in data.items() if k != "kind"})
     if kind == "inspect":
         variants = tuple(_params_from_dict(v) for v in data["variants"])
-        return Inspect(data["request_id"], data["prompt"], data["mode"], data["system"], tuple(data["prefix_tokens"]),
-                       variants, data["top_n"])
+        return Inspect(
+            data["request_id"],
+            data["prompt"],
+            data["mode"],
+            data["system"],
+            tuple(data["prefix_tokens"]),
+            variants,
+            data["top_n"],
+        )
     sampling, loop = _params_from_dict(data["params"])
-    request = GenerationRequest(data["prompt"], data["mode"], data["system"], sampling, loop, data["top_n"],
-                                data["use_cache"], tuple(data["prefix_tokens"]))
+    request = GenerationRequest(
+        data["prompt"],
+        data["mode"],
+        data["system"],
+        sampling,
+        loop,
+        data["top_n"],
+        data["use_cache"],
+        tuple(data["prefix_tokens"]),
+    )
     branch = data.get("branch")
     return Generate(data["request_id"], request, None if branch is None else Branch(branch["parent_run"], branch["branch_index"]))
 
@@ -361,7 +409,9 @@ def record_fields(job: Generate) -> dict[str, Any]:
     prompt's tokens): the prompt and system text, the forced prefix, and the branch it labels."""
     request = job.request
     return {
-        "prompt": request.prompt, "mode": request.mode, "system": request.system,
+        "prompt": request.prompt,
+        "mode": request.mode,
+        "system": request.system,
         "prefix_tokens": list(request.prefix_tokens),
         "parent_run": None if job.branch is None else job.branch.parent_run,
         "branch_index": None if job.branch is None else job.branch.branch_index,
@@ -381,9 +431,7 @@ def _request_id(message: Mapping[str, Any]) -> str:
     if request_id is None:
         raise ProtocolError("missing_field", "request_id is required", "request_id")
     if not isinstance(request_id, str) or not REQUEST_ID.match(request_id):
-        raise ProtocolError(
-            "invalid_value", "request_id must be 1 to 64 characters of A-Z a-z 0-9 _ - . :", "request_id"
-        )
+        raise ProtocolError("invalid_value", "request_id must be 1 to 64 characters of A-Z a-z 0-9 _ - . :", "request_id")
     return request_id
 
 

@@ -21,7 +21,8 @@ import os
 import socket
 import time
 import uuid
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from channels.layers import get_channel_layer
@@ -87,7 +88,7 @@ async def _timed(check: Awaitable[dict[str, Any]]) -> dict[str, Any]:
     began = time.monotonic()
     try:
         result = {"ok": True} | await asyncio.wait_for(check, CHECK_TIMEOUT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         result = {"ok": False, "error": f"no answer within {CHECK_TIMEOUT_S:g} s"}
     except Exception as error:  # noqa: BLE001 — a failed check is a result, not a crash
         result = {"ok": False, "error": f"{type(error).__name__}: {error}"}

@@ -29,8 +29,9 @@ import logging
 import math
 import secrets
 import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -57,7 +58,7 @@ class Timing:
     ack_timeout_seconds: float  # a request no worker acknowledged within this is refused
 
     def __post_init__(self) -> None:
-        if not 0 < self.heartbeat_seconds:
+        if not self.heartbeat_seconds > 0:
             raise ValueError(f"WORKER_LIVENESS HEARTBEAT_SECONDS must be above 0, got {self.heartbeat_seconds}")
         if not self.lease_seconds >= 2 * self.heartbeat_seconds:
             raise ValueError(
@@ -74,7 +75,7 @@ class Timing:
         return self.lease_seconds / 10
 
     @classmethod
-    def from_settings(cls) -> "Timing":
+    def from_settings(cls) -> Timing:
         config = settings.WORKER_LIVENESS
         return cls(float(config["HEARTBEAT_SECONDS"]), float(config["LEASE_SECONDS"]), float(config["ACK_TIMEOUT_SECONDS"]))
 
@@ -141,7 +142,7 @@ class Lease:
     expires_at: float = math.inf  # when an acknowledged request is given up, unless renewed
     worker_channel: str | None = None
     acknowledged: bool = False
-    recorder: "RunRecorder | None" = None
+    recorder: RunRecorder | None = None
 
 
 Deliver = Callable[[dict[str, Any]], Awaitable[None]]
@@ -154,7 +155,9 @@ class Watchdog:
     goes through it like any worker's final event, so the consumer frees the id its usual way.
     """
 
-    def __init__(self, channel_layer: Any, reply_channel: str, deliver: Deliver, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, channel_layer: Any, reply_channel: str, deliver: Deliver, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.channel_layer = channel_layer
         self.reply_channel = reply_channel
         self.deliver = deliver
@@ -237,15 +240,23 @@ class Watchdog:
             for lease in list(self.leases.values()):
                 try:
                     if lease.acknowledged and now >= lease.expires_at:
-                        await self._give_up(lease, WORKER_LOST, (
-                            f"the inference worker serving this request stopped answering (nothing from it for "
-                            f"{self.timing.lease_seconds:g} s); the request was abandoned"
-                        ))
+                        await self._give_up(
+                            lease,
+                            WORKER_LOST,
+                            (
+                                f"the inference worker serving this request stopped answering (nothing from it for "
+                                f"{self.timing.lease_seconds:g} s); the request was abandoned"
+                            ),
+                        )
                     elif not lease.acknowledged and now >= lease.ack_deadline:
-                        await self._give_up(lease, NO_WORKER, (
-                            f"no inference worker took this request within {self.timing.ack_timeout_seconds:g} s; "
-                            "is a worker running (manage.py runworker inference)?"
-                        ))
+                        await self._give_up(
+                            lease,
+                            NO_WORKER,
+                            (
+                                f"no inference worker took this request within {self.timing.ack_timeout_seconds:g} s; "
+                                "is a worker running (manage.py runworker inference)?"
+                            ),
+                        )
                 except Exception:  # noqa: BLE001 — the other requests must still be watched
                     log.exception("could not give up request %s", lease.request_id)
                     self.leases.pop(lease.request_id, None)
@@ -254,7 +265,11 @@ class Watchdog:
         if self.leases.get(lease.request_id) is not lease:
             return  # it ended meanwhile
         await self._cancel_quietly(lease)
-        error: dict[str, Any] = {"type": "error", "request_id": lease.request_id, "error": {"code": code, "message": message, "param": None}}
+        error: dict[str, Any] = {
+            "type": "error",
+            "request_id": lease.request_id,
+            "error": {"code": code, "message": message, "param": None},
+        }
         if lease.recorder is not None:
             run_id = await database_sync_to_async(save_failed_run)(lease.recorder, error)
             if run_id is not None:
@@ -280,7 +295,7 @@ class Watchdog:
             log.warning("could not cancel request %s on its worker: %s", lease.request_id, error)
 
 
-def save_failed_run(recorder: "RunRecorder", error: dict[str, Any]) -> str | None:
+def save_failed_run(recorder: RunRecorder, error: dict[str, Any]) -> str | None:
     """Saves the relayed run as failed; returns its id (None if it could not be saved). A worker
     that died just after saving the run itself leaves its record, which stands."""
     from playground.models import Run
@@ -290,7 +305,7 @@ def save_failed_run(recorder: "RunRecorder", error: dict[str, Any]) -> str | Non
     return recorder.fail(error)
 
 
-def relayed_recorder(request_id: str, record: dict[str, Any], started: dict[str, Any]) -> "RunRecorder":
+def relayed_recorder(request_id: str, record: dict[str, Any], started: dict[str, Any]) -> RunRecorder:
     """A recorder for a run the connection relays, saving under the run id and delete token its
     worker announced in ``started`` (the worker saves the run itself unless it dies first)."""
     from playground.runs.recording import RunRecorder  # the app registry is ready by now

@@ -46,12 +46,15 @@ TIME_TO_FIRST_TOKEN = Histogram(
     buckets=TTFT_BUCKETS_S,
 )
 DECODE_RATE = Histogram(
-    "playground_decode_tokens_per_second", "Each finished generation's decode rate, as its worker measured it",
+    "playground_decode_tokens_per_second",
+    "Each finished generation's decode rate, as its worker measured it",
     buckets=RATE_BUCKETS,
 )
 DURATION = Histogram(
-    "playground_request_duration_seconds", "From a request reaching the web process to its last event",
-    ["kind", "outcome"], buckets=DURATION_BUCKETS_S,
+    "playground_request_duration_seconds",
+    "From a request reaching the web process to its last event",
+    ["kind", "outcome"],
+    buckets=DURATION_BUCKETS_S,
 )
 ERRORS = Counter("playground_errors", "Error events sent to clients, by error code", ["code"])
 HTTP_RESPONSES = Counter("playground_http_responses", "HTTP responses (probes and metrics excluded)", ["method", "status"])

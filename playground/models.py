@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from django.db import models
 from django.utils import timezone
@@ -106,7 +106,9 @@ class Run(models.Model):
     context_window = models.PositiveIntegerField(null=True, blank=True)
 
     # What came out.
-    reason = models.CharField(max_length=16, blank=True, default="", help_text="eos, stop, max_tokens, cancelled; empty when failed")
+    reason = models.CharField(
+        max_length=16, blank=True, default="", help_text="eos, stop, max_tokens, cancelled; empty when failed"
+    )
     stop_string = models.TextField(null=True, blank=True)
     text = models.TextField(blank=True, default="")
     tail = models.TextField(blank=True, default="")

@@ -9,7 +9,8 @@ Any other origin, or none, is refused during the handshake.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from channels.security.websocket import WebsocketDenier

@@ -146,7 +146,6 @@ def live_fields() -> dict[str, Any]:
     return {
         "shared": list(LIVE_SHARED),
         "column": [
-            {"key": key, "inputmode": "numeric" if properties[key]["x-kind"] == "integer" else "decimal"}
-            for key in LIVE_COLUMN
+            {"key": key, "inputmode": "numeric" if properties[key]["x-kind"] == "integer" else "decimal"} for key in LIVE_COLUMN
         ],
     }

@@ -24,10 +24,11 @@ import asyncio
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 from weakref import WeakKeyDictionary
 
 from channels.consumer import AsyncConsumer
@@ -69,9 +70,7 @@ class ProcessResources:
         with self._lock:
             if self._runtime is None:
                 config = settings.INFERENCE
-                self._runtime = load_runtime(
-                    default_model_dir(), config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"]
-                )
+                self._runtime = load_runtime(default_model_dir(), config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"])
                 info = self._runtime.info
                 log.info("inference worker serving %s on %s", info.name, info.execution_provider)
             return self._runtime
@@ -122,7 +121,10 @@ class InferenceWorker(AsyncConsumer):
     async def inference_request(self, message: dict[str, Any]) -> None:
         """Queues a request and tells the consumer where to send cancels."""
         job = Assignment(
-            message["request_id"], message["reply_channel"], frames.job_from_dict(message["job"]), bool(message.get("quick")),
+            message["request_id"],
+            message["reply_channel"],
+            frames.job_from_dict(message["job"]),
+            bool(message.get("quick")),
             message.get("lease"),
         )
         await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
@@ -209,9 +211,7 @@ def _serve_job(job: Assignment, emit: Callable[[Any], None]) -> None:
         model = resources().runtime()
         if isinstance(command, frames.Tokenize):
             ids = model.codec.encode(command.text, command.mode, command.system)  # type: ignore[arg-type]
-            emit(events.tokens_event(
-                request_id, ids, model.codec, model.shape.context_window, command.offset, command.limit
-            ))
+            emit(events.tokens_event(request_id, ids, model.codec, model.shape.context_window, command.offset, command.limit))
         elif isinstance(command, frames.Inspect):
             emit(_inspect(model, command, job.cancelled.is_set))
         elif isinstance(command, frames.Generate):
@@ -270,7 +270,11 @@ def _inspect(model: Runtime, command: frames.Inspect, is_cancelled: Callable[[],
     prefix = list(command.prefix_tokens)
     ids = prompt_ids + prefix
     if len(ids) > model.shape.context_window:
-        raise ParamError("prefix_tokens", f"the prompt and prefix_tokens are {len(ids)} tokens; the context window is {model.shape.context_window}", code="prompt_too_long")
+        raise ParamError(
+            "prefix_tokens",
+            f"the prompt and prefix_tokens are {len(ids)} tokens; the context window is {model.shape.context_window}",
+            code="prompt_too_long",
+        )
     generation.check_prefix(command.prefix_tokens, model.shape.vocab_size)
     for sampling, _ in command.variants:
         sampling.validate_for_vocab(model.shape.vocab_size)
@@ -284,7 +288,7 @@ def _inspect(model: Runtime, command: frames.Inspect, is_cancelled: Callable[[],
     return events.inspection_event(command.request_id, len(prefix), results, model.codec)
 
 
-_embedded: "WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[Any]]" = WeakKeyDictionary()
+_embedded: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[Any]] = WeakKeyDictionary()
 
 
 def ensure_embedded_worker() -> None:

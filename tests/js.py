@@ -31,7 +31,10 @@ def run_js(source: str, payload: Any = None) -> Any:
     prelude = 'import { readFileSync } from "node:fs";\nconst INPUT = JSON.parse(readFileSync(0, "utf8"));\n'
     result = subprocess.run(
         [node, "--input-type=module", "-e", prelude + source],
-        input=json.dumps(payload), capture_output=True, text=True, timeout=60,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     if result.returncode != 0:
         raise AssertionError(f"node failed ({result.returncode}):\n{result.stderr}")

@@ -130,9 +130,13 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
                 "GroupQueryAttention",
                 [qkv, "", "", past_k, past_v, SEQLENS, TOTAL, COS, SIN, "position_ids"],
                 [attn_out, present_k, present_v],
-                name=f"{p}/gqa/GroupQueryAttention", domain=MS_DOMAIN,
-                num_heads=heads, kv_num_heads=kv_heads, scale=float(1 / np.sqrt(head_dim)),
-                do_rotary=1, rotary_interleaved=0,
+                name=f"{p}/gqa/GroupQueryAttention",
+                domain=MS_DOMAIN,
+                num_heads=heads,
+                kv_num_heads=kv_heads,
+                scale=float(1 / np.sqrt(head_dim)),
+                do_rotary=1,
+                rotary_interleaved=0,
             ),
         ]
 

@@ -38,16 +38,22 @@ def keep_last_positions(model) -> dict[str, Any]:
     head = head[0]
     hidden = head.input[0]  # [B, S, hidden]
     sliced = f"{PREFIX}/Slice_output_0"
-    graph.node.extend([
-        helper.make_node("Neg", [INPUT], [f"{PREFIX}/start"], name=f"{PREFIX}/Neg"),
-        helper.make_node("Reshape", [f"{PREFIX}/start", f"{PREFIX}/one"], [f"{PREFIX}/starts"], name=f"{PREFIX}/Reshape"),
-        helper.make_node("Slice", [hidden, f"{PREFIX}/starts", f"{PREFIX}/ends", f"{PREFIX}/axes"], [sliced], name=f"{PREFIX}/Slice"),
-    ])
-    graph.initializer.extend([
-        numpy_helper.from_array(np.array([1], np.int64), f"{PREFIX}/one"),
-        numpy_helper.from_array(np.array([np.iinfo(np.int64).max], np.int64), f"{PREFIX}/ends"),
-        numpy_helper.from_array(np.array([1], np.int64), f"{PREFIX}/axes"),
-    ])
+    graph.node.extend(
+        [
+            helper.make_node("Neg", [INPUT], [f"{PREFIX}/start"], name=f"{PREFIX}/Neg"),
+            helper.make_node("Reshape", [f"{PREFIX}/start", f"{PREFIX}/one"], [f"{PREFIX}/starts"], name=f"{PREFIX}/Reshape"),
+            helper.make_node(
+                "Slice", [hidden, f"{PREFIX}/starts", f"{PREFIX}/ends", f"{PREFIX}/axes"], [sliced], name=f"{PREFIX}/Slice"
+            ),
+        ]
+    )
+    graph.initializer.extend(
+        [
+            numpy_helper.from_array(np.array([1], np.int64), f"{PREFIX}/one"),
+            numpy_helper.from_array(np.array([np.iinfo(np.int64).max], np.int64), f"{PREFIX}/ends"),
+            numpy_helper.from_array(np.array([1], np.int64), f"{PREFIX}/axes"),
+        ]
+    )
     head.input[0] = sliced
     graph.input.append(helper.make_tensor_value_info(INPUT, TensorProto.INT64, []))
     _sort(model)

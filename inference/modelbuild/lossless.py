@@ -155,7 +155,9 @@ def convert(
         if k not in indicators:
             indicators.add(k)
             blocks = np.arange(k) // gb.BLOCK
-            new_inits.append(numpy_helper.from_array((blocks[:, None] == np.arange(k // gb.BLOCK)[None, :]).astype(np.float32), indicator))
+            new_inits.append(
+                numpy_helper.from_array((blocks[:, None] == np.arange(k // gb.BLOCK)[None, :]).astype(np.float32), indicator)
+            )
         base = f"/gguf/block_sums/{len(block_sums)}"
         block_sums[x] = f"{base}/output_0"
         result.block_sum_matmuls.append(f"{base}/MatMul")
@@ -217,8 +219,15 @@ def convert(
             new_inits.append(numpy_helper.from_array(d.reshape(-1), f"{base}/scales"))
             nodes.append(
                 helper.make_node(
-                    "MatMulNBits", [x, b_name, f"{base}/scales"], [main_out], name=f"{base}/MatMulNBits",
-                    domain=MS_DOMAIN, K=k, N=n, bits=bits, block_size=gb.BLOCK,
+                    "MatMulNBits",
+                    [x, b_name, f"{base}/scales"],
+                    [main_out],
+                    name=f"{base}/MatMulNBits",
+                    domain=MS_DOMAIN,
+                    K=k,
+                    N=n,
+                    bits=bits,
+                    block_size=gb.BLOCK,
                     accuracy_level=levels.get(projection_of(node.name), levels[kind]),
                 )
             )
@@ -226,7 +235,9 @@ def convert(
                 new_inits.append(numpy_helper.from_array(offsets.T.copy(), f"{base}/offsets"))  # [K / 32, N]
                 nodes += block_sum(x, k)
                 offset_name = f"{base}/offsets/MatMul"
-                nodes.append(helper.make_node("MatMul", [block_sums[x], f"{base}/offsets"], [f"{base}/offsets_output_0"], name=offset_name))
+                nodes.append(
+                    helper.make_node("MatMul", [block_sums[x], f"{base}/offsets"], [f"{base}/offsets_output_0"], name=offset_name)
+                )
                 nodes.append(helper.make_node("Add", [main_out, f"{base}/offsets_output_0"], [y], name=f"{base}/Add"))
                 result.offset_matmuls.append(offset_name)
         result.converted.append(node.name)
@@ -254,8 +265,15 @@ def _gather_block_quantized(node, b_name: str, d: np.ndarray, base: str, bits: i
     blocked = f"{base}/GatherBlockQuantized_output_0"
     return [
         helper.make_node(
-            "GatherBlockQuantized", [b_name, node.input[1], f"{base}/scales"], [blocked], name=f"{base}/GatherBlockQuantized",
-            domain=MS_DOMAIN, bits=bits, block_size=gb.BLOCK, gather_axis=0, quantize_axis=2,
+            "GatherBlockQuantized",
+            [b_name, node.input[1], f"{base}/scales"],
+            [blocked],
+            name=f"{base}/GatherBlockQuantized",
+            domain=MS_DOMAIN,
+            bits=bits,
+            block_size=gb.BLOCK,
+            gather_axis=0,
+            quantize_axis=2,
         ),
         helper.make_node("Reshape", [blocked, f"{base}/row_shape"], [node.output[0]], name=f"{base}/Reshape"),
     ]

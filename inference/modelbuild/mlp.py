@@ -52,7 +52,9 @@ def pack_gate_up(model, config: dict[str, Any]) -> dict[str, Any]:
         new_inits.append(numpy_helper.from_array(weight, f"{p}/gate_up_proj/weight"))
         replaced[gate.name] = [
             helper.make_node("MatMul", [gate.input[0], f"{p}/gate_up_proj/weight"], [packed], name=f"{p}/gate_up_proj/MatMul"),
-            helper.make_node("Split", [packed, "/mlp/split"], [gate.output[0], up.output[0]], name=f"{p}/gate_up_proj/Split", axis=-1),
+            helper.make_node(
+                "Split", [packed, "/mlp/split"], [gate.output[0], up.output[0]], name=f"{p}/gate_up_proj/Split", axis=-1
+            ),
         ]
         dropped.add(up.name)
     nodes = []
@@ -65,5 +67,9 @@ def pack_gate_up(model, config: dict[str, Any]) -> dict[str, Any]:
     graph.node.extend(nodes)
     graph.initializer.extend(new_inits)
     drop_unused(model)
-    return {"method": "gate and up projections packed into one MatMul + Split per layer", "layers": layers,
-            "nodes_before": nodes_before, "nodes_after": len(graph.node)}
+    return {
+        "method": "gate and up projections packed into one MatMul + Split per layer",
+        "layers": layers,
+        "nodes_before": nodes_before,
+        "nodes_after": len(graph.node),
+    }

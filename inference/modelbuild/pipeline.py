@@ -14,9 +14,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .. import model_dir as md
 from . import recipe
@@ -150,7 +151,9 @@ def ensure_model(
                 progress.info(f"{model_dir}: using the model as it is ({'; '.join(status.reasons)}); cannot rebuild: {why}")
                 return model_dir
             raise BuildError(f"cannot build the model into {model_dir}: {why}")
-        progress.info(f"building {source.model_name} into {model_dir}: {'forced' if force and status.up_to_date else '; '.join(status.reasons)}")
+        progress.info(
+            f"building {source.model_name} into {model_dir}: {'forced' if force and status.up_to_date else '; '.join(status.reasons)}"
+        )
         _build(model_dir, source, source_info, wanted, timer, progress)
     return model_dir
 
@@ -172,7 +175,9 @@ def _build(
                 source.write_checkpoint(checkpoint, progress.verbosity)
             with timer.step("export", f"export to ONNX ({recipe.EXPORT_TASK}, optimum)"):
                 fp32 = steps.export_onnx(checkpoint, work / "onnx", progress.verbosity)
-            how = f"the GGUF's blocks as they are, variant {variant}" if source.gguf_weights else "MatMulNBits, block 32, symmetric"
+            how = (
+                f"the GGUF's blocks as they are, variant {variant}" if source.gguf_weights else "MatMulNBits, block 32, symmetric"
+            )
             with timer.step("transform", f"fuse norms, attention and MLP, quantize to 4 bits ({how})"):
                 config = json.loads((checkpoint / md.CONFIG_FILE).read_text())
                 graph = steps.transform(fp32, stage / md.MODEL_FILE, source.gguf_weights, config, variant)
@@ -188,7 +193,9 @@ def _build(
             _write_json(stage / md.MANIFEST_FILE, manifest)
             _install(stage, model_dir, tmp)
         size_mb = (model_dir / md.MODEL_FILE).stat().st_size / 1e6
-        progress.info(f"built {source.model_name} in {model_dir} ({md.MODEL_FILE}: {size_mb:.0f} MB) in {sum(timer.seconds.values()):.1f} s")
+        progress.info(
+            f"built {source.model_name} in {model_dir} ({md.MODEL_FILE}: {size_mb:.0f} MB) in {sum(timer.seconds.values()):.1f} s"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -301,7 +308,7 @@ def make_manifest(
         "files": files,
         "verification": io["checks"],
         "build_seconds": dict(seconds),
-        "built_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "built_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
 
 

@@ -56,7 +56,7 @@ class StepTimer:
         self.index = 0
         self.seconds: dict[str, float] = {}
 
-    def step(self, key: str, name: str) -> "_Step":
+    def step(self, key: str, name: str) -> _Step:
         """A context manager timing step ``key`` (the manifest's name for it), shown as ``name``."""
         self.index += 1
         return _Step(self, self.index, key, name)
@@ -66,7 +66,7 @@ class _Step:
     def __init__(self, timer: StepTimer, index: int, key: str, name: str) -> None:
         self.timer, self.index, self.key, self.name = timer, index, key, name
 
-    def __enter__(self) -> "_Step":
+    def __enter__(self) -> _Step:
         self.start = time.perf_counter()
         self.timer.progress.step_started(self.index, self.timer.total, self.name)
         return self

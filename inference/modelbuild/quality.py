@@ -134,9 +134,7 @@ def evaluate(model: Path, reference: Path, tokenizer_path: Path) -> dict[str, An
         for prefix in PREFIXES
         for name, s in sessions.items()
     }
-    result["decode_tokens_per_s"] = {
-        name: round(greedy(s, prompt, 64)[1], 1) for name, s in sessions.items()
-    }
+    result["decode_tokens_per_s"] = {name: round(greedy(s, prompt, 64)[1], 1) for name, s in sessions.items()}
     return result
 
 

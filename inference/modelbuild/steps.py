@@ -13,8 +13,9 @@ import logging
 import os
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from . import recipe
 
@@ -217,9 +218,7 @@ def transform(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str
 
 
 def _io_spec(args) -> list[dict[str, Any]]:
-    return [
-        {"name": a.name, "dtype": ONNX_DTYPES.get(a.type, a.type), "shape": list(a.shape)} for a in args
-    ]
+    return [{"name": a.name, "dtype": ONNX_DTYPES.get(a.type, a.type), "shape": list(a.shape)} for a in args]
 
 
 def verify_onnx(model_path: Path, tokenizer_path: Path, shapes: dict[str, int], bos_token_id: int | None) -> dict[str, Any]:

@@ -108,9 +108,7 @@ def _has_intact_tokenizer(model_dir: Path) -> bool:
     return path.is_file() and sha256_file(path) == recorded
 
 
-def build_tiny_model(
-    out_dir: Path, seed: int = 0, *, force: bool = False, progress: Progress | None = None
-) -> Path:
+def build_tiny_model(out_dir: Path, seed: int = 0, *, force: bool = False, progress: Progress | None = None) -> Path:
     """Build (or find up to date) the tiny model in ``out_dir``; returns ``out_dir``.
 
     Idempotent like :func:`ensure_model`: a second call costs a hash check (milliseconds).

@@ -41,6 +41,13 @@ from inference.sampling.stages import XTC_STREAM, breaker_ids_for
 from inference.sampling.trace import Alternative, StageCount, StepTrace
 
 __all__ = [
-    "SamplingParams", "SamplerChain", "StepTrace", "Alternative", "StageCount", "DEFAULT_ORDER",
-    "XTC_STREAM", "breaker_ids_for", "pick",
+    "SamplingParams",
+    "SamplerChain",
+    "StepTrace",
+    "Alternative",
+    "StageCount",
+    "DEFAULT_ORDER",
+    "XTC_STREAM",
+    "breaker_ids_for",
+    "pick",
 ]

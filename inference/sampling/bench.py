@@ -35,14 +35,13 @@ def fake_history(rng: np.random.Generator, vocab_size: int, length: int = 256) -
     while len(history) < length:
         if history and rng.random() < 0.3:
             start = int(rng.integers(0, len(history)))
-            history.extend(history[start:start + int(rng.integers(2, 8))])
+            history.extend(history[start : start + int(rng.integers(2, 8))])
         else:
             history.append(int(words[rng.integers(0, 64)]))
     return history[:length]
 
 
-def chain_cost_ms(params: SamplingParams, vocab_size: int = VOCAB_SIZE, steps: int = 200,
-                  seed: int = 0) -> float:
+def chain_cost_ms(params: SamplingParams, vocab_size: int = VOCAB_SIZE, steps: int = 200, seed: int = 0) -> float:
     """Median milliseconds per ``chain.step`` (top_n=5) over ``steps`` tokens; the history grows
     by the picked token each step, as in a real run."""
     rng = np.random.default_rng(seed)
@@ -63,10 +62,24 @@ def chain_cost_ms(params: SamplingParams, vocab_size: int = VOCAB_SIZE, steps: i
 
 EVERY_STAGE = dict(
     logit_bias={11: 2.0, 12: -5.0},
-    repetition_penalty=1.1, frequency_penalty=0.2, presence_penalty=0.1, penalty_window=64,
-    dry_multiplier=0.8, no_repeat_ngram_size=3, top_n_sigma=2.0, temperature=0.8,
-    top_k=40, top_p=0.95, min_p=0.05, typical_p=0.95, epsilon_cutoff=3e-4, eta_cutoff=3e-4,
-    xtc_probability=0.5, xtc_threshold=0.1, mirostat=2, seed=0,
+    repetition_penalty=1.1,
+    frequency_penalty=0.2,
+    presence_penalty=0.1,
+    penalty_window=64,
+    dry_multiplier=0.8,
+    no_repeat_ngram_size=3,
+    top_n_sigma=2.0,
+    temperature=0.8,
+    top_k=40,
+    top_p=0.95,
+    min_p=0.05,
+    typical_p=0.95,
+    epsilon_cutoff=3e-4,
+    eta_cutoff=3e-4,
+    xtc_probability=0.5,
+    xtc_threshold=0.1,
+    mirostat=2,
+    seed=0,
 )
 
 CASES: dict[str, SamplingParams] = {
@@ -74,7 +87,8 @@ CASES: dict[str, SamplingParams] = {
     "every_stage": SamplingParams(**EVERY_STAGE),
     "every_stage_dynamic_temperature": SamplingParams(**EVERY_STAGE, dynatemp_range=0.5),
     "every_stage_temperature_last": SamplingParams(
-        **EVERY_STAGE, sampler_order=tuple(n for n in DEFAULT_ORDER if n != "temperature") + ("temperature",)),
+        **EVERY_STAGE, sampler_order=tuple(n for n in DEFAULT_ORDER if n != "temperature") + ("temperature",)
+    ),
     "temperature_0.7_top_p_0.9": SamplingParams(temperature=0.7, top_p=0.9),
     "greedy": SamplingParams(temperature=0.0),
     "typical_p_0.9_only": SamplingParams(typical_p=0.9),
@@ -93,8 +107,12 @@ def main() -> None:
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         report[name] = round(chain_cost_ms(params), 4)
         faults[name] = round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 205, 1)
-    print(json.dumps({"vocab_size": VOCAB_SIZE, "unit": "ms per token (median of 200)", "cost": report,
-                      "page_faults_per_step": faults}, indent=2))
+    print(
+        json.dumps(
+            {"vocab_size": VOCAB_SIZE, "unit": "ms per token (median of 200)", "cost": report, "page_faults_per_step": faults},
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ class Candidates:
         pos, _ = self.positions(np.array([token]))
         return int(pos[0]) if len(pos) else None
 
-    def with_logits(self, logits: np.ndarray, touched: np.ndarray | None = None) -> "Candidates":
+    def with_logits(self, logits: np.ndarray, touched: np.ndarray | None = None) -> Candidates:
         """Same tokens, new logits (a fresh array the caller gives up). Values are clipped to
         +-LOGIT_LIMIT so later arithmetic stays finite; ``touched``: the only positions changed."""
         if touched is not None:
@@ -111,7 +111,7 @@ class Candidates:
             np.clip(logits, -LOGIT_LIMIT, LOGIT_LIMIT, out=logits)
         return Candidates(self.ids, logits, self.vocab_size)
 
-    def keep(self, mask: np.ndarray) -> "Candidates":
+    def keep(self, mask: np.ndarray) -> Candidates:
         """The tokens where ``mask`` is true; if none, the single most likely one (lowest id on ties)."""
         if not mask.any():
             mask = np.zeros(len(self.ids), dtype=bool)
@@ -120,7 +120,7 @@ class Candidates:
             return self
         return Candidates(frozen(self.ids[mask]), self.logits[mask], self.vocab_size)
 
-    def keep_positions(self, positions: np.ndarray) -> "Candidates":
+    def keep_positions(self, positions: np.ndarray) -> Candidates:
         mask = np.zeros(len(self.ids), dtype=bool)
         mask[positions] = True
         return self.keep(mask)

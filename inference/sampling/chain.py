@@ -48,8 +48,9 @@ class SamplerChain:
         raw, outputs = self._run(logits, history)
         return self._trace(raw, outputs, top_n, token=None, draw=None)
 
-    def step(self, logits: np.ndarray, history: Sequence[int], rng: np.random.Generator,
-             top_n: int = 5, force: int | None = None) -> StepTrace:
+    def step(
+        self, logits: np.ndarray, history: Sequence[int], rng: np.random.Generator, top_n: int = 5, force: int | None = None
+    ) -> StepTrace:
         """Run the stages, draw one u = rng.random() (none when greedy), pick, let stateful stages
         accept the token, and return the trace of the step.
 

@@ -165,7 +165,7 @@ class SamplingParams:
         return frozenset(f.name for f in dataclasses.fields(cls))
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "SamplingParams":
+    def from_dict(cls, data: Mapping[str, Any]) -> SamplingParams:
         """Build from JSON-like data; unknown keys raise ``ParamError(code="unknown_param")``."""
         if not isinstance(data, Mapping):
             raise ParamError("params", f"params must be an object; got {type(data).__name__}")
@@ -204,23 +204,38 @@ class SamplingParams:
         for name in defaults:
             if name in _FLOATS:
                 lo, lo_open, hi, hi_open, off = _FLOATS[name]
-                fact = {"kind": "number", "low": lo, "low_open": lo_open,
-                        "high": None if hi == INF else hi, "high_open": hi_open, "off": off}
+                fact = {
+                    "kind": "number",
+                    "low": lo,
+                    "low_open": lo_open,
+                    "high": None if hi == INF else hi,
+                    "high_open": hi_open,
+                    "off": off,
+                }
             elif name in _INTS:
                 lo, hi, off = _INTS[name]
                 fact = {"kind": "integer", "low": lo, "low_open": False, "high": hi, "high_open": False, "off": off}
             elif name == "seed":
-                fact = {"kind": "integer", "low": 0, "low_open": False, "high": MAX_SEED, "high_open": False,
-                        "off": "null = drawn at random"}
+                fact = {
+                    "kind": "integer",
+                    "low": 0,
+                    "low_open": False,
+                    "high": MAX_SEED,
+                    "high_open": False,
+                    "off": "null = drawn at random",
+                }
             elif name == "mirostat":
                 fact = {"kind": "choice", "choices": MIROSTAT_CHOICES, "off": "0 = off, 2 = mirostat v2"}
             elif name == "logit_bias":
                 lo, hi = LOGIT_BIAS_RANGE
-                fact = {"kind": "token_bias", "low": lo, "low_open": False, "high": hi, "high_open": False,
-                        "off": "{} = off"}
+                fact = {"kind": "token_bias", "low": lo, "low_open": False, "high": hi, "high_open": False, "off": "{} = off"}
             elif name == "dry_sequence_breakers":
-                fact = {"kind": "strings", "max_items": MAX_BREAKERS, "item_length": BREAKER_LENGTH,
-                        "off": "default: newline, colon, quote, asterisk"}
+                fact = {
+                    "kind": "strings",
+                    "max_items": MAX_BREAKERS,
+                    "item_length": BREAKER_LENGTH,
+                    "off": "default: newline, colon, quote, asterisk",
+                }
             elif name == "sampler_order":
                 fact = {"kind": "stage_order", "choices": DEFAULT_ORDER, "off": "the default order"}
             else:

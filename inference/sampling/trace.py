@@ -90,8 +90,7 @@ class TokenLookup:
                     removed[i] = name
                 pending &= present
                 ids = kept
-        return tuple(Alternative(int(t), float(r), float(f), by)
-                     for t, r, f, by in zip(tokens, raw_probs, final_probs, removed))
+        return tuple(Alternative(int(t), float(r), float(f), by) for t, r, f, by in zip(tokens, raw_probs, final_probs, removed))
 
     @staticmethod
     def _probs(cand: Candidates, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

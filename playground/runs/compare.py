@@ -15,7 +15,8 @@ contexts differ and the two distributions are over different next steps.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from playground.models import Run
 from playground.runs.token_rows import TokenRow, sample_rows
@@ -45,13 +46,15 @@ def compare(runs: Sequence[Run]) -> dict[str, Any]:
     for i in range(length):
         tokens = [c[i] if i < len(c) else None for c in columns]
         present = [t for t in tokens if t is not None]
-        positions.append({
-            "index": i,
-            "tokens": [_cell(t) for t in tokens],
-            "same": len(present) == len(tokens) and len({t.id for t in present}) == 1,
-            "same_context": first_divergence is None or i <= first_divergence,
-            "divergence": [None] + [_tv(tokens[0], t) for t in tokens[1:]],
-        })
+        positions.append(
+            {
+                "index": i,
+                "tokens": [_cell(t) for t in tokens],
+                "same": len(present) == len(tokens) and len({t.id for t in present}) == 1,
+                "same_context": first_divergence is None or i <= first_divergence,
+                "divergence": [None] + [_tv(tokens[0], t) for t in tokens[1:]],
+            }
+        )
 
     return {
         "runs": [r.id for r in runs],
@@ -90,25 +93,32 @@ def seed_note(runs: Sequence[Run], columns: list[list[TokenRow]], first: int | N
     if not same_prompt:
         return "The runs start from different prompt tokens, so they are not aligned on the same question."
     if len({int(r.seed) for r in runs}) > 1:
-        return ("The runs used different seeds, so their random draws differ: a difference may come from "
-                "chance as well as from the settings. Run them again with one seed to tell the two apart.")
+        return (
+            "The runs used different seeds, so their random draws differ: a difference may come from "
+            "chance as well as from the settings. Run them again with one seed to tell the two apart."
+        )
     seed = int(runs[0].seed)
     if first is None:
         return f"The runs share seed {seed} and chose the same tokens at every position."
     draws = [c[first].draw if first < len(c) else None for c in columns]
     ended = [first >= len(c) for c in columns]
     if any(ended):
-        return (f"The runs share seed {seed} and the same prompt; at position {first} one run had already "
-                "stopped, which its stopping settings decided, not chance.")
+        return (
+            f"The runs share seed {seed} and the same prompt; at position {first} one run had already "
+            "stopped, which its stopping settings decided, not chance."
+        )
     if all(d is not None for d in draws) and len(set(draws)) == 1:
-        return (f"The runs share seed {seed}, so they drew the same random number u = {draws[0]:.4f} at "
-                f"position {first}, from the same model distribution (the tokens before it are identical). "
-                "The different choice there comes from the settings, not from chance.")
+        return (
+            f"The runs share seed {seed}, so they drew the same random number u = {draws[0]:.4f} at "
+            f"position {first}, from the same model distribution (the tokens before it are identical). "
+            "The different choice there comes from the settings, not from chance."
+        )
     if all(d is None for d in draws):
-        return (f"Every run chose greedily at position {first}, so no chance is involved: "
-                "the settings alone made the difference.")
-    return (f"The runs share seed {seed}, but at position {first} they did not draw the same random number "
-            "(a greedy run draws none, so the streams fall out of step): chance may play a part.")
+        return f"Every run chose greedily at position {first}, so no chance is involved: the settings alone made the difference."
+    return (
+        f"The runs share seed {seed}, but at position {first} they did not draw the same random number "
+        "(a greedy run draws none, so the streams fall out of step): chance may play a part."
+    )
 
 
 def _first_divergence(columns: list[list[TokenRow]]) -> int | None:
@@ -134,8 +144,14 @@ def _shared_draws(columns: list[list[TokenRow]], first: int | None) -> int:
 def _cell(token: TokenRow | None) -> dict[str, Any] | None:
     if token is None:
         return None
-    return {"id": token.id, "token": token.token, "text": token.text, "prob": token.prob,
-            "raw_prob": token.raw_prob, "draw": token.draw}
+    return {
+        "id": token.id,
+        "token": token.token,
+        "text": token.text,
+        "prob": token.prob,
+        "raw_prob": token.raw_prob,
+        "draw": token.draw,
+    }
 
 
 def _tv(a: TokenRow | None, b: TokenRow | None) -> dict[str, float] | None:

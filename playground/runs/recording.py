@@ -53,9 +53,15 @@ class RunRecorder:
         """Saves the finished run; returns the ``done`` event to emit, with ``run_id`` or ``save_error``."""
         status = Run.Status.CANCELLED if done["reason"] == "cancelled" else Run.Status.COMPLETE
         result = {
-            "reason": done["reason"], "stop_string": done.get("stop_string"), "text": done["text"],
-            "tail": done.get("tail", ""), "usage": done.get("usage", {}), "timing": done.get("timing", {}),
-            "samples": done.get("samples", []), "beams": done.get("beams", []), "error": None,
+            "reason": done["reason"],
+            "stop_string": done.get("stop_string"),
+            "text": done["text"],
+            "tail": done.get("tail", ""),
+            "usage": done.get("usage", {}),
+            "timing": done.get("timing", {}),
+            "samples": done.get("samples", []),
+            "beams": done.get("beams", []),
+            "error": None,
         }
         try:
             run_id, delete_token = self._save(status, result)
@@ -69,8 +75,15 @@ class RunRecorder:
         if self.started is None:
             return None
         result = {
-            "reason": "", "stop_string": None, "text": sample_text(self.tokens),
-            "tail": "", "usage": {}, "timing": {}, "samples": [], "beams": [], "error": error_event.get("error"),
+            "reason": "",
+            "stop_string": None,
+            "text": sample_text(self.tokens),
+            "tail": "",
+            "usage": {},
+            "timing": {},
+            "samples": [],
+            "beams": [],
+            "error": error_event.get("error"),
         }
         try:
             return self._save(Run.Status.FAILED, result)[0]

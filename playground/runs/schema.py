@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from django.utils import timezone
 
@@ -33,9 +34,20 @@ from playground.runs.text_check import excerpt, first_unencodable
 from playground.runs.token_rows import Alternative, Stage, TokenRow
 
 __all__ = [
-    "RUN_SCHEMA", "COMPARISON_SCHEMA", "VERSION", "READABLE_VERSIONS", "SchemaError", "ImportedRun",
-    "run_to_dict", "run_export", "comparison_export", "parse_export", "parse_run_export",
-    "parse_comparison_export", "compact_token", "expand_token",
+    "RUN_SCHEMA",
+    "COMPARISON_SCHEMA",
+    "VERSION",
+    "READABLE_VERSIONS",
+    "SchemaError",
+    "ImportedRun",
+    "run_to_dict",
+    "run_export",
+    "comparison_export",
+    "parse_export",
+    "parse_run_export",
+    "parse_comparison_export",
+    "compact_token",
+    "expand_token",
 ]
 
 RUN_SCHEMA = "token-playground.run"
@@ -48,8 +60,19 @@ MAX_INT = 2**31 - 1  # token ids, positions, counts: what every database column 
 RUN_ID = re.compile(RUN_ID_PATTERN)
 
 RUN_KEYS = (
-    "id", "created_at", "status", "source", "imported_from", "parent_run", "branch_index",
-    "request", "prompt_tokens", "model", "result", "tokens", "beam_steps",
+    "id",
+    "created_at",
+    "status",
+    "source",
+    "imported_from",
+    "parent_run",
+    "branch_index",
+    "request",
+    "prompt_tokens",
+    "model",
+    "result",
+    "tokens",
+    "beam_steps",
 )
 REQUEST_KEYS = ("prompt", "mode", "system", "params", "seed", "top_n", "use_cache", "prefix_tokens")
 PROMPT_TOKEN_KEYS = ("id", "text")
@@ -294,8 +317,10 @@ def run_export(run: Run) -> dict[str, Any]:
 def comparison_export(runs: list[Run], comparison: dict[str, Any]) -> dict[str, Any]:
     """``comparison`` is derived from the runs and ignored on import."""
     return {
-        "schema": COMPARISON_SCHEMA, "version": VERSION,
-        "runs": [run_to_dict(r) for r in runs], "comparison": comparison,
+        "schema": COMPARISON_SCHEMA,
+        "version": VERSION,
+        "runs": [run_to_dict(r) for r in runs],
+        "comparison": comparison,
     }
 
 
@@ -355,11 +380,28 @@ def _upgrade_v1(run: Any, path: str) -> Any:
     """A version 1 run with what version 1 could leave out filled in with its defaults."""
     if not isinstance(run, dict):
         return run
-    run = {"id": None, "created_at": None, "source": "live", "imported_from": None, "parent_run": None,
-           "branch_index": None, "tokens": [], "beam_steps": []} | run
+    run = {
+        "id": None,
+        "created_at": None,
+        "source": "live",
+        "imported_from": None,
+        "parent_run": None,
+        "branch_index": None,
+        "tokens": [],
+        "beam_steps": [],
+    } | run
     if isinstance(run.get("result"), dict):
-        run["result"] = {"reason": None, "stop_string": None, "text": "", "tail": "", "usage": {}, "timing": {},
-                         "samples": [], "beams": [], "error": None} | run["result"]
+        run["result"] = {
+            "reason": None,
+            "stop_string": None,
+            "text": "",
+            "tail": "",
+            "usage": {},
+            "timing": {},
+            "samples": [],
+            "beams": [],
+            "error": None,
+        } | run["result"]
     if isinstance(run["tokens"], list):
         run["tokens"] = [_upgrade_v1_token(t) for t in run["tokens"]]
     if isinstance(run["beam_steps"], list):
@@ -373,8 +415,15 @@ def _upgrade_v1(run: Any, path: str) -> Any:
 def _upgrade_v1_token(token: Any) -> Any:
     if not isinstance(token, dict):
         return token
-    token = {"sample": 0, "removed_by": None, "forced": False, "draw": None,
-             "entropy": {"before": None, "after": None}, "stages": [], "elapsed_ms": None} | token
+    token = {
+        "sample": 0,
+        "removed_by": None,
+        "forced": False,
+        "draw": None,
+        "entropy": {"before": None, "after": None},
+        "stages": [],
+        "elapsed_ms": None,
+    } | token
     if isinstance(token.get("alternatives"), list):
         token["alternatives"] = [{"removed_by": None} | a if isinstance(a, dict) else a for a in token["alternatives"]]
     return token
@@ -411,7 +460,7 @@ def _run(data: Any, path: str) -> ImportedRun:
     result = _object(data["result"], f"{path}.result", tuple(f.key for f in RESULT_FIELDS))
     reason = _choice(result["reason"], f"{path}.result.reason", REASONS[status])
     if (status == "failed") != (result["error"] is not None):
-        raise SchemaError(f"{path}.result.error", "must be an object when status is \"failed\", null otherwise")
+        raise SchemaError(f"{path}.result.error", 'must be an object when status is "failed", null otherwise')
 
     tokens = _list(data["tokens"], f"{path}.tokens", 0, MAX_TOKENS_PER_RUN)
     rows = [_token(t, f"{path}.tokens[{i}]", parsed.top_n, parsed.loop.n).to_stored() for i, t in enumerate(tokens)]

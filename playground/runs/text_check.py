@@ -27,8 +27,10 @@ def describe(text: str) -> str:
     char = match.group()
     if char == "\x00":
         return f"contains U+0000 (NUL) at character {match.start()}, which cannot be stored"
-    return (f"contains a lone surrogate U+{ord(char):04X} at character {match.start()} "
-            "(half of a UTF-16 pair, not text), which cannot be stored or shown")
+    return (
+        f"contains a lone surrogate U+{ord(char):04X} at character {match.start()} "
+        "(half of a UTF-16 pair, not text), which cannot be stored or shown"
+    )
 
 
 def is_clean(value: Any) -> bool:

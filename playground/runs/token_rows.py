@@ -19,8 +19,9 @@ the ``token`` event's shape (without ``type`` and ``request_id``), which is also
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 StoredRow = list[Any]  # the JSON array kept in ``Run.tokens``
 
@@ -58,8 +59,14 @@ class Alternative:
         return cls(data["id"], data["token"], data["raw_prob"], data["prob"], data.get("removed_by"), extra)
 
     def to_event(self) -> dict[str, Any]:
-        return {"id": self.id, "token": self.token, "raw_prob": self.raw_prob, "prob": self.prob,
-                "removed_by": self.removed_by, **self.extra}
+        return {
+            "id": self.id,
+            "token": self.token,
+            "raw_prob": self.raw_prob,
+            "prob": self.prob,
+            "removed_by": self.removed_by,
+            **self.extra,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,31 +108,66 @@ class TokenRow:
 
     # The keys of a ``token`` event (and of an exported token), in the order the server sends them.
     EVENT_KEYS = (
-        "sample", "index", "id", "token", "text", "raw_prob", "prob", "removed_by", "alternatives",
-        "forced", "draw", "entropy", "stages", "elapsed_ms",
+        "sample",
+        "index",
+        "id",
+        "token",
+        "text",
+        "raw_prob",
+        "prob",
+        "removed_by",
+        "alternatives",
+        "forced",
+        "draw",
+        "entropy",
+        "stages",
+        "elapsed_ms",
     )
     STORED_COLUMNS = 13  # the positional part of a stored row, before the optional ``extra``
     IN_EXTRA = ("removed_by", "forced")  # named fields stored in ``extra`` (rows predate them)
 
     @classmethod
     def from_stored(cls, row: Sequence[Any]) -> TokenRow:
-        (sample, index, token_id, token, text, raw_prob, prob, draw, before, after, elapsed,
-         alternatives, stages) = row[:cls.STORED_COLUMNS]
+        (sample, index, token_id, token, text, raw_prob, prob, draw, before, after, elapsed, alternatives, stages) = row[
+            : cls.STORED_COLUMNS
+        ]
         extra = dict(row[cls.STORED_COLUMNS]) if len(row) > cls.STORED_COLUMNS else {}
         removed_by = extra.pop("removed_by", None)
         forced = extra.pop("forced", False)
         return cls(
-            sample, index, token_id, token, text, raw_prob, prob, draw, before, after, elapsed,
+            sample,
+            index,
+            token_id,
+            token,
+            text,
+            raw_prob,
+            prob,
+            draw,
+            before,
+            after,
+            elapsed,
             tuple(Alternative.from_stored(a) for a in alternatives),
             tuple(Stage(name, kept) for name, kept in stages),
-            removed_by, forced, extra,
+            removed_by,
+            forced,
+            extra,
         )
 
     def to_stored(self) -> StoredRow:
         row: StoredRow = [
-            self.sample, self.index, self.id, self.token, self.text, self.raw_prob, self.prob,
-            self.draw, self.entropy_before, self.entropy_after, self.elapsed_ms,
-            [a.to_stored() for a in self.alternatives], [s.to_stored() for s in self.stages],
+            self.sample,
+            self.index,
+            self.id,
+            self.token,
+            self.text,
+            self.raw_prob,
+            self.prob,
+            self.draw,
+            self.entropy_before,
+            self.entropy_after,
+            self.elapsed_ms,
+            [a.to_stored() for a in self.alternatives],
+            [s.to_stored() for s in self.stages],
         ]
         extra = dict(self.extra)
         if self.removed_by is not None:
@@ -142,24 +184,41 @@ class TokenRow:
         entropy = event.get("entropy") or {}
         known = set(cls.EVENT_KEYS) | ENVELOPE_KEYS
         return cls(
-            sample=event.get("sample", 0), index=event["index"], id=event["id"], token=event["token"],
-            text=event["text"], raw_prob=event["raw_prob"], prob=event["prob"], draw=event.get("draw"),
-            entropy_before=entropy.get("before"), entropy_after=entropy.get("after"),
+            sample=event.get("sample", 0),
+            index=event["index"],
+            id=event["id"],
+            token=event["token"],
+            text=event["text"],
+            raw_prob=event["raw_prob"],
+            prob=event["prob"],
+            draw=event.get("draw"),
+            entropy_before=entropy.get("before"),
+            entropy_after=entropy.get("after"),
             elapsed_ms=event.get("elapsed_ms"),
             alternatives=tuple(Alternative.from_event(a) for a in event["alternatives"]),
             stages=tuple(Stage(s["name"], s["kept"]) for s in event.get("stages", [])),
-            removed_by=event.get("removed_by"), forced=bool(event.get("forced", False)),
+            removed_by=event.get("removed_by"),
+            forced=bool(event.get("forced", False)),
             extra={k: v for k, v in event.items() if k not in known},
         )
 
     def to_event(self) -> dict[str, Any]:
         """The ``token`` event's fields (without ``type`` and ``request_id``), in the server's order."""
         return {
-            "sample": self.sample, "index": self.index, "id": self.id, "token": self.token, "text": self.text,
-            "raw_prob": self.raw_prob, "prob": self.prob, "removed_by": self.removed_by,
-            "alternatives": [a.to_event() for a in self.alternatives], "forced": self.forced,
-            "draw": self.draw, "entropy": {"before": self.entropy_before, "after": self.entropy_after},
-            "stages": [s.to_event() for s in self.stages], "elapsed_ms": self.elapsed_ms,
+            "sample": self.sample,
+            "index": self.index,
+            "id": self.id,
+            "token": self.token,
+            "text": self.text,
+            "raw_prob": self.raw_prob,
+            "prob": self.prob,
+            "removed_by": self.removed_by,
+            "alternatives": [a.to_event() for a in self.alternatives],
+            "forced": self.forced,
+            "draw": self.draw,
+            "entropy": {"before": self.entropy_before, "after": self.entropy_after},
+            "stages": [s.to_event() for s in self.stages],
+            "elapsed_ms": self.elapsed_ms,
             **self.extra,
         }
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from functools import wraps
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlencode
 
 from django.db import router, transaction
@@ -23,8 +24,8 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_safe
 
-from playground.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
 from playground.address import encode_address, run_texts
+from playground.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
 from playground.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
 from playground.protocol import parse_json
 from playground.runs import schema
@@ -55,9 +56,11 @@ def json_endpoint(*methods: str) -> Callable[[Callable[..., HttpResponse]], Call
         @wraps(view)
         def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.method not in methods:
-                response = error_json(BadRequest(
-                    None, f"this address answers {' and '.join(methods)}, not {request.method}",
-                    "method_not_allowed", 405))
+                response = error_json(
+                    BadRequest(
+                        None, f"this address answers {' and '.join(methods)}, not {request.method}", "method_not_allowed", 405
+                    )
+                )
                 response["Allow"] = ", ".join(methods)
                 return response
             try:
@@ -92,8 +95,7 @@ def _shown_safely(run: Run) -> Run:
     shown with U+FFFD in its place, and logged so that ``manage.py repair_run_text`` is run."""
     found = run.unencodable_text()
     if found is not None:
-        log.warning("run %s holds unencodable text (%s %s); shown repaired: run manage.py repair_run_text",
-                    run.id, *found)
+        log.warning("run %s holds unencodable text (%s %s); shown repaired: run manage.py repair_run_text", run.id, *found)
         for name, value in run.text_fields():
             setattr(run, name, repaired(value))
     return run
@@ -104,16 +106,16 @@ def get_runs(ids: str) -> list[Run]:
     parts = ids.split(",", schema.MAX_COMPARED)
     if not 2 <= len(parts) <= schema.MAX_COMPARED:
         count = len(parts) if len(parts) <= schema.MAX_COMPARED else "more"
-        raise NotFound("ids", f"a comparison takes 2 to {schema.MAX_COMPARED} run ids separated by commas, got {count}",
-                       "invalid_id")
+        raise NotFound(
+            "ids", f"a comparison takes 2 to {schema.MAX_COMPARED} run ids separated by commas, got {count}", "invalid_id"
+        )
     return [get_run(part, f"ids[{i}]") for i, part in enumerate(parts)]
 
 
 def playground_query(run: Run) -> str:
     """The playground's address with this run's prompt and settings, in the page's own address
     format (playground/address.py)."""
-    request = {"prompt": run.prompt, "mode": run.mode, "system": run.system, "top_n": run.top_n,
-               "use_cache": run.use_cache}
+    request = {"prompt": run.prompt, "mode": run.mode, "system": run.system, "top_n": run.top_n, "use_cache": run.use_cache}
     return f"{reverse('index')}?{encode_address(run_texts(request, run.params))}"
 
 
@@ -157,12 +159,18 @@ def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
     except NotFound as error:
         return _not_found_page(request, error)
     data = schema.run_to_dict(run)
-    return _page(request, "runs/run.html", {
-        "run": run, "data": data, "seed": str(int(run.seed)),
-        "playground_url": playground_query(run),
-        **settings_rows(run.params),
-        "completion_tokens": len(sample_rows(run.tokens)),
-    })
+    return _page(
+        request,
+        "runs/run.html",
+        {
+            "run": run,
+            "data": data,
+            "seed": str(int(run.seed)),
+            "playground_url": playground_query(run),
+            **settings_rows(run.params),
+            "completion_tokens": len(sample_rows(run.tokens)),
+        },
+    )
 
 
 @require_safe
@@ -177,11 +185,17 @@ def compare_page(request: HttpRequest, ids: str) -> HttpResponse:
             {"token": token, "prob": _percent(token["prob"]) if token else None, "tv": _range(tv)}
             for token, tv in zip(position["tokens"], position["divergence"])
         ]
-    return _page(request, "runs/compare.html", {
-        "runs": runs, "comparison": comparison, "ids": ids,
-        "run_data": [schema.run_to_dict(r) for r in runs],
-        "live_url": live_query(runs),
-    })
+    return _page(
+        request,
+        "runs/compare.html",
+        {
+            "runs": runs,
+            "comparison": comparison,
+            "ids": ids,
+            "run_data": [schema.run_to_dict(r) for r in runs],
+            "live_url": live_query(runs),
+        },
+    )
 
 
 # The live comparison's starting texts: two columns that differ in top-p, a short run.
@@ -198,10 +212,16 @@ def live_compare_page(request: HttpRequest) -> HttpResponse:
         {"n": n, "fields": [{**field, "value": start.get(field["key"], "")} for field in fields["column"]]}
         for n, start in enumerate(LIVE_START["columns"], start=1)
     ]
-    return _page(request, "runs/live_compare.html", {
-        "columns": columns, "max_tokens": LIVE_START["max_tokens"],
-        "live_fields": fields, "param_facts": params_schema(),
-    })
+    return _page(
+        request,
+        "runs/live_compare.html",
+        {
+            "columns": columns,
+            "max_tokens": LIVE_START["max_tokens"],
+            "live_fields": fields,
+            "param_facts": params_schema(),
+        },
+    )
 
 
 def _percent(p: float) -> str:
@@ -242,8 +262,9 @@ def _json_body(request: HttpRequest, limit: int) -> Any:
     """The request's JSON body; raises ``BadRequest`` naming the problem."""
     content_type = request.content_type or ""
     if content_type != "application/json":
-        raise BadRequest(None, f"send the body as application/json, got {excerpt(content_type or 'none')}",
-                         "unsupported_media_type", 415)
+        raise BadRequest(
+            None, f"send the body as application/json, got {excerpt(content_type or 'none')}", "unsupported_media_type", 415
+        )
     body = request.read(limit + 1)
     if len(body) > limit:
         size = f"{limit // (1024 * 1024)} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
@@ -275,8 +296,9 @@ def summaries(request: HttpRequest) -> JsonResponse:
     body = _json_body(request, MAX_SUMMARY_BYTES)
     if not isinstance(body, dict) or set(body) - {"ids", "q"}:
         extra = sorted(set(body) - {"ids", "q"}) if isinstance(body, dict) else None
-        raise BadRequest(extra[0][:100] if extra else None,
-                         "the body must be an object with \"ids\" and optional \"q\"", "invalid_value")
+        raise BadRequest(
+            extra[0][:100] if extra else None, 'the body must be an object with "ids" and optional "q"', "invalid_value"
+        )
     ids = body.get("ids")
     if not isinstance(ids, list) or len(ids) > MAX_SUMMARY_IDS or not all(isinstance(i, str) for i in ids):
         raise BadRequest("ids", f"ids must be an array of at most {MAX_SUMMARY_IDS} strings", "invalid_value")
@@ -287,18 +309,29 @@ def summaries(request: HttpRequest) -> JsonResponse:
         runs = runs.filter(prompt__icontains=query)
     found = {r.id: r for r in runs}
     matched_ids = set(Run.objects.filter(pk__in=valid).values_list("pk", flat=True)) if query else set(found)
-    return JsonResponse({
-        "runs": [_summary(found[i]) for i in ids if i in found],
-        "missing": [i for i in ids if i not in matched_ids],
-    })
+    return JsonResponse(
+        {
+            "runs": [_summary(found[i]) for i in ids if i in found],
+            "missing": [i for i in ids if i not in matched_ids],
+        }
+    )
 
 
 def _summary(run: Run) -> dict[str, Any]:
     return {
-        "id": run.id, "created_at": run.created_at.isoformat(), "status": run.status, "source": run.source,
-        "prompt": run.prompt[:300], "mode": run.mode, "reason": run.reason or None, "text": run.text[:300],
-        "seed": int(run.seed), "params": run.params, "completion_tokens": run.usage.get("completion_tokens"),
-        "model": run.model_name, "url": reverse("runs:run", args=[run.id]),
+        "id": run.id,
+        "created_at": run.created_at.isoformat(),
+        "status": run.status,
+        "source": run.source,
+        "prompt": run.prompt[:300],
+        "mode": run.mode,
+        "reason": run.reason or None,
+        "text": run.text[:300],
+        "seed": int(run.seed),
+        "params": run.params,
+        "completion_tokens": run.usage.get("completion_tokens"),
+        "model": run.model_name,
+        "url": reverse("runs:run", args=[run.id]),
     }
 
 
@@ -334,7 +367,10 @@ def import_runs(request: HttpRequest) -> JsonResponse:
             token = new_delete_token()
             parent = Run.objects.using(db).filter(pk=record.parent_run).first() if record.parent_run else None
             run = Run(
-                **record.fields, parent=parent, source=Run.Source.IMPORTED, imported_from=record.original_id or "",
+                **record.fields,
+                parent=parent,
+                source=Run.Source.IMPORTED,
+                imported_from=record.original_id or "",
                 delete_token_hash=hash_delete_token(token),
             )
             run.save(force_insert=True, using=db)  # refuses unencodable text: the file was checked for it
@@ -346,8 +382,7 @@ def import_runs(request: HttpRequest) -> JsonResponse:
             if copy_of_parent is not None and copy_of_parent is not run:
                 run.parent = copy_of_parent
                 run.save(update_fields=["parent"], using=db)
-    created = [{"id": run.id, "delete_token": token, "url": reverse("runs:run", args=[run.id])}
-               for _, run, token in created]
+    created = [{"id": run.id, "delete_token": token, "url": reverse("runs:run", args=[run.id])} for _, run, token in created]
     result: dict[str, Any] = {"runs": created}
     if len(created) > 1:
         result["compare_url"] = reverse("runs:compare", args=[",".join(c["id"] for c in created)])

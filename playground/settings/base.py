@@ -67,9 +67,7 @@ def database_from_url(url: str) -> dict:
 
 
 DATABASES = {
-    "default": database_from_url(
-        os.environ.get("DATABASE_URL", "").strip() or f"sqlite:///{STATE_DIR / 'playground.sqlite3'}"
-    )
+    "default": database_from_url(os.environ.get("DATABASE_URL", "").strip() or f"sqlite:///{STATE_DIR / 'playground.sqlite3'}")
 }
 
 # Embedded default: the in-memory layer (one process). Scale-out: PLAYGROUND_REDIS_URL points every

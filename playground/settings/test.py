@@ -2,8 +2,8 @@
 
 import os
 
-from .dev import *  # noqa: F401,F403
 from .base import STATE_DIR
+from .dev import *  # noqa: F401,F403
 
 DATABASES = {
     "default": {

@@ -27,10 +27,14 @@ WHEELHOUSE = REPO / "docker" / "wheelhouse"
 CERTS = REPO / "docker" / "certs"
 
 
-def run(args: list[str], timeout: float = 600, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str], timeout: float = 600, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
     if check and result.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} exited with {result.returncode}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        raise AssertionError(
+            f"{' '.join(args)} exited with {result.returncode}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
     return result
 
 
@@ -81,7 +85,8 @@ def prepare_build_context() -> None:
     with tempfile.TemporaryDirectory() as folder:
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "-d", folder, pin],
-            capture_output=True, timeout=900,
+            capture_output=True,
+            timeout=900,
         )
         for wheel in Path(folder).glob("torch-*+cpu-*.whl"):  # a CUDA build stays out: the index has it too
             shutil.move(str(wheel), WHEELHOUSE / wheel.name)
@@ -144,7 +149,10 @@ class Stack:
             if len(containers) == count and all(state == "healthy" for state in states):
                 return containers
             time.sleep(2)
-        raise AssertionError(f"{service}: wanted {count} healthy, have {states}\n" + self.compose("logs", "--tail", "40", service, check=False).stdout)
+        raise AssertionError(
+            f"{service}: wanted {count} healthy, have {states}\n"
+            + self.compose("logs", "--tail", "40", service, check=False).stdout
+        )
 
     def http(self, path: str, https: bool = True, timeout: float = 30) -> tuple[int, dict[str, str], bytes]:
         """A request as the TLS-terminating proxy would forward it (``X-Forwarded-Proto: https``)."""

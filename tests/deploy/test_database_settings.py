@@ -8,9 +8,7 @@ import pytest
 
 from tests.deploy.helpers import prod_env, run_python
 
-PRINT_DATABASE = (
-    "from django.conf import settings; import json; print(json.dumps(settings.DATABASES['default'], default=str))"
-)
+PRINT_DATABASE = "from django.conf import settings; import json; print(json.dumps(settings.DATABASES['default'], default=str))"
 
 
 def database(tmp_path, url: str | None) -> dict:
@@ -35,7 +33,13 @@ def test_unset_or_blank_means_sqlite_in_the_state_folder(tmp_path):
 def test_full_postgres_url(tmp_path):
     db = database(tmp_path, "postgresql://play%40er:p%3Ass@db.example:5433/runs?sslmode=require")
     assert db["ENGINE"] == "django.db.backends.postgresql"
-    assert (db["USER"], db["PASSWORD"], db["HOST"], str(db["PORT"]), db["NAME"]) == ("play@er", "p:ss", "db.example", "5433", "runs")
+    assert (db["USER"], db["PASSWORD"], db["HOST"], str(db["PORT"]), db["NAME"]) == (
+        "play@er",
+        "p:ss",
+        "db.example",
+        "5433",
+        "runs",
+    )
     assert db["OPTIONS"] == {"sslmode": "require"}
     # health-checked connections, none kept across requests (daphne serves each request on its own)
     assert db["CONN_HEALTH_CHECKS"] is True and db["CONN_MAX_AGE"] == 0
@@ -46,12 +50,15 @@ def test_socket_directory_host_keeps_its_case(tmp_path):
     assert db["HOST"] == "/Run/pg" and db["PORT"] == "" and db["NAME"] == "runs"
 
 
-@pytest.mark.parametrize("url, words", [
-    ("mysql://x/y", "ships drivers for PostgreSQL"),
-    ("postgresql://host", "must name one database"),
-    ("postgresql://host:99999/db", "DATABASE_URL cannot be read"),
-    ("nonsense", "DATABASE_URL cannot be read"),
-])
+@pytest.mark.parametrize(
+    "url, words",
+    [
+        ("mysql://x/y", "ships drivers for PostgreSQL"),
+        ("postgresql://host", "must name one database"),
+        ("postgresql://host:99999/db", "DATABASE_URL cannot be read"),
+        ("nonsense", "DATABASE_URL cannot be read"),
+    ],
+)
 def test_bad_urls_say_what_is_wrong(tmp_path, url, words):
     stderr = refusal(tmp_path, url)
     assert "ImproperlyConfigured" in stderr and words in stderr

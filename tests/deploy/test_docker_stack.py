@@ -54,12 +54,19 @@ def stack():
 def generate(stack, request_id: str, max_tokens: int, on_started=None) -> list[dict[str, Any]]:
     """One generation over the websocket, as a browser behind the TLS proxy would open it."""
     headers = {"X-Forwarded-Proto": "https"}
-    with connect(stack.ws_url(), origin=f"https://localhost:{stack.port}", additional_headers=headers,
-                 proxy=None, open_timeout=30) as socket:
-        socket.send(json.dumps({
-            "type": "generate", "request_id": request_id, "prompt": "List the planets of the solar system.",
-            "params": {"temperature": 0, "max_tokens": max_tokens, "min_tokens": max_tokens},
-        }))
+    with connect(
+        stack.ws_url(), origin=f"https://localhost:{stack.port}", additional_headers=headers, proxy=None, open_timeout=30
+    ) as socket:
+        socket.send(
+            json.dumps(
+                {
+                    "type": "generate",
+                    "request_id": request_id,
+                    "prompt": "List the planets of the solar system.",
+                    "params": {"temperature": 0, "max_tokens": max_tokens, "min_tokens": max_tokens},
+                }
+            )
+        )
         events = []
         deadline = time.monotonic() + STREAM_TIMEOUT_S
         while True:
@@ -73,10 +80,7 @@ def generate(stack, request_id: str, max_tokens: int, on_started=None) -> list[d
 
 def served_by(stack, request_ids: set[str]) -> dict[str, set[str]]:
     """Worker container → which of ``request_ids`` it took, from its log lines."""
-    return {
-        container: set(TOOK.findall(stack.logs(container))) & request_ids
-        for container in stack.containers("worker")
-    }
+    return {container: set(TOOK.findall(stack.logs(container))) & request_ids for container in stack.containers("worker")}
 
 
 def test_probes_and_production_settings(stack):
@@ -105,7 +109,9 @@ def test_probes_and_production_settings(stack):
 
 def test_the_image_refuses_debug_settings_runs_unprivileged_and_has_no_torch(stack):
     image = stack.inspect(stack.containers("web")[0])["Config"]["Image"]
-    refused = docker_stack.run(["docker", "run", "--rm", "-e", "DJANGO_SETTINGS_MODULE=playground.settings.dev", image], check=False)
+    refused = docker_stack.run(
+        ["docker", "run", "--rm", "-e", "DJANGO_SETTINGS_MODULE=playground.settings.dev", image], check=False
+    )
     assert refused.returncode == 64 and "playground.settings.prod only" in refused.stderr
     no_dev = docker_stack.run(["docker", "run", "--rm", image, "ls", "playground/settings"])
     assert "dev.py" not in no_dev.stdout and "prod.py" in no_dev.stdout

@@ -80,9 +80,14 @@ async def test_metrics_page_is_prometheus_text(client):
     assert response["Content-Type"].startswith("text/plain; version=")
     text = response.content.decode()
     for name in (
-        "playground_requests_total", "playground_requests_in_flight", "playground_requests_waiting",
-        "playground_streams_running", "playground_tokens_total", "playground_time_to_first_token_seconds_bucket",
-        "playground_decode_tokens_per_second_bucket", "playground_errors_total",
+        "playground_requests_total",
+        "playground_requests_in_flight",
+        "playground_requests_waiting",
+        "playground_streams_running",
+        "playground_tokens_total",
+        "playground_time_to_first_token_seconds_bucket",
+        "playground_decode_tokens_per_second_bucket",
+        "playground_errors_total",
     ):
         assert f"# TYPE {name.removesuffix('_total').removesuffix('_bucket')}" in text, name
     assert 'playground_http_responses_total{method="GET",status="200"}' in text

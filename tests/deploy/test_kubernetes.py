@@ -3,8 +3,6 @@ and held to the same health checks and security settings as the compose stack.""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import kubernetes_validate
 import pytest
 import yaml
@@ -63,7 +61,9 @@ def test_workers_use_the_images_health_check():
     assert "playground-healthcheck" in (REPO / "docker" / "Dockerfile").read_text()
 
 
-@pytest.mark.parametrize("kind, name", [("Deployment", "playground-web"), ("Deployment", "playground-worker"), ("Job", "playground-migrate")])
+@pytest.mark.parametrize(
+    "kind, name", [("Deployment", "playground-web"), ("Deployment", "playground-worker"), ("Job", "playground-migrate")]
+)
 def test_pods_run_unprivileged_on_a_read_only_root(kind, name):
     spec = by_kind_and_name()[(kind, name)]["spec"]["template"]["spec"]
     assert spec["securityContext"]["runAsNonRoot"] and spec["securityContext"]["runAsUser"] == 10001

@@ -47,7 +47,9 @@ async def connect() -> WebsocketCommunicator:
 
 def generate(request_id: str, max_tokens: int) -> dict:
     return {
-        "type": "generate", "request_id": request_id, "prompt": "Count to ten:",
+        "type": "generate",
+        "request_id": request_id,
+        "prompt": "Count to ten:",
         "params": {"temperature": 0, "max_tokens": max_tokens, "min_tokens": max_tokens},
     }
 

@@ -16,10 +16,13 @@ def test_check_deploy_is_clean_behind_the_documented_proxy(tmp_path):
     assert "System check identified no issues" in result.stdout
 
 
-@pytest.mark.parametrize("missing, words", [
-    ("DJANGO_SECRET_KEY", "DJANGO_SECRET_KEY must be set"),
-    ("DJANGO_ALLOWED_HOSTS", "DJANGO_ALLOWED_HOSTS must be set"),
-])
+@pytest.mark.parametrize(
+    "missing, words",
+    [
+        ("DJANGO_SECRET_KEY", "DJANGO_SECRET_KEY must be set"),
+        ("DJANGO_ALLOWED_HOSTS", "DJANGO_ALLOWED_HOSTS must be set"),
+    ],
+)
 def test_refuses_to_start_without(tmp_path, missing, words):
     result = manage("check", env=prod_env(tmp_path, **{missing: None}))
     assert result.returncode != 0
@@ -57,8 +60,12 @@ def test_proxy_and_cookie_settings(tmp_path):
         "'SECURE_PROXY_SSL_HEADER', 'SECURE_SSL_REDIRECT', 'SECURE_HSTS_SECONDS', 'CSRF_COOKIE_SECURE',"
         "'SESSION_COOKIE_SECURE', 'ALLOWED_HOSTS', 'CSRF_TRUSTED_ORIGINS')}))"
     )
-    env = prod_env(tmp_path, DJANGO_ALLOWED_HOSTS=" play.example, , class.example ",
-                   DJANGO_CSRF_TRUSTED_ORIGINS="https://play.example", DJANGO_HSTS_SECONDS="3600")
+    env = prod_env(
+        tmp_path,
+        DJANGO_ALLOWED_HOSTS=" play.example, , class.example ",
+        DJANGO_CSRF_TRUSTED_ORIGINS="https://play.example",
+        DJANGO_HSTS_SECONDS="3600",
+    )
     result = run_python(code, env)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {

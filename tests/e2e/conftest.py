@@ -14,9 +14,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from playwright.sync_api import Page
@@ -79,7 +79,11 @@ def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "playground.settings.dev", "PLAYGROUND_STATE_DIR": str(state)}
     migrate = subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     if migrate.returncode != 0:
         pytest.fail(f"manage.py migrate failed:\n{migrate.stdout}\n{migrate.stderr}")
@@ -89,7 +93,10 @@ def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "playground.asgi:application"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
     try:

@@ -73,7 +73,7 @@ class PlaygroundPage:
 
     # Driving the page.
 
-    def open(self) -> "PlaygroundPage":
+    def open(self) -> PlaygroundPage:
         self.page.goto(self.base_url + "/")
         self.page.locator("#connection[data-connected=true]").wait_for()
         return self

@@ -74,7 +74,11 @@ def test_two_temperatures_stream_side_by_side_and_save_a_comparison(page: Page, 
     marked = page.locator("[data-testid=live-aligned] tbody tr.first-divergence")
     expect(marked).to_have_count(1)
     position = int(marked.get_attribute("data-index"))
-    assert position > 0 and low[:position] == high[:position] and (position >= len(low) or position >= len(high) or low[position] != high[position])
+    assert (
+        position > 0
+        and low[:position] == high[:position]
+        and (position >= len(low) or position >= len(high) or low[position] != high[position])
+    )
     expect(marked.locator(".divergence-mark")).to_have_text("first divergence")
     expect(page.get_by_test_id("live-first-divergence")).to_contain_text(f"First divergence at position {position}:")
     page.screenshot(path=str(artifacts / "live-compare.png"), full_page=True)

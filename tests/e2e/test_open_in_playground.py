@@ -14,13 +14,33 @@ from tests.e2e.playground_page import PlaygroundPage
 pytestmark = pytest.mark.e2e
 
 SETTINGS = {
-    "temperature": 0.9, "top_k": 40, "min_p": 0.02, "seed": 9007199254740993,  # above 2^53: exact as text
-    "max_tokens": 10, "stop": ["\n\n", "THE END"], "penalize_prompt": True, "repetition_penalty": 1.15,
+    "temperature": 0.9,
+    "top_k": 40,
+    "min_p": 0.02,
+    "seed": 9007199254740993,  # above 2^53: exact as text
+    "max_tokens": 10,
+    "stop": ["\n\n", "THE END"],
+    "penalize_prompt": True,
+    "repetition_penalty": 1.15,
     "logit_bias": {"7042": -3.5},
     "sampler_order": [
-        "logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty", "dry", "no_repeat_ngram",
-        "top_n_sigma", "dynamic_temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon_cutoff",
-        "eta_cutoff", "xtc", "mirostat", "temperature",
+        "logit_bias",
+        "repetition_penalty",
+        "frequency_penalty",
+        "presence_penalty",
+        "dry",
+        "no_repeat_ngram",
+        "top_n_sigma",
+        "dynamic_temperature",
+        "top_k",
+        "top_p",
+        "min_p",
+        "typical_p",
+        "epsilon_cutoff",
+        "eta_cutoff",
+        "xtc",
+        "mirostat",
+        "temperature",
     ],
 }
 
@@ -29,8 +49,17 @@ def saved_run(base_url: str) -> tuple[dict, list[int]]:
     """Generates one run over the websocket (not through the page) and returns its done and token ids."""
     ws_url = base_url.replace("http://", "ws://") + "/ws/generate/"
     with connect(ws_url, origin=base_url) as ws:
-        ws.send(json.dumps({"type": "generate", "request_id": "saved", "prompt": "The best thing about autumn is",
-                            "params": SETTINGS, "top_n": 7}))
+        ws.send(
+            json.dumps(
+                {
+                    "type": "generate",
+                    "request_id": "saved",
+                    "prompt": "The best thing about autumn is",
+                    "params": SETTINGS,
+                    "top_n": 7,
+                }
+            )
+        )
         tokens = []
         while True:
             event = json.loads(ws.recv(timeout=120))

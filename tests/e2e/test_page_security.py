@@ -15,8 +15,14 @@ from tests.e2e.playground_page import page_errors
 
 pytestmark = pytest.mark.e2e
 
-PAGES = ["/", "/history", "/compare/live", "/r/" + "x" * 22, "/compare/aaaaaaaaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbbbbbbbb",
-         "/api/params.schema.json"]
+PAGES = [
+    "/",
+    "/history",
+    "/compare/live",
+    "/r/" + "x" * 22,
+    "/compare/aaaaaaaaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbbbbbbbb",
+    "/api/params.schema.json",
+]
 
 
 def raw_get(base_url: str, target: str) -> tuple[int, dict[str, str], bytes]:
@@ -48,7 +54,8 @@ def test_pages_load_without_violating_it(page: Page, daphne_server, path):
     errors = page_errors(page)
     page.add_init_script(
         "window.__violations = [];"
-        "document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective));")
+        "document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective));"
+    )
     page.goto(daphne_server.url + path)
     page.wait_for_load_state("networkidle")
     assert page.evaluate("window.__violations") == []
@@ -89,7 +96,8 @@ def test_a_run_on_the_playground_violates_nothing(page: Page, daphne_server):
     errors = page_errors(page)
     page.add_init_script(
         "window.__violations = [];"
-        "document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective));")
+        "document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective));"
+    )
     page.goto(daphne_server.url + "/?prompt=The+capital+of+France+is&max_tokens=4&seed=1")
     page.locator("#connection[data-connected=true]").wait_for()
     page.get_by_role("button", name="Generate").click()

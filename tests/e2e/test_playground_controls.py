@@ -39,8 +39,15 @@ def test_every_parameter_has_a_labelled_control_with_range_and_off_value(playgro
         assert hint.locator(".about").text_content().strip() != ""
         expect(hint.locator(".range")).to_contain_text(re.compile(r"^Range .+; off: .+\.$"))
     groups = page.locator("details.param-group > summary").all_text_contents()
-    for title in ["Randomness", "Truncation", "Penalties", "Length and stopping", "Several answers and search",
-                  "Logit bias", "Stage order"]:
+    for title in [
+        "Randomness",
+        "Truncation",
+        "Penalties",
+        "Length and stopping",
+        "Several answers and search",
+        "Logit bias",
+        "Stage order",
+    ]:
         assert title in groups
 
     # Every group opens from the keyboard (a <details> summary is a button).
@@ -134,11 +141,13 @@ def test_stage_order_by_keyboard_and_drag_reaches_the_chain(playground: Playgrou
     assert order[order.index("temperature") - 1] == "min_p"
     expect(page.locator("#stage-order li[data-stage=temperature]")).to_be_focused()
     expect(page.locator("[data-order-announcer]")).to_have_text(
-        f"temperature moved to position {order.index('temperature') + 1} of {len(order)}.")
+        f"temperature moved to position {order.index('temperature') + 1} of {len(order)}."
+    )
 
     # Drag: top_p dropped on the upper half of top_k goes before it.
     page.locator("#stage-order li[data-stage=top_p]").drag_to(
-        page.locator("#stage-order li[data-stage=top_k]"), target_position={"x": 20, "y": 3})
+        page.locator("#stage-order li[data-stage=top_k]"), target_position={"x": 20, "y": 3}
+    )
     order = names()
     assert order.index("top_p") == order.index("top_k") - 1
 
@@ -263,8 +272,7 @@ def test_the_exact_token_sequence_updates_as_you_type(playground: PlaygroundPage
     expect(page.get_by_label("System message", exact=True)).to_be_visible()
     page.get_by_label("System message", exact=True).fill("Be brief.")
     expect(page.locator("#prompt-tokens li.special").first).to_have_text("<|im_start|>")
-    page.wait_for_function(
-        "() => document.querySelector('#prompt-tokens').textContent.includes('Be brief.')", timeout=10_000)
+    page.wait_for_function("() => document.querySelector('#prompt-tokens').textContent.includes('Be brief.')", timeout=10_000)
     live = playground.request_frames("tokenize")[-1]
     last = playground.sent_of("tokenize")[-1]
     assert (last["mode"], last["system"]) == ("chat", "Be brief.")
@@ -354,21 +362,20 @@ def test_the_system_message_stays_in_chat_mode(playground: PlaygroundPage) -> No
     page.get_by_label("Prompt", exact=True).fill("Hello world")
     page.get_by_label("Chat", exact=True).check()
     page.get_by_label("System message", exact=True).fill("Be brief.")
-    page.wait_for_function(
-        "() => document.querySelector('#prompt-tokens').textContent.includes('Be brief.')", timeout=10_000)
+    page.wait_for_function("() => document.querySelector('#prompt-tokens').textContent.includes('Be brief.')", timeout=10_000)
 
     sent_before = len(playground.sent_of("tokenize"))
     page.get_by_label("Completion", exact=True).check()
     expect(page.get_by_label("System message", exact=True)).to_be_hidden()
-    page.wait_for_function(
-        "() => !document.querySelector('#prompt-tokens').textContent.includes('Be brief.')", timeout=10_000)
+    page.wait_for_function("() => !document.querySelector('#prompt-tokens').textContent.includes('Be brief.')", timeout=10_000)
     last = playground.sent_of("tokenize")[-1]
     assert len(playground.sent_of("tokenize")) > sent_before
     assert last["mode"] == "completion" and "system" not in last
     answer = playground.request_frames("tokenize")[-1]
     assert answer["type"] == "tokens", answer
     expect(count).to_have_text(
-        f"{answer['count']} tokens of the {answer['context_window']}-token context window (live, as you type)")
+        f"{answer['count']} tokens of the {answer['context_window']}-token context window (live, as you type)"
+    )
     expect(count).not_to_contain_text("Could not tokenize")
     assert page.locator("#prompt-tokens li").all_text_contents() == [visible_whitespace(t["text"]) for t in answer["tokens"]]
 

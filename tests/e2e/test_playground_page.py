@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
-from tests.e2e.playground_page import PlaygroundPage, format_prob, visible_whitespace
+from tests.e2e.playground_page import PlaygroundPage, visible_whitespace
 
 pytestmark = pytest.mark.e2e
 

@@ -50,7 +50,8 @@ def test_strip_chart_draw_and_visible_whitespace(playground: PlaygroundPage) -> 
     assert abs(marker - tokens[3]["draw"]) < 0.001
     assert bar.get_attribute("aria-label").startswith(
         f"Cumulative bar of the final probabilities; the draw u = {tokens[3]['draw']:.4f} fell in "
-        f"{quote_token(tokens[3]['token'])}'s segment")
+        f"{quote_token(tokens[3]['token'])}'s segment"
+    )
     playground.shot("20-strip-chart-draw")
 
     # The chart is keyboard-operable too.
@@ -138,8 +139,11 @@ def test_what_if_sliders_reshape_the_real_distribution(playground: PlaygroundPag
     def last_inspection_with(temperature: float, **others: float) -> dict:
         for sent in reversed(playground.sent_of("inspect")):
             params = sent["params"]
-            if "variants" not in sent and params["temperature"] == temperature and all(
-                    params.get(k) == v for k, v in others.items()):
+            if (
+                "variants" not in sent
+                and params["temperature"] == temperature
+                and all(params.get(k) == v for k, v in others.items())
+            ):
                 answer = next(f for f in playground.frames if f.get("request_id") == sent["request_id"])
                 assert sent["prefix_tokens"] == [tokens[0]["id"]]
                 assert sent["prompt"] == PROMPT
@@ -170,8 +174,10 @@ def test_what_if_sliders_reshape_the_real_distribution(playground: PlaygroundPag
 
     # Temperature 2 flattens the distribution: the top token's bar shrinks.
     page.get_by_label("What-if Temperature", exact=True).fill("2")
-    page.wait_for_function("() => document.querySelector('#what-if').dataset.sequence > '1' && "
-                           "document.querySelector('#what-if').dataset.state === 'ready'")
+    page.wait_for_function(
+        "() => document.querySelector('#what-if').dataset.sequence > '1' && "
+        "document.querySelector('#what-if').dataset.state === 'ready'"
+    )
     expect(page.locator("#what-if output[for=what-if-temperature]")).to_have_text("2")
     page.wait_for_timeout(200)
     hot = last_inspection_with(2)
@@ -287,8 +293,10 @@ def test_n_samples_view_shows_where_they_diverge(playground: PlaygroundPage) -> 
         expect(spans).to_have_count(len(frames))
         other = ids(by_sample[1 if s == 0 else 0])
         mine = ids(frames)
-        at = next((i for i in range(min(len(mine), len(other))) if mine[i] != other[i]),
-                  None if len(mine) == len(other) else min(len(mine), len(other)))
+        at = next(
+            (i for i in range(min(len(mine), len(other))) if mine[i] != other[i]),
+            None if len(mine) == len(other) else min(len(mine), len(other)),
+        )
         assert row.get_attribute("data-diverge") == ("" if at is None else str(at))
         if at is not None and at < len(mine):
             expect(spans.nth(at)).to_have_class("sample-token diverge")
@@ -313,7 +321,8 @@ def test_beam_tree_shows_kept_and_pruned_beams(playground: PlaygroundPage) -> No
     first = steps[0]
     kept = tree.locator("g.beam-node[data-kind=kept][data-step='0']")
     assert [float(v) for v in kept.evaluate_all("els => els.map(e => e.dataset.cumLogprob)")] == [
-        b["cum_logprob"] for b in first["beams"]]
+        b["cum_logprob"] for b in first["beams"]
+    ]
     label = quote_token(first["beams"][0]["token"])
     expect(kept.first.locator(".beam-token")).to_have_text(label if len(label) <= 13 else label[:12] + "…")
     hypotheses = page.locator("#beam-hypotheses li")
@@ -434,8 +443,9 @@ def test_what_if_reaches_the_penalties_too(playground: PlaygroundPage) -> None:
     playground.tokens.nth(0).click()
     what_if = page.locator("#what-if")
     expect(what_if).to_have_attribute("data-state", "ready", timeout=20_000)
-    before = {int(row.get_attribute("data-id")): float(row.get_attribute("data-prob"))
-              for row in what_if.locator("tbody tr").all()}
+    before = {
+        int(row.get_attribute("data-id")): float(row.get_attribute("data-prob")) for row in what_if.locator("tbody tr").all()
+    }
     page.get_by_label("What-if Repetition penalty", exact=True).fill("2")
     expect(what_if.locator(".stages-kept")).to_contain_text("repetition_penalty", timeout=10_000)
     page.wait_for_function("() => document.querySelector('#what-if').dataset.state === 'ready'")

@@ -75,7 +75,7 @@ def test_generate_compare_share_and_replay(page: Page, browser: Browser, daphne_
     for run_id in ids:
         page.get_by_label(f"Select run {run_id} for comparison").check()
     page.get_by_role("button", name="Compare selected").click()
-    page.wait_for_url(f"**/compare/*")
+    page.wait_for_url("**/compare/*")
     assert sorted(page.url.rsplit("/", 1)[1].split(",")) == sorted(ids)
 
     # The comparison: only the temperature differs; same seed, honest note; aligned token by token.
@@ -141,7 +141,9 @@ def test_playground_runs_reach_the_history_with_their_delete_token(playground, d
 
     stored = page.evaluate("() => JSON.parse(localStorage.getItem('playground.runs.v1'))")
     assert [(r["id"], r["delete_token"]) for r in stored] == [
-        (branch["run_id"], branch["delete_token"]), (run_id, done["delete_token"])]
+        (branch["run_id"], branch["delete_token"]),
+        (run_id, done["delete_token"]),
+    ]
 
     page.get_by_role("link", name="History").click()
     page.wait_for_url("**/history")
@@ -154,7 +156,6 @@ def test_playground_runs_reach_the_history_with_their_delete_token(playground, d
     expect(rows).to_have_count(1)
     assert page.request.get(f"{daphne_server.url}/r/{run_id}").status == 404
     assert page.request.get(f"{daphne_server.url}/r/{branch['run_id']}").status == 200
-
 
 
 def test_a_run_is_in_the_history_from_its_start(playground, daphne_server):
@@ -173,6 +174,7 @@ def test_a_run_is_in_the_history_from_its_start(playground, daphne_server):
     page.goto(daphne_server.url + "/history")
     row = page.locator(f"[data-testid=history] tbody tr[data-run-id='{started['run_id']}']")
     expect(row.get_by_role("button", name=f"Delete run {started['run_id']}")).to_be_visible()
+
 
 # A beam search over the websocket from the page; returns its `done`.
 GENERATE_BEAMS = """async () => {
@@ -209,14 +211,15 @@ def test_replaying_a_beam_search_compares_the_beams(page: Page, daphne_server):
     beam = export["run"]["result"]["beams"][1]["token_ids"]
     position = len(beam) - 1
     saved = beam[position] = beam[position] + 1
-    imported = page.request.post(f"{base}/api/runs/import", data=export,
-                                 headers={"Content-Type": "application/json"})
+    imported = page.request.post(f"{base}/api/runs/import", data=export, headers={"Content-Type": "application/json"})
     assert imported.status == 201, imported.text()
     altered = imported.json()["runs"][0]["id"]
     page.goto(f"{base}/r/{altered}")
     page.get_by_role("button", name="Replay").click()
     expect(result).to_have_text(
         f"Replay: beam 2 differs first at position {position}: saved token id {saved}, "
-        f"replay token id {saved - 1}. Compare with the replay", timeout=90_000)
+        f"replay token id {saved - 1}. Compare with the replay",
+        timeout=90_000,
+    )
     expect(result).to_have_attribute("data-result", "differs")
     assert errors == []

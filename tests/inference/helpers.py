@@ -3,13 +3,13 @@ the real decoder's calls without changing them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
 
 import numpy as np
 
 from inference.beam import BeamStep
-from inference.engine import DecodeState, Decoder
+from inference.engine import Decoder, DecodeState
 from inference.generation import Finished, GenerationRequest, Started, TokenStep, run
 from inference.runtime import Runtime
 

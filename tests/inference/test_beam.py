@@ -25,8 +25,9 @@ EMPTY = ""  # the prompt whose best next token is end-of-sequence
 
 
 def beam_request(num_beams=3, max_tokens=6, length_penalty=1.0, prompt=PROMPT, **rest) -> GenerationRequest:
-    loop = LoopParams(max_tokens=max_tokens, num_beams=num_beams, length_penalty=length_penalty,
-                      ignore_eos=rest.pop("ignore_eos", False))
+    loop = LoopParams(
+        max_tokens=max_tokens, num_beams=num_beams, length_penalty=length_penalty, ignore_eos=rest.pop("ignore_eos", False)
+    )
     return GenerationRequest(prompt, loop=loop, **rest)
 
 
@@ -66,8 +67,9 @@ def test_the_steps_describe_a_tree_whose_scores_are_the_models(tiny_runtime):
         assert all(0 <= p.parent < previous for p in step.kept + step.pruned + step.finished)
         ranked = [p.cum_logprob for p in step.kept]
         assert ranked == sorted(ranked, reverse=True)
-        assert all(p.cum_logprob <= step.kept[-1].cum_logprob for p in step.pruned
-                   if p.token_id not in tiny_runtime.codec.eos_ids)
+        assert all(
+            p.cum_logprob <= step.kept[-1].cum_logprob for p in step.pruned if p.token_id not in tiny_runtime.codec.eos_ids
+        )
         previous = len(step.kept)
     # every proposal's log-probabilities are the model's for its whole path (the cache followed its beam)
     for step in paths(steps):

@@ -127,6 +127,7 @@ def test_cuda_falls_back_to_cpu_with_a_warning(tiny_runtime, caplog, tmp_path):
 
 def test_a_model_of_another_layout_is_refused(tiny_runtime):
     from dataclasses import replace
+
     from inference.modelbuild import default_tiny_dir
 
     with pytest.raises(ValueError, match="not a decoder built by inference.modelbuild"):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from inference.generation import GenerationRequest, run
-from inference.sampling import SamplingParams
 from inference.loop_params import LoopParams
+from inference.sampling import SamplingParams
 
 from .helpers import collect
 
@@ -20,9 +20,7 @@ pytestmark = pytest.mark.real_model
 
 
 def greedy(prompt, max_tokens=8, **stopping):
-    return GenerationRequest(
-        prompt, sampling=SamplingParams(temperature=0.0), loop=LoopParams(max_tokens=max_tokens, **stopping)
-    )
+    return GenerationRequest(prompt, sampling=SamplingParams(temperature=0.0), loop=LoopParams(max_tokens=max_tokens, **stopping))
 
 
 def test_greedy_capital_of_france_is_paris(real_runtime):
@@ -35,8 +33,10 @@ def test_greedy_capital_of_france_is_paris(real_runtime):
 
 def test_chat_mode_wraps_the_message_and_ends_on_im_end(real_runtime):
     request = GenerationRequest(
-        "What is the capital of France?", mode="chat",
-        sampling=SamplingParams(temperature=0.0), loop=LoopParams(max_tokens=64),
+        "What is the capital of France?",
+        mode="chat",
+        sampling=SamplingParams(temperature=0.0),
+        loop=LoopParams(max_tokens=64),
     )
     started, steps, finished = collect(real_runtime, request)
     prompt_text = real_runtime.codec.decode(started.prompt_ids)
@@ -49,16 +49,23 @@ def test_chat_mode_wraps_the_message_and_ends_on_im_end(real_runtime):
 
 def test_no_kv_cache_gives_the_same_greedy_tokens(real_runtime):
     with_cache = collect(real_runtime, greedy("The quick brown fox", max_tokens=10))[1]
-    without = collect(real_runtime, GenerationRequest(
-        "The quick brown fox", sampling=SamplingParams(temperature=0.0), loop=LoopParams(max_tokens=10), use_cache=False,
-    ))[1]
+    without = collect(
+        real_runtime,
+        GenerationRequest(
+            "The quick brown fox",
+            sampling=SamplingParams(temperature=0.0),
+            loop=LoopParams(max_tokens=10),
+            use_cache=False,
+        ),
+    )[1]
     assert [s.token_id for s in with_cache] == [s.token_id for s in without]
 
 
 def test_n_samples_run_as_one_batch_each_seeded_seed_plus_i(real_runtime):
     def request(n, seed):
         return GenerationRequest(
-            "My favourite animal is", sampling=SamplingParams(temperature=1.0, seed=seed),
+            "My favourite animal is",
+            sampling=SamplingParams(temperature=1.0, seed=seed),
             loop=LoopParams(max_tokens=12, n=n),
         )
 

@@ -12,7 +12,7 @@ import pytest
 
 from inference import generation as generation_module
 from inference.errors import ParamError
-from inference.generation import Generation, GenerationRequest, StepClock, run, TokenStep
+from inference.generation import Generation, GenerationRequest, StepClock, TokenStep, run
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
 
@@ -21,8 +21,9 @@ from .helpers import collect, recording, single_token, softmax
 PROMPT = "Once upon a time"
 
 
-def request(prompt=PROMPT, *, temperature=0.0, seed=None, logit_bias=None, top_k=0, top_n=5, use_cache=True,
-            prefix_tokens=(), **loop) -> GenerationRequest:
+def request(
+    prompt=PROMPT, *, temperature=0.0, seed=None, logit_bias=None, top_k=0, top_n=5, use_cache=True, prefix_tokens=(), **loop
+) -> GenerationRequest:
     loop.setdefault("max_tokens", 8)
     return GenerationRequest(
         prompt,
@@ -44,11 +45,12 @@ def pieces(steps, finished, sample=0) -> str:
 
 @pytest.fixture(scope="module")
 def time_id(tiny_runtime) -> int:
-    """" time": with a +100 bias greedy picks it every step, so the text is " time time time…"."""
+    """ " time": with a +100 bias greedy picks it every step, so the text is " time time time…"."""
     return single_token(tiny_runtime, " time")
 
 
 # -- start / step / is_done / finish ---------------------------------------------------------------
+
 
 def test_a_completion_prompt_starts_a_fresh_document(tiny_runtime):
     started, _, _ = collect(tiny_runtime, request("The capital of France is", max_tokens=1))
@@ -116,6 +118,7 @@ def test_max_tokens_ends_the_run_with_every_token_counted(tiny_runtime):
 
 # -- seeds -----------------------------------------------------------------------------------------
 
+
 def test_same_seed_same_tokens_and_different_seed_differs(tiny_runtime):
     def run_with(seed):
         return collect(tiny_runtime, request(temperature=1.0, seed=seed, max_tokens=24))[1]
@@ -136,6 +139,7 @@ def test_a_seed_is_drawn_and_reported_when_none_is_given(tiny_runtime):
 
 
 # -- n samples as one batch ------------------------------------------------------------------------
+
 
 def test_n_samples_each_reproduce_the_single_run_seeded_seed_plus_i(tiny_runtime):
     """With the end-of-sequence token made likely, samples end at different steps: an ended sample
@@ -174,6 +178,7 @@ def test_batched_greedy_samples_equal_the_greedy_run_alone(tiny_runtime):
 
 # -- min_tokens ------------------------------------------------------------------------------------
 
+
 def test_min_tokens_holds_off_end_of_sequence(tiny_runtime):
     eos = min(tiny_runtime.codec.eos_ids)
     bias = {eos: 100.0}  # greedy would end at once
@@ -201,6 +206,7 @@ def test_stop_strings_count_only_from_min_tokens_on(tiny_runtime, time_id):
 
 
 # -- stop strings ----------------------------------------------------------------------------------
+
 
 def test_a_stop_string_across_three_tokens_ends_the_run_and_never_appears(tiny_runtime, time_id):
     bias = {time_id: 100.0}
@@ -231,15 +237,22 @@ def test_the_earliest_stop_string_wins(tiny_runtime, time_id):
 
 # -- text streaming --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed", [7, 8, 9])
 def test_pieces_concatenate_to_the_decoded_output(tiny_runtime, seed):
     """Tokens that are parts of characters (the emoji and CJK pieces made likely by a bias) are
     drawn among whole ones: the pieces still join to exactly the decoded text."""
     codec = tiny_runtime.codec
     partial = [t for t in codec.encode("🎉日本", "plain") if "<0x" in codec.token_text(t)]
-    _, steps, finished = collect(tiny_runtime, request(
-        temperature=1.0, seed=seed, max_tokens=40, logit_bias={t: 10.0 for t in partial},
-    ))
+    _, steps, finished = collect(
+        tiny_runtime,
+        request(
+            temperature=1.0,
+            seed=seed,
+            max_tokens=40,
+            logit_bias={t: 10.0 for t in partial},
+        ),
+    )
     assert pieces(steps, finished) == finished.text
     assert finished.text == codec.decode([t for t in ids(steps) if t not in codec.eos_ids])
     held = [s for s in steps if s.text == ""]
@@ -259,6 +272,7 @@ def test_multibyte_tokens_are_never_split(tiny_runtime):
 
 
 # -- prefix_tokens ---------------------------------------------------------------------------------
+
 
 def test_a_forced_prefix_yields_exactly_those_tokens_then_picks(tiny_runtime):
     prefix = tiny_runtime.codec.encode(" forced words come first", "plain")
@@ -309,6 +323,7 @@ def test_a_prefix_token_outside_the_vocabulary_is_refused_naming_it(tiny_runtime
 
 # -- cancel ----------------------------------------------------------------------------------------
 
+
 def test_cancel_ends_within_one_token_and_releases_held_back_text(tiny_runtime, time_id):
     produced: list[TokenStep] = []
     checks: list[int] = []
@@ -348,6 +363,7 @@ def test_a_cancel_before_the_first_token_reports_no_timing(tiny_runtime):
 
 # -- no KV cache -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("temperature, top_k", [(0.0, 0), (1.0, 20)])
 def test_no_kv_cache_gives_identical_tokens_and_logits(tiny_runtime, temperature, top_k):
     """(Sampling is kept to the top 20: over the tiny model's nearly flat full vocabulary, float
@@ -369,6 +385,7 @@ def test_no_kv_cache_gives_identical_tokens_and_logits(tiny_runtime, temperature
 
 # -- context window --------------------------------------------------------------------------------
 
+
 def test_prompt_too_long_is_refused_naming_the_field(tiny_runtime):
     window = tiny_runtime.shape.context_window
     prompt = "word " * 10
@@ -388,6 +405,7 @@ def test_prompt_too_long_is_refused_naming_the_field(tiny_runtime):
 
 
 # -- StepClock -------------------------------------------------------------------------------------
+
 
 class ScriptedClock:
     """perf_counter's values, one per call, in order."""

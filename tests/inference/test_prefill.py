@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from inference.errors import Cancelled
-from inference.generation import GenerationRequest, PREFILL_CHUNK, prefill, run
+from inference.generation import PREFILL_CHUNK, GenerationRequest, prefill, run
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
 

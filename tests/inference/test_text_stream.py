@@ -1,6 +1,7 @@
 """UTF-8-safe streaming and stop strings, without a model: bytes in, text pieces out."""
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from inference.stopping import StopStringMatcher
 from inference.text import Utf8Stream, _decode_with_byte_escapes, _unicode_to_byte

@@ -96,6 +96,7 @@ def test_top_n_above_the_vocabulary_lists_every_token_still_possible():
 
 # -- LogitsCache -----------------------------------------------------------------------------------
 
+
 def test_a_cached_position_costs_no_decoder_call_and_so_do_the_ones_on_its_way(tiny_runtime, sampled_run):
     _, prompt_ids, steps, _ = sampled_run
     generated = [s.token_id for s in steps]

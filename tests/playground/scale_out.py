@@ -67,11 +67,24 @@ class ScaleOut:
         }
         self.processes: list[subprocess.Popen] = []
         self.workers = 0
-        redis, redis_log = self._start("redis", [
-            redis_server, "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-        ])
+        redis, redis_log = self._start(
+            "redis",
+            [
+                redis_server,
+                "--port",
+                str(self.redis_port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+        )
         wait_for_port(self.redis_port, redis, redis_log)
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=self.env, check=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=self.env, check=True, timeout=120
+        )
 
     def _start(self, name: str, argv: list[str]) -> tuple[subprocess.Popen, Path]:
         log = self.state / f"{name}.log"
@@ -87,7 +100,9 @@ class ScaleOut:
         return worker, log
 
     def start_web(self) -> tuple[subprocess.Popen, Path]:
-        web, log = self._start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.web_port), "playground.asgi:application"])
+        web, log = self._start(
+            "web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.web_port), "playground.asgi:application"]
+        )
         wait_for_port(self.web_port, web, log)
         return web, log
 

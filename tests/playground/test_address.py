@@ -18,7 +18,7 @@ CASES = json.loads((Path(__file__).parent / "address_cases.json").read_text(enco
 SCHEMA = params_schema()
 
 JS_CODEC = f"""
-    import * as address from "{module_url('playground/js/address.js')}";
+    import * as address from "{module_url("playground/js/address.js")}";
     const {{ schema, values, addresses, decode }} = INPUT;
     console.log(JSON.stringify({{
       texts: values.map(({{ key, value }}) => address.paramText(schema, key, value)),
@@ -70,8 +70,13 @@ def test_the_codecs_agree_byte_for_byte_on_random_texts():
 
 @pytest.mark.parametrize("use_cache, system", [(True, None), (False, "Be brief.")])
 def test_a_runs_texts_set_every_control_a_fresh_page_would_not_show(use_cache, system):
-    params = {**{k: p["default"] for k, p in SCHEMA["properties"].items()},
-              "temperature": 1.0, "seed": 2**63 - 1, "stop": ["END"], "dry_sequence_breakers": []}
+    params = {
+        **{k: p["default"] for k, p in SCHEMA["properties"].items()},
+        "temperature": 1.0,
+        "seed": 2**63 - 1,
+        "stop": ["END"],
+        "dry_sequence_breakers": [],
+    }
     request = {"prompt": "Hi", "mode": "chat", "system": system, "top_n": 5, "use_cache": use_cache}
     texts = run_texts(request, params)
     assert texts["temperature"] == "1"  # the page starts at 0.7: a default is still written

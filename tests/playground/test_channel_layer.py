@@ -11,7 +11,7 @@ from playground.channel_layer import BLOCKING_READ_SECONDS, RedisLayerError, red
 
 def test_the_read_timeout_outlasts_the_layers_blocking_read():
     (host,) = redis_channel_layer("redis://redis:6379/0")["CONFIG"]["hosts"]
-    assert BLOCKING_READ_SECONDS == RedisChannelLayer.brpop_timeout
+    assert RedisChannelLayer.brpop_timeout == BLOCKING_READ_SECONDS
     assert host["socket_timeout"] > RedisChannelLayer.brpop_timeout
     assert host["socket_keepalive"] is True and host["health_check_interval"] > 0
 
@@ -29,11 +29,14 @@ def test_a_longer_read_timeout_in_the_url_wins():
     assert create_pool(host).connection_kwargs["socket_timeout"] == 30
 
 
-@pytest.mark.parametrize("url, message", [
-    ("redis://redis:6379/0?socket_timeout=5", "must exceed the channel layer's blocking read"),
-    ("redis://redis:6379/0?socket_timeout=soon", "must be a number of seconds"),
-    ("http://redis:6379/0", "must start with redis://"),
-])
+@pytest.mark.parametrize(
+    "url, message",
+    [
+        ("redis://redis:6379/0?socket_timeout=5", "must exceed the channel layer's blocking read"),
+        ("redis://redis:6379/0?socket_timeout=soon", "must be a number of seconds"),
+        ("http://redis:6379/0", "must start with redis://"),
+    ],
+)
 def test_urls_that_would_break_the_layer_are_refused(url, message):
     with pytest.raises(RedisLayerError, match=message):
         redis_channel_layer(url)

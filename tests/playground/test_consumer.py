@@ -52,10 +52,15 @@ async def expect_error(communicator, frame, code, param):
 
 async def test_full_stream_greedy():
     communicator = await connect()
-    await communicator.send_json_to({
-        "type": "generate", "request_id": "g1", "prompt": "The capital of France is",
-        "params": {"temperature": 0, "max_tokens": 5}, "top_n": 3,
-    })
+    await communicator.send_json_to(
+        {
+            "type": "generate",
+            "request_id": "g1",
+            "prompt": "The capital of France is",
+            "params": {"temperature": 0, "max_tokens": 5},
+            "top_n": 3,
+        }
+    )
     events = await events_until_end(communicator, "g1")
     started, tokens, done = events[0], events[1:-1], events[-1]
     assert started["type"] == "started"
@@ -79,10 +84,14 @@ async def test_full_stream_greedy():
 
 async def test_cancel_keeps_what_was_generated():
     communicator = await connect()
-    await communicator.send_json_to({
-        "type": "generate", "request_id": "c1", "prompt": "Once upon a time",
-        "params": {"temperature": 0.8, "seed": 3, "max_tokens": 500},
-    })
+    await communicator.send_json_to(
+        {
+            "type": "generate",
+            "request_id": "c1",
+            "prompt": "Once upon a time",
+            "params": {"temperature": 0.8, "seed": 3, "max_tokens": 500},
+        }
+    )
     tokens = []
     while len(tokens) < 3:
         event = await communicator.receive_json_from(timeout=TIMEOUT)
@@ -101,28 +110,43 @@ async def test_cancel_keeps_what_was_generated():
     await communicator.disconnect()
 
 
-@pytest.mark.parametrize("frame, code, param", [
-    ("{not json", "invalid_json", None),
-    ("[1, 2]", "invalid_json", None),
-    ('{"type": "generate", "request_id": "n", "prompt": "x", "params": {"temperature": NaN}}', "invalid_json", None),
-    ({"type": "dance"}, "unknown_type", "type"),
-    ({"request_id": "x"}, "unknown_type", "type"),
-    ({"type": "generate", "request_id": "e1"}, "missing_field", "prompt"),
-    ({"type": "generate", "prompt": "hi"}, "missing_field", "request_id"),
-    ({"type": "generate", "request_id": "bad id!", "prompt": "hi"}, "invalid_value", "request_id"),
-    ({"type": "generate", "request_id": "e2", "prompt": ""}, "invalid_value", "prompt"),
-    ({"type": "generate", "request_id": "e3", "prompt": 42}, "invalid_value", "prompt"),
-    ({"type": "generate", "request_id": "e4", "prompt": "hi", "mode": "poem"}, "invalid_value", "mode"),
-    ({"type": "generate", "request_id": "e5", "prompt": "hi", "top_n": 21}, "invalid_value", "top_n"),
-    ({"type": "generate", "request_id": "e6", "prompt": "hi", "top_n": True}, "invalid_value", "top_n"),
-    ({"type": "generate", "request_id": "e7", "prompt": "hi", "params": {"temperature": 3.5}}, "invalid_value", "params.temperature"),
-    ({"type": "generate", "request_id": "e8", "prompt": "hi", "params": {"top_p": 0}}, "invalid_value", "params.top_p"),
-    ({"type": "generate", "request_id": "e9", "prompt": "hi", "params": {"max_tokens": 0}}, "invalid_value", "params.max_tokens"),
-    ({"type": "generate", "request_id": "e10", "prompt": "hi", "params": {"temprature": 1}}, "unknown_param", "params.temprature"),
-    ({"type": "generate", "request_id": "e11", "prompt": "hi", "params": []}, "invalid_value", "params"),
-    ({"type": "generate", "request_id": "e12", "prompt": "hi", "colour": "red"}, "unknown_param", "colour"),
-    ({"type": "cancel", "request_id": "nothing-running"}, "unknown_request", "request_id"),
-])
+@pytest.mark.parametrize(
+    "frame, code, param",
+    [
+        ("{not json", "invalid_json", None),
+        ("[1, 2]", "invalid_json", None),
+        ('{"type": "generate", "request_id": "n", "prompt": "x", "params": {"temperature": NaN}}', "invalid_json", None),
+        ({"type": "dance"}, "unknown_type", "type"),
+        ({"request_id": "x"}, "unknown_type", "type"),
+        ({"type": "generate", "request_id": "e1"}, "missing_field", "prompt"),
+        ({"type": "generate", "prompt": "hi"}, "missing_field", "request_id"),
+        ({"type": "generate", "request_id": "bad id!", "prompt": "hi"}, "invalid_value", "request_id"),
+        ({"type": "generate", "request_id": "e2", "prompt": ""}, "invalid_value", "prompt"),
+        ({"type": "generate", "request_id": "e3", "prompt": 42}, "invalid_value", "prompt"),
+        ({"type": "generate", "request_id": "e4", "prompt": "hi", "mode": "poem"}, "invalid_value", "mode"),
+        ({"type": "generate", "request_id": "e5", "prompt": "hi", "top_n": 21}, "invalid_value", "top_n"),
+        ({"type": "generate", "request_id": "e6", "prompt": "hi", "top_n": True}, "invalid_value", "top_n"),
+        (
+            {"type": "generate", "request_id": "e7", "prompt": "hi", "params": {"temperature": 3.5}},
+            "invalid_value",
+            "params.temperature",
+        ),
+        ({"type": "generate", "request_id": "e8", "prompt": "hi", "params": {"top_p": 0}}, "invalid_value", "params.top_p"),
+        (
+            {"type": "generate", "request_id": "e9", "prompt": "hi", "params": {"max_tokens": 0}},
+            "invalid_value",
+            "params.max_tokens",
+        ),
+        (
+            {"type": "generate", "request_id": "e10", "prompt": "hi", "params": {"temprature": 1}},
+            "unknown_param",
+            "params.temprature",
+        ),
+        ({"type": "generate", "request_id": "e11", "prompt": "hi", "params": []}, "invalid_value", "params"),
+        ({"type": "generate", "request_id": "e12", "prompt": "hi", "colour": "red"}, "unknown_param", "colour"),
+        ({"type": "cancel", "request_id": "nothing-running"}, "unknown_request", "request_id"),
+    ],
+)
 async def test_bad_input_gets_a_named_error_and_the_connection_survives(frame, code, param):
     communicator = await connect()
     event = await expect_error(communicator, frame, code, param)
@@ -142,8 +166,10 @@ async def test_binary_frame_is_refused():
 async def test_out_of_range_message_names_the_range():
     communicator = await connect()
     event = await expect_error(
-        communicator, {"type": "generate", "request_id": "r", "prompt": "hi", "params": {"temperature": 9}},
-        "invalid_value", "params.temperature",
+        communicator,
+        {"type": "generate", "request_id": "r", "prompt": "hi", "params": {"temperature": 9}},
+        "invalid_value",
+        "params.temperature",
     )
     assert "0" in event["error"]["message"] and "2" in event["error"]["message"]
     await communicator.disconnect()
@@ -162,9 +188,14 @@ async def test_prompt_longer_than_the_context_window():
 
 async def test_max_tokens_beyond_what_the_window_leaves_names_the_room_left():
     communicator = await connect()
-    await communicator.send_json_to({
-        "type": "generate", "request_id": "room", "prompt": "hello " * 1000, "params": {"max_tokens": 8000},
-    })
+    await communicator.send_json_to(
+        {
+            "type": "generate",
+            "request_id": "room",
+            "prompt": "hello " * 1000,
+            "params": {"max_tokens": 8000},
+        }
+    )
     error = (await events_until_end(communicator, "room"))[-1]["error"]
     assert error["code"] == "prompt_too_long" and error["param"] == "params.max_tokens"
     # <|endoftext|>, "hello", 999 × " hello", the trailing " ": 1002 tokens; 8192 - 1002 = 7190
@@ -172,10 +203,19 @@ async def test_max_tokens_beyond_what_the_window_leaves_names_the_room_left():
     await communicator.disconnect()
 
 
-@pytest.mark.parametrize("origin", [
-    b"http://evil.example", b"http://localhost:9999", b"https://localhost", b"ws://localhost", b"null", b"",
-    b"http://localhost.evil.example", b"http://localhost/path",
-])
+@pytest.mark.parametrize(
+    "origin",
+    [
+        b"http://evil.example",
+        b"http://localhost:9999",
+        b"https://localhost",
+        b"ws://localhost",
+        b"null",
+        b"",
+        b"http://localhost.evil.example",
+        b"http://localhost/path",
+    ],
+)
 async def test_foreign_origin_is_refused_by_scheme_host_and_port(origin):
     communicator = WebsocketCommunicator(application, "/ws/generate/", headers=[(b"origin", origin), HOST])
     connected, _ = await communicator.connect(timeout=TIMEOUT)
@@ -195,9 +235,14 @@ async def test_the_servers_own_origin_and_listed_origins_are_allowed(settings):
 
 async def test_disconnect_mid_stream_stops_generation():
     communicator = await connect()
-    await communicator.send_json_to({
-        "type": "generate", "request_id": "d1", "prompt": "Once upon a time", "params": {"max_tokens": 8000, "ignore_eos": True},
-    })
+    await communicator.send_json_to(
+        {
+            "type": "generate",
+            "request_id": "d1",
+            "prompt": "Once upon a time",
+            "params": {"max_tokens": 8000, "ignore_eos": True},
+        }
+    )
     while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
         pass
     await communicator.disconnect()
@@ -211,10 +256,14 @@ async def test_disconnect_mid_stream_stops_generation():
 
 async def test_n_samples_stream_with_sample_index():
     communicator = await connect()
-    await communicator.send_json_to({
-        "type": "generate", "request_id": "n3", "prompt": "My favourite colour is",
-        "params": {"n": 3, "seed": 11, "max_tokens": 6, "temperature": 1.0},
-    })
+    await communicator.send_json_to(
+        {
+            "type": "generate",
+            "request_id": "n3",
+            "prompt": "My favourite colour is",
+            "params": {"n": 3, "seed": 11, "max_tokens": 6, "temperature": 1.0},
+        }
+    )
     events = await events_until_end(communicator, "n3")
     tokens = [e for e in events if e["type"] == "token"]
     done = events[-1]
@@ -228,10 +277,14 @@ async def test_n_samples_stream_with_sample_index():
 
 async def test_beam_search_streams_the_tree():
     communicator = await connect()
-    await communicator.send_json_to({
-        "type": "generate", "request_id": "b2", "prompt": "The capital of France is",
-        "params": {"num_beams": 2, "max_tokens": 4},
-    })
+    await communicator.send_json_to(
+        {
+            "type": "generate",
+            "request_id": "b2",
+            "prompt": "The capital of France is",
+            "params": {"num_beams": 2, "max_tokens": 4},
+        }
+    )
     events = await events_until_end(communicator, "b2")
     steps = [e for e in events if e["type"] == "beam_step"]
     done = events[-1]
@@ -250,24 +303,44 @@ async def test_beam_search_streams_the_tree():
 async def test_sampling_and_beams_together_is_refused():
     communicator = await connect()
     await expect_error(
-        communicator, {"type": "generate", "request_id": "x", "prompt": "hi", "params": {"n": 2, "num_beams": 2}},
-        "invalid_value", "params.num_beams",
+        communicator,
+        {"type": "generate", "request_id": "x", "prompt": "hi", "params": {"n": 2, "num_beams": 2}},
+        "invalid_value",
+        "params.num_beams",
     )
     await communicator.disconnect()
 
 
 EVERY_STAGE = {
-    "logit_bias": {"7042": -5}, "repetition_penalty": 1.1, "frequency_penalty": 0.2, "presence_penalty": 0.2,
-    "penalty_window": 64, "dry_multiplier": 0.8, "no_repeat_ngram_size": 3, "top_n_sigma": 3.0,
-    "temperature": 0.9, "dynatemp_range": 0.3, "top_k": 40, "top_p": 0.95, "min_p": 0.02, "typical_p": 0.98,
-    "epsilon_cutoff": 0.0003, "eta_cutoff": 0.0009, "xtc_probability": 0.3, "xtc_threshold": 0.1,
-    "mirostat": 2, "seed": 5, "max_tokens": 6,
+    "logit_bias": {"7042": -5},
+    "repetition_penalty": 1.1,
+    "frequency_penalty": 0.2,
+    "presence_penalty": 0.2,
+    "penalty_window": 64,
+    "dry_multiplier": 0.8,
+    "no_repeat_ngram_size": 3,
+    "top_n_sigma": 3.0,
+    "temperature": 0.9,
+    "dynatemp_range": 0.3,
+    "top_k": 40,
+    "top_p": 0.95,
+    "min_p": 0.02,
+    "typical_p": 0.98,
+    "epsilon_cutoff": 0.0003,
+    "eta_cutoff": 0.0009,
+    "xtc_probability": 0.3,
+    "xtc_threshold": 0.1,
+    "mirostat": 2,
+    "seed": 5,
+    "max_tokens": 6,
 }
 
 
 async def test_every_stage_on_streams_a_trace_of_each_stage():
     communicator = await connect()
-    await communicator.send_json_to({"type": "generate", "request_id": "all", "prompt": "The capital of France is", "params": EVERY_STAGE})
+    await communicator.send_json_to(
+        {"type": "generate", "request_id": "all", "prompt": "The capital of France is", "params": EVERY_STAGE}
+    )
     events = await events_until_end(communicator, "all")
     started, tokens = events[0], [e for e in events if e["type"] == "token"]
     assert events[-1]["type"] == "done", events[-1]
@@ -283,17 +356,20 @@ async def test_every_stage_on_streams_a_trace_of_each_stage():
     await communicator.disconnect()
 
 
-@pytest.mark.parametrize("params, param", [
-    ({"sampler_order": ["temperature", "warp_drive"]}, "params.sampler_order"),
-    ({"dry_multiplier": -1}, "params.dry_multiplier"),
-    ({"mirostat": 1}, "params.mirostat"),
-    ({"logit_bias": {"12": 500}}, "params.logit_bias.12"),
-    ({"logit_bias": {"999999": 1}}, "params.logit_bias.999999"),
-    ({"stop": ["x" * 65]}, "params.stop.0"),
-    ({"n": 9}, "params.n"),
-    ({"length_penalty": 9}, "params.length_penalty"),
-    ({"min_tokens": 10, "max_tokens": 5}, "params.min_tokens"),
-])
+@pytest.mark.parametrize(
+    "params, param",
+    [
+        ({"sampler_order": ["temperature", "warp_drive"]}, "params.sampler_order"),
+        ({"dry_multiplier": -1}, "params.dry_multiplier"),
+        ({"mirostat": 1}, "params.mirostat"),
+        ({"logit_bias": {"12": 500}}, "params.logit_bias.12"),
+        ({"logit_bias": {"999999": 1}}, "params.logit_bias.999999"),
+        ({"stop": ["x" * 65]}, "params.stop.0"),
+        ({"n": 9}, "params.n"),
+        ({"length_penalty": 9}, "params.length_penalty"),
+        ({"min_tokens": 10, "max_tokens": 5}, "params.min_tokens"),
+    ],
+)
 async def test_every_parameter_is_validated_by_name(params, param):
     communicator = await connect()
     await communicator.send_json_to({"type": "generate", "request_id": "v", "prompt": "hi", "params": params})
@@ -307,7 +383,9 @@ async def test_tokenize_gives_exactly_what_generate_feeds():
     communicator = await connect()
     await communicator.send_json_to({"type": "tokenize", "request_id": "t1", "text": "The capital of France is"})
     tokens = (await events_until_end(communicator, "t1", "tokens"))[-1]
-    await communicator.send_json_to({"type": "generate", "request_id": "g", "prompt": "The capital of France is", "params": {"max_tokens": 1}})
+    await communicator.send_json_to(
+        {"type": "generate", "request_id": "g", "prompt": "The capital of France is", "params": {"max_tokens": 1}}
+    )
     started = (await events_until_end(communicator, "g"))[0]
     assert tokens["tokens"] == started["prompt_tokens"]
     assert tokens["count"] == len(started["prompt_tokens"]) and tokens["context_window"] == 8192
@@ -320,12 +398,21 @@ async def test_tokenize_gives_exactly_what_generate_feeds():
 async def test_inspect_reshapes_the_real_distribution_of_a_position():
     communicator = await connect()
     prompt = "The capital of France is"
-    await communicator.send_json_to({"type": "generate", "request_id": "g", "prompt": prompt, "params": {"temperature": 0, "max_tokens": 2}, "top_n": 5})
+    await communicator.send_json_to(
+        {"type": "generate", "request_id": "g", "prompt": prompt, "params": {"temperature": 0, "max_tokens": 2}, "top_n": 5}
+    )
     tokens = [e for e in await events_until_end(communicator, "g") if e["type"] == "token"]
-    await communicator.send_json_to({
-        "type": "inspect", "request_id": "w", "prompt": prompt, "prefix_tokens": [tokens[0]["id"]],
-        "params": {"top_p": 0.5}, "variants": [{"temperature": t} for t in (0.1, 0.5, 1.0, 1.5, 2.0)], "top_n": 5,
-    })
+    await communicator.send_json_to(
+        {
+            "type": "inspect",
+            "request_id": "w",
+            "prompt": prompt,
+            "prefix_tokens": [tokens[0]["id"]],
+            "params": {"top_p": 0.5},
+            "variants": [{"temperature": t} for t in (0.1, 0.5, 1.0, 1.5, 2.0)],
+            "top_n": 5,
+        }
+    )
     inspection = (await events_until_end(communicator, "w", "inspection"))[-1]
     assert inspection["type"] == "inspection" and inspection["position"] == 1
     traces = inspection["traces"]
@@ -341,14 +428,17 @@ async def test_inspect_reshapes_the_real_distribution_of_a_position():
     await communicator.disconnect()
 
 
-@pytest.mark.parametrize("frame, code, param", [
-    ({"type": "tokenize", "request_id": "t", "text": 5}, "invalid_value", "text"),
-    ({"type": "tokenize", "request_id": "t", "text": "x", "mode": "weird"}, "invalid_value", "mode"),
-    ({"type": "inspect", "request_id": "i", "prompt": "x", "variants": []}, "invalid_value", "variants"),
-    ({"type": "inspect", "request_id": "i", "prompt": "x", "variants": [{"top_k": -1}]}, "invalid_value", "variants.0.top_k"),
-    ({"type": "inspect", "request_id": "i", "prompt": "x", "prefix_tokens": [1, "a"]}, "invalid_value", "prefix_tokens.1"),
-    ({"type": "generate", "request_id": "g", "prompt": "x", "prefix_tokens": [-3]}, "invalid_value", "prefix_tokens.0"),
-])
+@pytest.mark.parametrize(
+    "frame, code, param",
+    [
+        ({"type": "tokenize", "request_id": "t", "text": 5}, "invalid_value", "text"),
+        ({"type": "tokenize", "request_id": "t", "text": "x", "mode": "weird"}, "invalid_value", "mode"),
+        ({"type": "inspect", "request_id": "i", "prompt": "x", "variants": []}, "invalid_value", "variants"),
+        ({"type": "inspect", "request_id": "i", "prompt": "x", "variants": [{"top_k": -1}]}, "invalid_value", "variants.0.top_k"),
+        ({"type": "inspect", "request_id": "i", "prompt": "x", "prefix_tokens": [1, "a"]}, "invalid_value", "prefix_tokens.1"),
+        ({"type": "generate", "request_id": "g", "prompt": "x", "prefix_tokens": [-3]}, "invalid_value", "prefix_tokens.0"),
+    ],
+)
 async def test_new_request_kinds_validate_by_name(frame, code, param):
     communicator = await connect()
     await expect_error(communicator, frame, code, param)
@@ -378,7 +468,9 @@ async def test_answered_requests_free_their_slot():
 async def test_a_ninth_pending_request_is_refused():
     communicator = await connect()
     for i in range(8):
-        await communicator.send_json_to({"type": "generate", "request_id": f"q{i}", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}})
+        await communicator.send_json_to(
+            {"type": "generate", "request_id": f"q{i}", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}}
+        )
     event = await expect_error(communicator, {"type": "generate", "request_id": "q8", "prompt": "x"}, "too_many_requests", None)
     assert event["request_id"] == "q8"
     for i in range(8):
@@ -389,28 +481,36 @@ async def test_a_ninth_pending_request_is_refused():
         if event["type"] in ("done", "error"):
             ended[event["request_id"]] = event
     # the first may have started (then it ends as a cancelled run); the others never ran, and say so
-    assert (ended["q0"]["type"], ended["q0"].get("reason")) == ("done", "cancelled") or ended["q0"]["error"]["code"] == "cancelled"
+    assert (ended["q0"]["type"], ended["q0"].get("reason")) == ("done", "cancelled") or ended["q0"]["error"][
+        "code"
+    ] == "cancelled"
     for i in range(1, 8):
         assert ended[f"q{i}"]["type"] == "error" and ended[f"q{i}"]["error"]["code"] == "cancelled", ended[f"q{i}"]
     await communicator.disconnect()
 
 
-@pytest.mark.parametrize("extra, code, param", [
-    ({"parent_run": "short", "branch_index": 2}, "invalid_value", "parent_run"),
-    ({"parent_run": "a" * 22, "branch_index": -1}, "invalid_value", "branch_index"),
-    ({"parent_run": "a" * 22}, "missing_field", "branch_index"),
-])
+@pytest.mark.parametrize(
+    "extra, code, param",
+    [
+        ({"parent_run": "short", "branch_index": 2}, "invalid_value", "parent_run"),
+        ({"parent_run": "a" * 22, "branch_index": -1}, "invalid_value", "branch_index"),
+        ({"parent_run": "a" * 22}, "missing_field", "branch_index"),
+    ],
+)
 async def test_branch_labels_are_checked(extra, code, param):
     communicator = await connect()
     await expect_error(communicator, {"type": "generate", "request_id": "b", "prompt": "x"} | extra, code, param)
     await communicator.disconnect()
 
 
-@pytest.mark.parametrize("frame", [
-    '{"type": "generate", "request_id": "h", "prompt": "hi", "params": {"temperature": 1' + "0" * 400 + '}}',
-    '{"type": "generate", "request_id": "h", "prompt": "hi", "params": {"seed": 1' + "0" * 5000 + '}}',
-    '{"type": "generate", "request_id": "h", "prompt": "hi", "params": {"top_p": 1e400}}',
-])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        '{"type": "generate", "request_id": "h", "prompt": "hi", "params": {"temperature": 1' + "0" * 400 + "}}",
+        '{"type": "generate", "request_id": "h", "prompt": "hi", "params": {"seed": 1' + "0" * 5000 + "}}",
+        '{"type": "generate", "request_id": "h", "prompt": "hi", "params": {"top_p": 1e400}}',
+    ],
+)
 async def test_numbers_too_large_for_any_field_are_refused_and_the_connection_survives(frame):
     communicator = await connect()
     await expect_error(communicator, frame, "invalid_json", None)
@@ -421,7 +521,9 @@ async def test_numbers_too_large_for_any_field_are_refused_and_the_connection_su
 
 async def test_a_huge_logit_bias_id_is_named():
     communicator = await connect()
-    await communicator.send_json_to({"type": "generate", "request_id": "lb", "prompt": "hi", "params": {"logit_bias": {str(10**30): 1}}})
+    await communicator.send_json_to(
+        {"type": "generate", "request_id": "lb", "prompt": "hi", "params": {"logit_bias": {str(10**30): 1}}}
+    )
     event = (await events_until_end(communicator, "lb"))[-1]
     assert event["type"] == "error" and event["error"]["param"] == f"params.logit_bias.{10**30}", event
     await communicator.disconnect()
@@ -443,7 +545,9 @@ async def test_closing_before_any_worker_took_the_request_still_cancels_it():
 
     communicator = await connect()
     prompt = "A story that nobody will read:"
-    await communicator.send_json_to({"type": "generate", "request_id": "early", "prompt": prompt, "params": {"max_tokens": 8000, "ignore_eos": True}})
+    await communicator.send_json_to(
+        {"type": "generate", "request_id": "early", "prompt": prompt, "params": {"max_tokens": 8000, "ignore_eos": True}}
+    )
     await communicator.disconnect()
     other = await connect()  # the worker is serial: this runs after "early" is over
     await other.send_json_to({"type": "generate", "request_id": "next", "prompt": "Hi", "params": {"max_tokens": 1}})
@@ -455,15 +559,28 @@ async def test_closing_before_any_worker_took_the_request_still_cancels_it():
 
 async def test_inspect_holds_off_end_of_sequence_inside_min_tokens_as_the_run_did():
     communicator = await connect()
-    frame = {"type": "generate", "request_id": "m", "prompt": "Say hi.", "mode": "chat",
-             "params": {"temperature": 0, "max_tokens": 12, "min_tokens": 12}, "top_n": 20}
+    frame = {
+        "type": "generate",
+        "request_id": "m",
+        "prompt": "Say hi.",
+        "mode": "chat",
+        "params": {"temperature": 0, "max_tokens": 12, "min_tokens": 12},
+        "top_n": 20,
+    }
     await communicator.send_json_to(frame)
     tokens = [e for e in await events_until_end(communicator, "m") if e["type"] == "token"]
     step = 3
-    await communicator.send_json_to({
-        "type": "inspect", "request_id": "mi", "prompt": "Say hi.", "mode": "chat",
-        "prefix_tokens": [t["id"] for t in tokens[:step]], "params": frame["params"], "top_n": 20,
-    })
+    await communicator.send_json_to(
+        {
+            "type": "inspect",
+            "request_id": "mi",
+            "prompt": "Say hi.",
+            "mode": "chat",
+            "prefix_tokens": [t["id"] for t in tokens[:step]],
+            "params": frame["params"],
+            "top_n": 20,
+        }
+    )
     inspection = (await events_until_end(communicator, "mi", "inspection"))[-1]
     seen = {a["id"]: (a["raw_prob"], a["prob"]) for a in inspection["traces"][0]["alternatives"]}
     run = {a["id"]: (a["raw_prob"], a["prob"]) for a in tokens[step]["alternatives"]}
@@ -476,7 +593,14 @@ async def test_inspect_holds_off_end_of_sequence_inside_min_tokens_as_the_run_di
 
 async def test_a_slow_inspection_can_be_cancelled():
     communicator = await connect()
-    await communicator.send_json_to({"type": "generate", "request_id": "long", "prompt": "Count:", "params": {"temperature": 0, "max_tokens": 300, "ignore_eos": True}})
+    await communicator.send_json_to(
+        {
+            "type": "generate",
+            "request_id": "long",
+            "prompt": "Count:",
+            "params": {"temperature": 0, "max_tokens": 300, "ignore_eos": True},
+        }
+    )
     tokens = [e["id"] for e in await events_until_end(communicator, "long") if e["type"] == "token"]
     await communicator.send_json_to({"type": "inspect", "request_id": "far", "prompt": "Count:", "prefix_tokens": tokens[:299]})
     await communicator.send_json_to({"type": "cancel", "request_id": "far"})
@@ -486,7 +610,10 @@ async def test_a_slow_inspection_can_be_cancelled():
 
 
 SURROGATE_FRAMES = [  # (frame with a lone-surrogate escape, the field named)
-    ('{"type": "generate", "request_id": "s1", "prompt": "hi", "params": {"stop": ["\\ud800"], "max_tokens": 2}}', "params.stop.0"),
+    (
+        '{"type": "generate", "request_id": "s1", "prompt": "hi", "params": {"stop": ["\\ud800"], "max_tokens": 2}}',
+        "params.stop.0",
+    ),
     ('{"type": "generate", "request_id": "s2", "prompt": "a\\ud800"}', "prompt"),
     ('{"type": "generate", "request_id": "s3", "prompt": "hi", "params": {"logit_bias": {"\\ud800": 1}}}', "params.logit_bias"),
     ('{"type": "generate", "request_id": "s4", "prompt": "hi", "\\ud800": 1}', None),
@@ -514,10 +641,13 @@ async def test_a_lone_surrogate_is_refused_at_the_edge_and_nothing_is_saved(fram
 async def test_a_huge_logit_bias_key_is_named_in_generate_and_inspect():
     communicator = await connect()
     key = "7" * 5000
-    for frame in ({"type": "generate", "request_id": "g", "prompt": "hi", "params": {"logit_bias": {key: 1}}},
-                  {"type": "inspect", "request_id": "i", "prompt": "hi", "variants": [{"logit_bias": {key: 1}}]}):
-        event = await expect_error(communicator, frame, "invalid_value",
-                                   "params.logit_bias" if frame["type"] == "generate" else "variants.0.logit_bias")
+    for frame in (
+        {"type": "generate", "request_id": "g", "prompt": "hi", "params": {"logit_bias": {key: 1}}},
+        {"type": "inspect", "request_id": "i", "prompt": "hi", "variants": [{"logit_bias": {key: 1}}]},
+    ):
+        event = await expect_error(
+            communicator, frame, "invalid_value", "params.logit_bias" if frame["type"] == "generate" else "variants.0.logit_bias"
+        )
         assert event["request_id"] == frame["request_id"] and len(event["error"]["message"]) < 300
     await communicator.disconnect()
 
@@ -585,7 +715,9 @@ async def test_cancelling_a_request_queued_behind_another_connections_run_answer
     from playground.models import Run
 
     busy, waiting = await connect(), await connect()
-    await busy.send_json_to({"type": "generate", "request_id": "long", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}})
+    await busy.send_json_to(
+        {"type": "generate", "request_id": "long", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}}
+    )
     while (await busy.receive_json_from(timeout=TIMEOUT))["type"] != "token":
         pass
     await waiting.send_json_to({"type": "generate", "request_id": "queued", "prompt": "Never run", "params": {"max_tokens": 5}})
@@ -609,7 +741,14 @@ async def test_a_socket_closed_with_queued_requests_runs_none_of_them():
 
     communicator = await connect()
     for i in range(8):
-        await communicator.send_json_to({"type": "generate", "request_id": f"q{i}", "prompt": f"Queued {i}", "params": {"max_tokens": 3000, "ignore_eos": True}})
+        await communicator.send_json_to(
+            {
+                "type": "generate",
+                "request_id": f"q{i}",
+                "prompt": f"Queued {i}",
+                "params": {"max_tokens": 3000, "ignore_eos": True},
+            }
+        )
     while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
         pass
     await communicator.disconnect()
@@ -641,7 +780,9 @@ async def test_tokenize_pages_its_answer_and_every_page_fits_a_frame():
 async def test_per_client_limits_hold_across_connections(settings):
     from playground import client_limits
 
-    settings.INFERENCE = settings.INFERENCE | {"CLIENT_LIMITS": {"MAX_ACTIVE_REQUESTS": 2, "REQUESTS_PER_SECOND": 0.01, "BURST": 4}}
+    settings.INFERENCE = settings.INFERENCE | {
+        "CLIENT_LIMITS": {"MAX_ACTIVE_REQUESTS": 2, "REQUESTS_PER_SECOND": 0.01, "BURST": 4}
+    }
     client_limits.client_limits.cache_clear()
     try:
         first, second = await connect(), await connect()

@@ -11,8 +11,8 @@ from tests.js import module_url, run_js
 # The page reads its facts from <script id="param-facts">; Node gets a document with just that.
 SCRIPT = f"""
 globalThis.document = {{ getElementById: (id) => (id === "param-facts" ? {{ textContent: INPUT.facts }} : null) }};
-const {{ branchRun, stepRun, whatIfRun, withLengths }} = await import("{module_url('playground/js/continuation.js')}");
-const {{ Run }} = await import("{module_url('playground/js/run.js')}");
+const {{ branchRun, stepRun, whatIfRun, withLengths }} = await import("{module_url("playground/js/continuation.js")}");
+const {{ Run }} = await import("{module_url("playground/js/run.js")}");
 
 function finished(request, ids, {{ seed = "42", runId = "R", reason = "length" }} = {{}}) {{
   const run = new Run(request);
@@ -69,6 +69,8 @@ def test_continuations_ask_for_the_whole_texts_length_less_their_prefix():
     assert extended["extends"] is True and extended["request"]["prefix_tokens"] == [5, 6]
     assert extended["request"]["params"] == {"seed": 42, "max_tokens": 1, "min_tokens": 1}
     # Unset lengths are the server's defaults, read from the facts.
-    assert got["unsaid"] == {"max": schema["properties"]["max_tokens"]["default"],
-                             "min": schema["properties"]["min_tokens"]["default"]}
+    assert got["unsaid"] == {
+        "max": schema["properties"]["max_tokens"]["default"],
+        "min": schema["properties"]["min_tokens"]["default"],
+    }
     assert got["ended"] == {"ended": True}

@@ -30,20 +30,23 @@ def with_surrogate(frame: dict, marker: str = "@S@") -> str:
     return json.dumps(frame).replace(marker, SURROGATE)
 
 
-@pytest.mark.parametrize("frame, param", [
-    (generate(prompt="a@S@b"), "prompt"),
-    (generate(mode="chat", system="@S@"), "system"),
-    (generate(params={"stop": ["ok", "x@S@"]}), "params.stop.1"),
-    (generate(params={"stop": "@S@"}), "params.stop"),
-    (generate(params={"dry_sequence_breakers": ["\n", "@S@"]}), "params.dry_sequence_breakers.1"),
-    (generate(params={"logit_bias": {"1@S@": 1}}), "params.logit_bias"),
-    (generate(params={"temp@S@": 1}), "params"),
-    (generate(**{"col@S@our": 1}), None),
-    (generate(parent_run="@S@"), "parent_run"),
-    ({"type": "tokenize", "request_id": "t", "text": "@S@"}, "text"),
-    ({"type": "inspect", "request_id": "i", "prompt": "x", "variants": [{"stop": ["@S@"]}]}, "variants.0.stop.0"),
-    ({"type": "cancel", "request_id": "c", "why": "@S@"}, "why"),
-])
+@pytest.mark.parametrize(
+    "frame, param",
+    [
+        (generate(prompt="a@S@b"), "prompt"),
+        (generate(mode="chat", system="@S@"), "system"),
+        (generate(params={"stop": ["ok", "x@S@"]}), "params.stop.1"),
+        (generate(params={"stop": "@S@"}), "params.stop"),
+        (generate(params={"dry_sequence_breakers": ["\n", "@S@"]}), "params.dry_sequence_breakers.1"),
+        (generate(params={"logit_bias": {"1@S@": 1}}), "params.logit_bias"),
+        (generate(params={"temp@S@": 1}), "params"),
+        (generate(**{"col@S@our": 1}), None),
+        (generate(parent_run="@S@"), "parent_run"),
+        ({"type": "tokenize", "request_id": "t", "text": "@S@"}, "text"),
+        ({"type": "inspect", "request_id": "i", "prompt": "x", "variants": [{"stop": ["@S@"]}]}, "variants.0.stop.0"),
+        ({"type": "cancel", "request_id": "c", "why": "@S@"}, "why"),
+    ],
+)
 def test_a_lone_surrogate_is_refused_by_field_with_the_request_id(frame, param):
     error = refused(with_surrogate(frame))
     assert (error.code, error.param) == ("invalid_value", param)
@@ -67,9 +70,11 @@ def test_a_surrogate_pair_is_ordinary_text():
 
 @pytest.mark.parametrize("digits", [41, 5000, 100_000])
 def test_a_logit_bias_key_of_thousands_of_digits_is_named(digits):
-    for frame in (generate(params={"logit_bias": {"9" * digits: 1}}),
-                  {"type": "inspect", "request_id": "r", "prompt": "x", "variants": [{"logit_bias": {"9" * digits: 1}}]},
-                  {"type": "inspect", "request_id": "r", "prompt": "x", "params": {"logit_bias": {"9" * digits: 1}}}):
+    for frame in (
+        generate(params={"logit_bias": {"9" * digits: 1}}),
+        {"type": "inspect", "request_id": "r", "prompt": "x", "variants": [{"logit_bias": {"9" * digits: 1}}]},
+        {"type": "inspect", "request_id": "r", "prompt": "x", "params": {"logit_bias": {"9" * digits: 1}}},
+    ):
         error = refused(frame)
         assert error.code == "invalid_value" and error.request_id == "r"
         assert error.param in ("params.logit_bias", "variants.0.logit_bias")
@@ -81,30 +86,36 @@ def test_a_long_but_plausible_logit_bias_key_is_named_in_full():
     assert error.param == "params.logit_bias.x1"
 
 
-@pytest.mark.parametrize("frame", [
-    '{"type": "generate", "request_id": "r", "prompt": "hi", "params": {"seed": 1' + "0" * 5000 + '}}',
-    '{"type": "generate", "request_id": "r", "prompt": "hi", "top_n": -' + "9" * 100_000 + '}',
-    '{"type": "generate", "request_id": "r", "prompt": "hi", "params": {"top_p": 1e400}}',
-    '{"type": "generate", "request_id": "r", "prompt": "hi", "params": {"top_p": -Infinity}}',
-    '[' * 100_000 + ']' * 100_000,
-    '{"a":' * 50_000 + '1' + '}' * 50_000,
-])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        '{"type": "generate", "request_id": "r", "prompt": "hi", "params": {"seed": 1' + "0" * 5000 + "}}",
+        '{"type": "generate", "request_id": "r", "prompt": "hi", "top_n": -' + "9" * 100_000 + "}",
+        '{"type": "generate", "request_id": "r", "prompt": "hi", "params": {"top_p": 1e400}}',
+        '{"type": "generate", "request_id": "r", "prompt": "hi", "params": {"top_p": -Infinity}}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"a":' * 50_000 + "1" + "}" * 50_000,
+    ],
+)
 def test_numbers_too_large_and_nesting_too_deep_are_invalid_json(frame):
     error = refused(frame)
     assert error.code == "invalid_json"
     assert len(error.to_event()["error"]["message"]) <= events.MAX_ERROR_MESSAGE
 
 
-@pytest.mark.parametrize("frame, param", [
-    (generate(top_n="x" * 100_000), "top_n"),
-    (generate(params={"temperature": "x" * 100_000}), "params.temperature"),
-    (generate(params={"stop": ["x" * 100_000]}), "params.stop.0"),
-    (generate(prefix_tokens=["x" * 100_000]), "prefix_tokens.0"),
-    (generate(mode="x" * 100_000), "mode"),
-    (generate(use_cache="x" * 100_000), "use_cache"),
-    ({"type": "x" * 100_000, "request_id": "r"}, "type"),
-    (generate(params={"logit_bias": {"5": "x" * 100_000}}), "params.logit_bias.5"),
-])
+@pytest.mark.parametrize(
+    "frame, param",
+    [
+        (generate(top_n="x" * 100_000), "top_n"),
+        (generate(params={"temperature": "x" * 100_000}), "params.temperature"),
+        (generate(params={"stop": ["x" * 100_000]}), "params.stop.0"),
+        (generate(prefix_tokens=["x" * 100_000]), "prefix_tokens.0"),
+        (generate(mode="x" * 100_000), "mode"),
+        (generate(use_cache="x" * 100_000), "use_cache"),
+        ({"type": "x" * 100_000, "request_id": "r"}, "type"),
+        (generate(params={"logit_bias": {"5": "x" * 100_000}}), "params.logit_bias.5"),
+    ],
+)
 def test_errors_quote_only_a_short_excerpt_of_a_huge_value(frame, param):
     event = refused(frame).to_event()
     assert event["error"]["param"] == param and event["request_id"] == "r"
@@ -117,25 +128,36 @@ def test_an_unknown_key_of_any_length_gives_a_bounded_error():
     assert event["error"]["code"] == "unknown_param" and len(json.dumps(event)) < 1000
 
 
-@pytest.mark.parametrize("frame, code, param", [
-    ("{not json", "invalid_json", None),
-    ("[1, 2]", "invalid_json", None),
-    ("null", "invalid_json", None),
-    ({"type": "dance", "request_id": "r"}, "unknown_type", "type"),
-    ({"type": ["generate"], "request_id": "r"}, "unknown_type", "type"),
-    (generate(prompt=None), "missing_field", "prompt"),
-    (generate(request_id=5), "invalid_value", "request_id"),
-    (generate(params={"n": 2, "num_beams": 2}), "invalid_value", "params.num_beams"),
-    (generate(params={"stop": {"a": 1}}), "invalid_value", "params.stop"),
-    (generate(params={"sampler_order": [[1]]}), "invalid_value", "params.sampler_order"),
-    (generate(params={"dry_sequence_breakers": [{}]}), "invalid_value", "params.dry_sequence_breakers"),
-    (generate(params={"logit_bias": []}), "invalid_value", "params.logit_bias"),
-    (generate(params={"seed": 2**63}), "invalid_value", "params.seed"),
-    ({"type": "inspect", "request_id": "r", "prompt": "x", "params": {"logit_bias": {"-1": 1}}}, "invalid_value", "params.logit_bias.-1"),
-    ({"type": "inspect", "request_id": "r", "prompt": "x", "variants": [{"temperature": 9}]}, "invalid_value", "variants.0.temperature"),
-    ({"type": "tokenize", "request_id": "r", "text": "x", "limit": 0}, "invalid_value", "limit"),
-    ({"type": "tokenize", "request_id": "r", "text": "x", "offset": -1}, "invalid_value", "offset"),
-])
+@pytest.mark.parametrize(
+    "frame, code, param",
+    [
+        ("{not json", "invalid_json", None),
+        ("[1, 2]", "invalid_json", None),
+        ("null", "invalid_json", None),
+        ({"type": "dance", "request_id": "r"}, "unknown_type", "type"),
+        ({"type": ["generate"], "request_id": "r"}, "unknown_type", "type"),
+        (generate(prompt=None), "missing_field", "prompt"),
+        (generate(request_id=5), "invalid_value", "request_id"),
+        (generate(params={"n": 2, "num_beams": 2}), "invalid_value", "params.num_beams"),
+        (generate(params={"stop": {"a": 1}}), "invalid_value", "params.stop"),
+        (generate(params={"sampler_order": [[1]]}), "invalid_value", "params.sampler_order"),
+        (generate(params={"dry_sequence_breakers": [{}]}), "invalid_value", "params.dry_sequence_breakers"),
+        (generate(params={"logit_bias": []}), "invalid_value", "params.logit_bias"),
+        (generate(params={"seed": 2**63}), "invalid_value", "params.seed"),
+        (
+            {"type": "inspect", "request_id": "r", "prompt": "x", "params": {"logit_bias": {"-1": 1}}},
+            "invalid_value",
+            "params.logit_bias.-1",
+        ),
+        (
+            {"type": "inspect", "request_id": "r", "prompt": "x", "variants": [{"temperature": 9}]},
+            "invalid_value",
+            "variants.0.temperature",
+        ),
+        ({"type": "tokenize", "request_id": "r", "text": "x", "limit": 0}, "invalid_value", "limit"),
+        ({"type": "tokenize", "request_id": "r", "text": "x", "offset": -1}, "invalid_value", "offset"),
+    ],
+)
 def test_bad_frames_name_their_field(frame, code, param):
     error = refused(frame)
     assert (error.code, error.param) == (code, param)
@@ -153,22 +175,40 @@ def test_tokenize_pages_default_to_the_first_page():
 
 def test_the_recorder_refuses_a_run_with_unencodable_text():
     """Behind the edge, the last guard: a run holding a lone surrogate is never saved."""
-    from playground.runs.recording import _check_encodable
     from playground.models import Run
+    from playground.runs.recording import _check_encodable
 
     _check_encodable(Run(prompt="fine", text="ok", params={"stop": ["x"]}, tokens=[], samples=[]))
     with pytest.raises(ValueError, match="params"):
         _check_encodable(Run(prompt="fine", text="ok", params={"stop": ["\ud800"]}, tokens=[], samples=[]))
 
 
-@pytest.mark.parametrize("frame", [
-    generate(mode="chat", system="Be brief.", top_n=7, use_cache=False, prefix_tokens=[5, 6], parent_run="a" * 22, branch_index=1,
-             params={"temperature": 0.7, "logit_bias": {"42": -3}, "stop": "x", "seed": 2**63 - 1, "n": 2, "max_tokens": 9}),
-    generate(),
-    {"type": "tokenize", "request_id": "t", "text": "hello", "mode": "plain", "offset": 3, "limit": 10},
-    {"type": "inspect", "request_id": "i", "prompt": "x", "prefix_tokens": [1], "params": {"top_p": 0.9},
-     "variants": [{"temperature": 0.1}, {"temperature": 2.0, "min_tokens": 1}], "top_n": 12},
-])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        generate(
+            mode="chat",
+            system="Be brief.",
+            top_n=7,
+            use_cache=False,
+            prefix_tokens=[5, 6],
+            parent_run="a" * 22,
+            branch_index=1,
+            params={"temperature": 0.7, "logit_bias": {"42": -3}, "stop": "x", "seed": 2**63 - 1, "n": 2, "max_tokens": 9},
+        ),
+        generate(),
+        {"type": "tokenize", "request_id": "t", "text": "hello", "mode": "plain", "offset": 3, "limit": 10},
+        {
+            "type": "inspect",
+            "request_id": "i",
+            "prompt": "x",
+            "prefix_tokens": [1],
+            "params": {"top_p": 0.9},
+            "variants": [{"temperature": 0.1}, {"temperature": 2.0, "min_tokens": 1}],
+            "top_n": 12,
+        },
+    ],
+)
 def test_a_job_crosses_the_channel_layer_as_plain_data_and_comes_back_the_same(frame):
     import msgpack  # what the Redis channel layer packs messages with
 
@@ -182,5 +222,10 @@ def test_a_job_crosses_the_channel_layer_as_plain_data_and_comes_back_the_same(f
 def test_the_recorder_gets_the_branch_from_the_typed_job():
     job = parse_client_frame(json.dumps(generate(parent_run="b" * 22, branch_index=3, prefix_tokens=[1, 2])))
     assert frames.record_fields(job) | {} == {
-        "prompt": "hi", "mode": "completion", "system": None, "prefix_tokens": [1, 2], "parent_run": "b" * 22, "branch_index": 3,
+        "prompt": "hi",
+        "mode": "completion",
+        "system": None,
+        "prefix_tokens": [1, 2],
+        "parent_run": "b" * 22,
+        "branch_index": 3,
     }

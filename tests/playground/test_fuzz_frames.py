@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import time
 import itertools
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,9 +68,22 @@ def server(tmp_path_factory):
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True, timeout=120)
     log, access = state / "daphne.log", state / "access.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "playground.server", "-b", "127.0.0.1", "-p", str(port), "--access-log", str(access),
-         "playground.asgi:application"],
-        cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "playground.server",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "--access-log",
+            str(access),
+            "playground.asgi:application",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
     )
     try:
         wait_for_port(port, process, log)
@@ -88,7 +101,9 @@ def server(tmp_path_factory):
 SURROGATES = st.sampled_from(["\ud800", "a\udfffb", "\udc00", "x\ud83d"])  # lone halves: not encodable
 short_text = st.text(max_size=12)
 numbers = st.one_of(
-    st.integers(-3, 60000), st.integers(-(10**60), 10**60), st.floats(allow_nan=False, allow_infinity=False),
+    st.integers(-3, 60000),
+    st.integers(-(10**60), 10**60),
+    st.floats(allow_nan=False, allow_infinity=False),
     st.sampled_from([2**63 - 1, 2**63, -1, 0, 1e308, 10**40]),
 )
 json_values = st.recursive(
@@ -99,11 +114,19 @@ json_values = st.recursive(
 valid_params = st.fixed_dictionaries(
     {"max_tokens": st.just(1)},
     optional={
-        "temperature": st.floats(0, 2), "top_k": st.integers(0, 60), "top_p": st.floats(0.05, 1), "min_p": st.floats(0, 1),
-        "seed": st.one_of(st.none(), st.integers(0, 2**63 - 1)), "n": st.integers(1, 2), "num_beams": st.integers(1, 2),
-        "stop": st.lists(st.text(min_size=1, max_size=4), max_size=2), "min_tokens": st.integers(0, 1),
+        "temperature": st.floats(0, 2),
+        "top_k": st.integers(0, 60),
+        "top_p": st.floats(0.05, 1),
+        "min_p": st.floats(0, 1),
+        "seed": st.one_of(st.none(), st.integers(0, 2**63 - 1)),
+        "n": st.integers(1, 2),
+        "num_beams": st.integers(1, 2),
+        "stop": st.lists(st.text(min_size=1, max_size=4), max_size=2),
+        "min_tokens": st.integers(0, 1),
         "logit_bias": st.dictionaries(st.integers(0, 49151).map(str), st.floats(-100, 100), max_size=2),
-        "repetition_penalty": st.floats(0.5, 2), "dry_multiplier": st.floats(0, 1), "ignore_eos": st.booleans(),
+        "repetition_penalty": st.floats(0.5, 2),
+        "dry_multiplier": st.floats(0, 1),
+        "ignore_eos": st.booleans(),
     },
 )
 prompts = st.text(min_size=1, max_size=8)
@@ -117,17 +140,29 @@ def _frame(kind: str, **fields: st.SearchStrategy) -> st.SearchStrategy:
 valid_frames = st.one_of(
     st.fixed_dictionaries(
         {"type": st.just("generate"), "prompt": prompts, "params": valid_params},
-        optional={"mode": modes, "top_n": st.integers(1, 20), "use_cache": st.booleans(),
-                  "prefix_tokens": st.lists(st.integers(0, 49151), max_size=2)},
+        optional={
+            "mode": modes,
+            "top_n": st.integers(1, 20),
+            "use_cache": st.booleans(),
+            "prefix_tokens": st.lists(st.integers(0, 49151), max_size=2),
+        },
     ),
     st.fixed_dictionaries(
         {"type": st.just("tokenize"), "text": st.text(max_size=40)},
-        optional={"mode": st.sampled_from(["completion", "chat", "plain"]), "offset": st.integers(0, 5), "limit": st.integers(1, 4)},
+        optional={
+            "mode": st.sampled_from(["completion", "chat", "plain"]),
+            "offset": st.integers(0, 5),
+            "limit": st.integers(1, 4),
+        },
     ),
     st.fixed_dictionaries(
         {"type": st.just("inspect"), "prompt": prompts},
-        optional={"params": valid_params, "variants": st.lists(valid_params, min_size=1, max_size=3),
-                  "top_n": st.integers(1, 50), "prefix_tokens": st.lists(st.integers(0, 49151), max_size=2)},
+        optional={
+            "params": valid_params,
+            "variants": st.lists(valid_params, min_size=1, max_size=3),
+            "top_n": st.integers(1, 50),
+            "prefix_tokens": st.lists(st.integers(0, 49151), max_size=2),
+        },
     ),
     st.just({"type": "cancel"}),  # of an id nobody uses
 )
@@ -228,7 +263,11 @@ def sends(draw: st.DrawFn) -> Send:
 def batches(draw: st.DrawFn) -> list[Send]:
     if draw(st.integers(0, 60)) == 0:  # now and then, a frame that must close the socket
         if draw(st.booleans()):
-            return [Send(json.dumps({"type": "tokenize", "request_id": "big", "text": "x" * MAX_MESSAGE}), id_rule="keep", closes=1009)]
+            return [
+                Send(
+                    json.dumps({"type": "tokenize", "request_id": "big", "text": "x" * MAX_MESSAGE}), id_rule="keep", closes=1009
+                )
+            ]
         return [Send(b'{"type": "tokenize", "request_id": "u", "text": "\xff\xfe"}', id_rule="keep", closes=1007)]
     return draw(st.lists(sends(), min_size=1, max_size=10))
 
@@ -348,7 +387,9 @@ class Client:
                 self.tally.errors[error["code"]] += 1
                 assert set(error) >= {"code", "message", "param"} and error["message"], event
                 assert error["code"] not in FORBIDDEN_CODES, event
-                if error["code"] in FIELD_CODES or (error["code"] == "invalid_value" and "a key of the frame" not in error["message"]):
+                if error["code"] in FIELD_CODES or (
+                    error["code"] == "invalid_value" and "a key of the frame" not in error["message"]
+                ):
                     assert error["param"] is not None, event  # ("" names an empty key)
                 assert len(json.dumps(event)) < 2000, "an error echoing too much"
             elif event["type"] in FINAL_EVENTS:
@@ -360,7 +401,7 @@ class Client:
             mine = by_id.get(request_id, [])
             finals = [e for e in mine if e["type"] in FINAL_EVENTS]
             answer, crossings = finals[0], finals[1:]
-            assert mine[-len(finals):] == finals, mine  # nothing after a request's last event but a crossed cancel's answer
+            assert mine[-len(finals) :] == finals, mine  # nothing after a request's last event but a crossed cancel's answer
             assert all(e["type"] == "error" and e["error"]["code"] == "unknown_request" for e in crossings), mine
             if request_id in cancelled:
                 assert len(crossings) == (0 if ended_by_cancel(answer) else 1), mine
@@ -389,8 +430,7 @@ class Client:
 def test_every_frame_gets_its_answer_or_a_structured_error(server):
     client = Client(server)
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
     @given(batches())
     def fuzz(batch: list[Send]) -> None:
         client.run(batch)

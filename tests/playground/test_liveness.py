@@ -13,7 +13,6 @@ from channels.layers import InMemoryChannelLayer
 
 from playground.liveness import NO_WORKER, WORKER_LOST, Timing, Watchdog, WorkerHeartbeat, heartbeats
 
-
 FAST = {"HEARTBEAT_SECONDS": 0.1, "LEASE_SECONDS": 0.4, "ACK_TIMEOUT_SECONDS": 0.6}
 JOB = {"type": "inference.request", "request_id": "r", "reply_channel": "x", "frame": "{}"}
 
@@ -40,7 +39,9 @@ class Connection:
         return self.watchdog.submitted(request_id, "{}", JOB | {"request_id": request_id})["lease"]
 
     def queued(self, token: str, request_id: str = "r", worker: str = "worker!1") -> bool:
-        return self.watchdog.accepts({"type": "inference.queued", "request_id": request_id, "worker_channel": worker, "lease": token})
+        return self.watchdog.accepts(
+            {"type": "inference.queued", "request_id": request_id, "worker_channel": worker, "lease": token}
+        )
 
 
 def test_timing_refuses_a_lease_one_late_heartbeat_would_break():
@@ -150,16 +151,38 @@ async def test_a_stalled_connection_does_not_blame_its_worker(fast):
 
 
 STARTED = {
-    "type": "started", "request_id": "r", "seed": 7, "mode": "completion", "top_n": 2, "use_cache": True,
+    "type": "started",
+    "request_id": "r",
+    "seed": 7,
+    "mode": "completion",
+    "top_n": 2,
+    "use_cache": True,
     "prompt_tokens": [{"id": 0, "text": "<|endoftext|>"}, {"id": 504, "text": "The"}],
     "params": {"temperature": 0, "max_tokens": 64, "seed": 7},
-    "model": {"name": "m", "manifest_sha256": "0" * 64, "onnxruntime_version": "1", "execution_provider": "CPUExecutionProvider", "context_window": 8192},
+    "model": {
+        "name": "m",
+        "manifest_sha256": "0" * 64,
+        "onnxruntime_version": "1",
+        "execution_provider": "CPUExecutionProvider",
+        "context_window": 8192,
+    },
 }
 TOKEN = {
-    "type": "token", "request_id": "r", "sample": 0, "index": 0, "id": 3575, "token": " capital", "text": " capital",
-    "raw_prob": 0.5, "prob": 1.0, "draw": None, "entropy": {"before": 1.0, "after": 0.0}, "elapsed_ms": 3.0,
+    "type": "token",
+    "request_id": "r",
+    "sample": 0,
+    "index": 0,
+    "id": 3575,
+    "token": " capital",
+    "text": " capital",
+    "raw_prob": 0.5,
+    "prob": 1.0,
+    "draw": None,
+    "entropy": {"before": 1.0, "after": 0.0},
+    "elapsed_ms": 3.0,
     "alternatives": [{"id": 3575, "token": " capital", "raw_prob": 0.5, "prob": 1.0, "removed_by": None}],
-    "stages": [], "removed_by": None,
+    "stages": [],
+    "removed_by": None,
 }
 
 

@@ -15,29 +15,39 @@ def scope(origin: str | None, host: str | None = "localhost:8000", scheme: str =
     return {"type": "websocket", "scheme": scheme, "headers": pairs}
 
 
-@pytest.mark.parametrize("text, parsed", [
-    ("http://localhost", ("http", "localhost", 80)),
-    ("https://Example.COM", ("https", "example.com", 443)),
-    ("http://[::1]:8000", ("http", "::1", 8000)),
-    ("http://localhost/", ("http", "localhost", 80)),
-    ("null", None), ("", None), ("ws://localhost", None), ("http://", None), ("http://localhost:99999", None),
-    ("http://localhost/page", None),
-])
+@pytest.mark.parametrize(
+    "text, parsed",
+    [
+        ("http://localhost", ("http", "localhost", 80)),
+        ("https://Example.COM", ("https", "example.com", 443)),
+        ("http://[::1]:8000", ("http", "::1", 8000)),
+        ("http://localhost/", ("http", "localhost", 80)),
+        ("null", None),
+        ("", None),
+        ("ws://localhost", None),
+        ("http://", None),
+        ("http://localhost:99999", None),
+        ("http://localhost/page", None),
+    ],
+)
 def test_parse_origin(text, parsed):
     assert parse_origin(text) == parsed
 
 
-@pytest.mark.parametrize("origin, host, scheme, allowed", [
-    ("http://localhost:8000", "localhost:8000", "ws", True),
-    ("http://localhost:8001", "localhost:8000", "ws", False),  # another port
-    ("https://localhost:8000", "localhost:8000", "ws", False),  # another scheme
-    ("https://localhost", "localhost", "wss", True),
-    ("http://localhost", "localhost", "wss", False),
-    ("http://evil.example:8000", "evil.example:8000", "ws", False),  # same origin, but not an allowed host
-    ("http://127.0.0.1:80", "127.0.0.1", "ws", True),  # default port either way
-    (None, "localhost:8000", "ws", False),
-    ("http://localhost:8000", None, "ws", False),
-])
+@pytest.mark.parametrize(
+    "origin, host, scheme, allowed",
+    [
+        ("http://localhost:8000", "localhost:8000", "ws", True),
+        ("http://localhost:8001", "localhost:8000", "ws", False),  # another port
+        ("https://localhost:8000", "localhost:8000", "ws", False),  # another scheme
+        ("https://localhost", "localhost", "wss", True),
+        ("http://localhost", "localhost", "wss", False),
+        ("http://evil.example:8000", "evil.example:8000", "ws", False),  # same origin, but not an allowed host
+        ("http://127.0.0.1:80", "127.0.0.1", "ws", True),  # default port either way
+        (None, "localhost:8000", "ws", False),
+        ("http://localhost:8000", None, "ws", False),
+    ],
+)
 def test_the_servers_own_origin(settings, origin, host, scheme, allowed):
     settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
     settings.WEBSOCKET_ALLOWED_ORIGINS = []

@@ -108,21 +108,42 @@ NAMED_CASES: list[tuple[str, dict[str, Any]]] = [
     ("T = 1 with top-p", {"temperature": 1, "top_p": 0.9}),
     ("T = 0.7", {"temperature": 0.7}),
     ("T = 0 drops every later stage", {"temperature": 0, "top_k": 5, "top_p": 0.9, "min_p": 0.1, "mirostat": 2}),
-    ("T = 0 keeps the stages before it", {"temperature": 0, "repetition_penalty": 1.2, "logit_bias": {"3": 1},
-                                          "top_n_sigma": 1.0, "top_p": 0.5}),
-    ("T = 0 with temperature last keeps everything", {"temperature": 0, "top_k": 5, "sampler_order": [
-        *[s for s in DEFAULT_ORDER if s != "temperature"], "temperature"]}),
+    (
+        "T = 0 keeps the stages before it",
+        {"temperature": 0, "repetition_penalty": 1.2, "logit_bias": {"3": 1}, "top_n_sigma": 1.0, "top_p": 0.5},
+    ),
+    (
+        "T = 0 with temperature last keeps everything",
+        {"temperature": 0, "top_k": 5, "sampler_order": [*[s for s in DEFAULT_ORDER if s != "temperature"], "temperature"]},
+    ),
     ("dynamic temperature replaces temperature", {"temperature": 0.8, "dynatemp_range": 0.5}),
     ("dynamic temperature at T = 1", {"temperature": 1, "dynatemp_range": 0.5}),
     ("no dynamic temperature when greedy", {"temperature": 0, "dynatemp_range": 0.5, "top_k": 3}),
     ("DRY needs a window", {"dry_multiplier": 0.8, "dry_penalty_last_n": 0}),
     ("DRY on", {"dry_multiplier": 0.8}),
     ("top-n-sigma null is off", {"top_n_sigma": None}),
-    ("everything", {"logit_bias": {"1": -5}, "repetition_penalty": 1.1, "frequency_penalty": 0.2,
-                    "presence_penalty": -0.2, "dry_multiplier": 1, "no_repeat_ngram_size": 3, "top_n_sigma": 2,
-                    "temperature": 1.3, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "typical_p": 0.9,
-                    "epsilon_cutoff": 0.001, "eta_cutoff": 0.001, "xtc_probability": 0.5, "mirostat": 2,
-                    "seed": 1}),
+    (
+        "everything",
+        {
+            "logit_bias": {"1": -5},
+            "repetition_penalty": 1.1,
+            "frequency_penalty": 0.2,
+            "presence_penalty": -0.2,
+            "dry_multiplier": 1,
+            "no_repeat_ngram_size": 3,
+            "top_n_sigma": 2,
+            "temperature": 1.3,
+            "top_k": 40,
+            "top_p": 0.95,
+            "min_p": 0.05,
+            "typical_p": 0.9,
+            "epsilon_cutoff": 0.001,
+            "eta_cutoff": 0.001,
+            "xtc_probability": 0.5,
+            "mirostat": 2,
+            "seed": 1,
+        },
+    ),
 ]
 
 
@@ -142,8 +163,14 @@ def _random_case(rng: random.Random) -> dict[str, Any]:
         else:
             low = prop.get("minimum", prop.get("exclusiveMinimum"))
             high = prop.get("maximum", prop.get("exclusiveMaximum", low + 4))
-            candidates = [prop["default"], high if "maximum" in prop else None, low if "minimum" in prop else None,
-                          0, 1, round(rng.uniform(low, high), 3)]
+            candidates = [
+                prop["default"],
+                high if "maximum" in prop else None,
+                low if "minimum" in prop else None,
+                0,
+                1,
+                round(rng.uniform(low, high), 3),
+            ]
             value = rng.choice([c for c in candidates if c is not None])
             if kind == "integer":
                 value = int(value) if int(value) >= low and (int(value) <= high or "maximum" not in prop) else low
@@ -162,12 +189,15 @@ def test_the_pages_stage_rule_agrees_with_enabled_stages():
     rng = random.Random(20261123)
     cases = [params for _, params in NAMED_CASES] + [_random_case(rng) for _ in range(400)]
     expected = [list(SamplingParams.from_dict(params).enabled_stages()) for params in cases]
-    got = run_js(f"""
-        import {{ enabledStages }} from "{module_url('playground/js/param-facts.js')}";
+    got = run_js(
+        f"""
+        import {{ enabledStages }} from "{module_url("playground/js/param-facts.js")}";
         const {{ schema, cases }} = INPUT;
         console.log(JSON.stringify(cases.map((p) => enabledStages(schema, p, p.sampler_order ?? schema["x-stage-order"]))));
-    """, {"schema": SCHEMA, "cases": cases})
-    for (params, want, have) in zip(cases, expected, got):
+    """,
+        {"schema": SCHEMA, "cases": cases},
+    )
+    for params, want, have in zip(cases, expected, got):
         assert have == want, f"{params}: page {have}, server {want}"
     named = dict(zip((name for name, _ in NAMED_CASES), expected))
     assert "temperature" not in named["T = 1 is not a stage"] and named["T = 1 is not a stage"] == []
@@ -177,7 +207,7 @@ def test_the_pages_stage_rule_agrees_with_enabled_stages():
 
 def test_every_parameter_has_labels_and_every_label_a_parameter():
     labels = run_js(f"""
-        import {{ LABELS, PRESET_KEYS, BUILTIN_PRESETS, WHAT_IF }} from "{module_url('playground/js/param-labels.js')}";
+        import {{ LABELS, PRESET_KEYS, BUILTIN_PRESETS, WHAT_IF }} from "{module_url("playground/js/param-labels.js")}";
         console.log(JSON.stringify({{
           labels: LABELS.map((l) => l.key),
           named: [...PRESET_KEYS, ...BUILTIN_PRESETS.flatMap((p) => Object.keys(p.values)), ...WHAT_IF.map((w) => w.key)],
@@ -196,10 +226,13 @@ def test_every_parameter_has_labels_and_every_label_a_parameter():
 
 
 def test_every_range_reads_from_the_schema():
-    texts = run_js(f"""
-        import {{ rangeText }} from "{module_url('playground/js/param-facts.js')}";
+    texts = run_js(
+        f"""
+        import {{ rangeText }} from "{module_url("playground/js/param-facts.js")}";
         console.log(JSON.stringify(Object.fromEntries(Object.entries(INPUT.properties).map(([k, p]) => [k, rangeText(p)]))));
-    """, SCHEMA)
+    """,
+        SCHEMA,
+    )
     assert texts["temperature"] == "0 – 2"
     assert texts["top_p"] == "above 0, at most 1"
     assert texts["epsilon_cutoff"] == "0 to below 1"
@@ -243,8 +276,7 @@ def test_unbounded_ranges_have_no_maximum():
     for key in ("top_k", "repetition_penalty", "max_tokens"):
         assert "maximum" not in PROPERTIES[key] and "exclusiveMaximum" not in PROPERTIES[key]
     assert PROPERTIES["seed"]["maximum"] == MAX_SEED
-    assert not any(isinstance(v, float) and math.isinf(v)
-                   for prop in PROPERTIES.values() for v in itertools.chain(prop.values()))
+    assert not any(isinstance(v, float) and math.isinf(v) for prop in PROPERTIES.values() for v in itertools.chain(prop.values()))
 
 
 @pytest.mark.django_db

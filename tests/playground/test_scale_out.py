@@ -31,16 +31,29 @@ def scaled_out(tmp_path_factory):
     try:
         worker, worker_log = stack.start_worker()
         web, web_log = stack.start_web()
-        yield {"stack": stack, "url": stack.url, "origin": stack.origin, "worker": worker, "web": web, "logs": (worker_log, web_log)}
+        yield {
+            "stack": stack,
+            "url": stack.url,
+            "origin": stack.origin,
+            "worker": worker,
+            "web": web,
+            "logs": (worker_log, web_log),
+        }
     finally:
         stack.close()
 
 
 def test_a_runworker_process_serves_the_websocket_through_redis(scaled_out):
     with connect(scaled_out["url"], origin=scaled_out["origin"]) as ws:
-        events = request_events(ws, {
-            "type": "generate", "request_id": "r", "prompt": "The capital of France is", "params": {"temperature": 0, "max_tokens": 4},
-        })
+        events = request_events(
+            ws,
+            {
+                "type": "generate",
+                "request_id": "r",
+                "prompt": "The capital of France is",
+                "params": {"temperature": 0, "max_tokens": 4},
+            },
+        )
     assert events[0]["type"] == "started", events
     tokens = [e for e in events if e["type"] == "token"]
     assert tokens[0]["text"] == " Paris"
@@ -52,7 +65,16 @@ def test_a_runworker_process_serves_the_websocket_through_redis(scaled_out):
 
 def test_cancel_reaches_the_remote_worker(scaled_out):
     with connect(scaled_out["url"], origin=scaled_out["origin"]) as ws:
-        ws.send(json.dumps({"type": "generate", "request_id": "c", "prompt": "Once upon a time", "params": {"max_tokens": 4000, "ignore_eos": True}}))
+        ws.send(
+            json.dumps(
+                {
+                    "type": "generate",
+                    "request_id": "c",
+                    "prompt": "Once upon a time",
+                    "params": {"max_tokens": 4000, "ignore_eos": True},
+                }
+            )
+        )
         while json.loads(ws.recv(timeout=120))["type"] != "token":
             pass
         ws.send(json.dumps({"type": "cancel", "request_id": "c"}))
@@ -72,9 +94,16 @@ def test_idle_worker_and_idle_websocket_outlive_every_timeout(scaled_out):
         time.sleep(IDLE_SECONDS)
         assert scaled_out["worker"].poll() is None, scaled_out["logs"][0].read_text()[-3000:]
         assert scaled_out["web"].poll() is None, scaled_out["logs"][1].read_text()[-3000:]
-        events = request_events(ws, {
-            "type": "generate", "request_id": "after", "prompt": "The capital of France is", "params": {"temperature": 0, "max_tokens": 3},
-        }, timeout=30)
+        events = request_events(
+            ws,
+            {
+                "type": "generate",
+                "request_id": "after",
+                "prompt": "The capital of France is",
+                "params": {"temperature": 0, "max_tokens": 3},
+            },
+            timeout=30,
+        )
     assert events[-1]["type"] == "done", events
     assert [e["text"] for e in events if e["type"] == "token"][0] == " Paris"
     for log in scaled_out["logs"]:
@@ -131,9 +160,16 @@ def test_a_killed_worker_is_noticed_its_ids_freed_and_its_partial_run_saved(scal
             assert ACK_TIMEOUT - 0.5 <= waited < ACK_TIMEOUT + 3, waited
         scaled_out["worker"], worker_log = stack.start_worker()
         scaled_out["logs"] = (worker_log, scaled_out["logs"][1])
-        served = request_events(ws, {
-            "type": "generate", "request_id": "long", "prompt": "The capital of France is", "params": {"temperature": 0, "max_tokens": 3},
-        }, timeout=60)
+        served = request_events(
+            ws,
+            {
+                "type": "generate",
+                "request_id": "long",
+                "prompt": "The capital of France is",
+                "params": {"temperature": 0, "max_tokens": 3},
+            },
+            timeout=60,
+        )
         assert [e["type"] for e in served] == ["started", "token", "token", "token", "done"], served  # nothing of the old ones
         assert served[1]["text"] == " Paris" and served[-1]["reason"] == "max_tokens"
 
@@ -144,4 +180,3 @@ def test_a_killed_worker_is_noticed_its_ids_freed_and_its_partial_run_saved(scal
     assert [(t["index"], t["id"], t["text"]) for t in saved["tokens"]] == [(t["index"], t["id"], t["text"]) for t in tokens]
     assert saved["result"]["text"] == "".join(t["text"] for t in tokens)
     assert LONG_RUN["prompt"] in stack.get(f"/r/{started['run_id']}")  # its page shows (urlopen raises on 4xx/5xx)
-

@@ -11,8 +11,16 @@ from playground.security import CONTENT_SECURITY_POLICY
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["/", "/history", "/compare/live", "/r/not-a-run", "/compare/a,b", "/api/params.schema.json",
-         "/api/runs/summaries?ids=", "/no-such-page"]
+PAGES = [
+    "/",
+    "/history",
+    "/compare/live",
+    "/r/not-a-run",
+    "/compare/a,b",
+    "/api/params.schema.json",
+    "/api/runs/summaries?ids=",
+    "/no-such-page",
+]
 
 
 @pytest.mark.parametrize("url", PAGES)
@@ -29,9 +37,18 @@ def test_the_policy_allows_only_the_sites_own_scripts():
 
 async def _get(path: str, raw_path: bytes) -> int:
     app = get_asgi_application()  # static files through the WhiteNoise middleware, as daphne serves them
-    scope = {"type": "http", "http_version": "1.1", "method": "GET", "scheme": "http", "path": path,
-             "raw_path": raw_path, "query_string": b"", "headers": [(b"host", b"localhost")],
-             "server": ("localhost", 80), "client": ("127.0.0.1", 1)}
+    scope = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": raw_path,
+        "query_string": b"",
+        "headers": [(b"host", b"localhost")],
+        "server": ("localhost", 80),
+        "client": ("127.0.0.1", 1),
+    }
     communicator = ApplicationCommunicator(app, scope)
     await communicator.send_input({"type": "http.request", "body": b""})
     start = await communicator.receive_output(timeout=10)

@@ -14,10 +14,28 @@ from inference.sampling.stages.temperature import DynamicTemperature, Temperatur
 from inference.sampling.stages.truncation import EpsilonCutoff, EtaCutoff, MinP, TopK, TopNSigma, TopP, TypicalP
 
 __all__ = [
-    "Stage", "StepContext", "build_stages", "XTC_STREAM", "breaker_ids_for",
-    "LogitBias", "RepetitionPenalty", "FrequencyPenalty", "PresencePenalty", "Dry", "NoRepeatNgram",
-    "TopNSigma", "Temperature", "DynamicTemperature", "TopK", "TopP", "MinP", "TypicalP",
-    "EpsilonCutoff", "EtaCutoff", "Xtc", "MirostatV2",
+    "Stage",
+    "StepContext",
+    "build_stages",
+    "XTC_STREAM",
+    "breaker_ids_for",
+    "LogitBias",
+    "RepetitionPenalty",
+    "FrequencyPenalty",
+    "PresencePenalty",
+    "Dry",
+    "NoRepeatNgram",
+    "TopNSigma",
+    "Temperature",
+    "DynamicTemperature",
+    "TopK",
+    "TopP",
+    "MinP",
+    "TypicalP",
+    "EpsilonCutoff",
+    "EtaCutoff",
+    "Xtc",
+    "MirostatV2",
 ]
 
 

@@ -28,8 +28,7 @@ class Dry(Stage):
 
     name = "dry"
 
-    def __init__(self, multiplier: float, base: float, allowed_length: int, last_n: int,
-                 breaker_ids: Iterable[int] = ()) -> None:
+    def __init__(self, multiplier: float, base: float, allowed_length: int, last_n: int, breaker_ids: Iterable[int] = ()) -> None:
         require(multiplier >= 0, "dry_multiplier", "dry_multiplier must be >= 0")
         require(base >= 1, "dry_base", "dry_base must be >= 1")
         require(allowed_length >= 1, "dry_allowed_length", "dry_allowed_length must be >= 1")
@@ -45,7 +44,7 @@ class Dry(Stage):
             self._max_len = allowed_length if base == 1 else 2**62
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
-        h = ctx.history if self.last_n == -1 else ctx.history[-self.last_n:]
+        h = ctx.history if self.last_n == -1 else ctx.history[-self.last_n :]
         n = len(h)
         if n <= self.allowed_length:
             return cand
@@ -102,7 +101,7 @@ class NoRepeatNgram(Stage):
         if len(h) < n:  # no n-gram in the history yet
             return cand
         grams = sliding_window_view(h, n)
-        prefix = h[len(h) - n + 1:]
+        prefix = h[len(h) - n + 1 :]
         banned = grams[(grams[:, :-1] == prefix).all(axis=1), -1]
         if not len(banned):
             return cand

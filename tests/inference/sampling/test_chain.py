@@ -14,9 +14,23 @@ from .helpers import ScriptedRng, dist, kept, logits_for
 
 def test_default_order_is_the_issue_pipeline():
     assert DEFAULT_ORDER == (
-        "logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty", "dry",
-        "no_repeat_ngram", "top_n_sigma", "temperature", "dynamic_temperature", "top_k", "top_p",
-        "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "xtc", "mirostat",
+        "logit_bias",
+        "repetition_penalty",
+        "frequency_penalty",
+        "presence_penalty",
+        "dry",
+        "no_repeat_ngram",
+        "top_n_sigma",
+        "temperature",
+        "dynamic_temperature",
+        "top_k",
+        "top_p",
+        "min_p",
+        "typical_p",
+        "epsilon_cutoff",
+        "eta_cutoff",
+        "xtc",
+        "mirostat",
     )
 
 
@@ -100,8 +114,11 @@ def test_exactly_one_draw_per_token_even_with_xtc_and_mirostat():
 def test_same_seed_same_draws_whatever_the_params():
     logits = np.linspace(-2, 2, 30)
     draws = []
-    for params in (SamplingParams(), SamplingParams(temperature=1.7, top_k=5, top_p=0.5),
-                   SamplingParams(min_p=0.3, repetition_penalty=1.5, typical_p=0.7)):
+    for params in (
+        SamplingParams(),
+        SamplingParams(temperature=1.7, top_k=5, top_p=0.5),
+        SamplingParams(min_p=0.3, repetition_penalty=1.5, typical_p=0.7),
+    ):
         chain, rng, history = SamplerChain(params), np.random.default_rng(42), []
         run = []
         for _ in range(15):
@@ -193,8 +210,15 @@ def test_inputs_are_never_modified(dtype):
     logits = np.array([3.0, 1.0, 2.0, -1.0, 0.5], dtype=dtype)
     history = [0, 2, 2, 1]
     before, history_before = logits.copy(), list(history)
-    params = SamplingParams(repetition_penalty=1.3, frequency_penalty=0.5, presence_penalty=0.2,
-                            logit_bias={1: 3.0}, dry_multiplier=1.0, temperature=0.7, top_k=4)
+    params = SamplingParams(
+        repetition_penalty=1.3,
+        frequency_penalty=0.5,
+        presence_penalty=0.2,
+        logit_bias={1: 3.0},
+        dry_multiplier=1.0,
+        temperature=0.7,
+        top_k=4,
+    )
     chain = SamplerChain(params)
     chain.distribution(logits, history)
     chain.step(logits, history, np.random.default_rng(0))

@@ -10,16 +10,44 @@ from inference.errors import ParamError
 from inference.sampling import DEFAULT_ORDER, SamplingParams
 
 OUT_OF_RANGE = [
-    ("temperature", -0.1), ("temperature", 2.01), ("top_k", -1), ("top_p", 0.0), ("top_p", 1.5),
-    ("min_p", -0.01), ("min_p", 1.01), ("typical_p", 0.0), ("typical_p", 1.01), ("top_n_sigma", -1.0),
-    ("repetition_penalty", 0.0), ("repetition_penalty", -1.0), ("frequency_penalty", 2.5),
-    ("frequency_penalty", -2.5), ("presence_penalty", 2.5), ("presence_penalty", -2.01),
-    ("penalty_window", -1), ("dry_multiplier", -0.1), ("dry_base", 0.99), ("dry_allowed_length", 0),
-    ("dry_penalty_last_n", -2), ("no_repeat_ngram_size", -1), ("epsilon_cutoff", 1.0),
-    ("epsilon_cutoff", -0.1), ("eta_cutoff", 1.0), ("xtc_probability", 1.1), ("xtc_threshold", -0.1),
-    ("mirostat", 1), ("mirostat", 3), ("mirostat_tau", 0.0), ("mirostat_eta", 1.5),
-    ("dynatemp_range", -0.1), ("dynatemp_range", 2.5), ("dynatemp_exponent", -1.0),
-    ("seed", -1), ("seed", 2**63), ("temperature", float("nan")), ("top_p", float("inf")),
+    ("temperature", -0.1),
+    ("temperature", 2.01),
+    ("top_k", -1),
+    ("top_p", 0.0),
+    ("top_p", 1.5),
+    ("min_p", -0.01),
+    ("min_p", 1.01),
+    ("typical_p", 0.0),
+    ("typical_p", 1.01),
+    ("top_n_sigma", -1.0),
+    ("repetition_penalty", 0.0),
+    ("repetition_penalty", -1.0),
+    ("frequency_penalty", 2.5),
+    ("frequency_penalty", -2.5),
+    ("presence_penalty", 2.5),
+    ("presence_penalty", -2.01),
+    ("penalty_window", -1),
+    ("dry_multiplier", -0.1),
+    ("dry_base", 0.99),
+    ("dry_allowed_length", 0),
+    ("dry_penalty_last_n", -2),
+    ("no_repeat_ngram_size", -1),
+    ("epsilon_cutoff", 1.0),
+    ("epsilon_cutoff", -0.1),
+    ("eta_cutoff", 1.0),
+    ("xtc_probability", 1.1),
+    ("xtc_threshold", -0.1),
+    ("mirostat", 1),
+    ("mirostat", 3),
+    ("mirostat_tau", 0.0),
+    ("mirostat_eta", 1.5),
+    ("dynatemp_range", -0.1),
+    ("dynatemp_range", 2.5),
+    ("dynatemp_exponent", -1.0),
+    ("seed", -1),
+    ("seed", 2**63),
+    ("temperature", float("nan")),
+    ("top_p", float("inf")),
 ]
 
 
@@ -34,11 +62,22 @@ def test_out_of_range_values_name_the_field_and_its_range(name, value):
     assert any(rng in message for rng in (" in [", " in (", ">= ", "> ", "0 (off) or 2 (")), message
 
 
-@pytest.mark.parametrize("name, value", [
-    ("top_k", True), ("top_k", 2.0), ("top_k", "3"), ("temperature", "hot"), ("temperature", True),
-    ("seed", 1.5), ("logit_bias", [1, 2]), ("sampler_order", "top_k"),
-    ("dry_sequence_breakers", "\n"), ("dry_sequence_breakers", [""]), ("mirostat", 2.0),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("top_k", True),
+        ("top_k", 2.0),
+        ("top_k", "3"),
+        ("temperature", "hot"),
+        ("temperature", True),
+        ("seed", 1.5),
+        ("logit_bias", [1, 2]),
+        ("sampler_order", "top_k"),
+        ("dry_sequence_breakers", "\n"),
+        ("dry_sequence_breakers", [""]),
+        ("mirostat", 2.0),
+    ],
+)
 def test_wrong_types_are_invalid_values(name, value):
     with pytest.raises(ParamError) as err:
         SamplingParams.from_dict({name: value})
@@ -59,16 +98,19 @@ def test_unknown_keys():
 def test_logit_bias_keys_and_values():
     params = SamplingParams.from_dict({"logit_bias": {"42": 5, "7": -100}})
     assert dict(params.logit_bias) == {7: -100.0, 42: 5.0}
-    for bad, param in (({"-1": 1}, "logit_bias.-1"), ({"x": 1}, "logit_bias.x"),
-                       ({"3": 101}, "logit_bias.3"), ({"3": "1"}, "logit_bias.3")):
+    for bad, param in (
+        ({"-1": 1}, "logit_bias.-1"),
+        ({"x": 1}, "logit_bias.x"),
+        ({"3": 101}, "logit_bias.3"),
+        ({"3": "1"}, "logit_bias.3"),
+    ):
         with pytest.raises(ParamError) as err:
             SamplingParams.from_dict({"logit_bias": bad})
         assert err.value.param == param
 
 
 def test_sampler_order_errors():
-    for order, fragment in ((["top_k", "nope"], "unknown stage 'nope'"),
-                            (["top_k", "top_k"], "appears twice")):
+    for order, fragment in ((["top_k", "nope"], "unknown stage 'nope'"), (["top_k", "top_k"], "appears twice")):
         with pytest.raises(ParamError) as err:
             SamplingParams.from_dict({"sampler_order": order})
         assert err.value.param == "sampler_order" and fragment in err.value.message

@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 from inference.sampling import DEFAULT_ORDER, SamplerChain, SamplingParams
 
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
-logit_values = st.one_of(finite, st.floats(-1e3, 1e3), st.floats(-1e-300, 1e-300),
-                         st.sampled_from([1e308, -1e308, 0.0, 3.4e38, -3.4e38]))
+logit_values = st.one_of(
+    finite, st.floats(-1e3, 1e3), st.floats(-1e-300, 1e-300), st.sampled_from([1e308, -1e308, 0.0, 3.4e38, -3.4e38])
+)
 
 
 @st.composite

@@ -15,15 +15,15 @@ from inference.sampling import XTC_STREAM, SamplerChain, SamplingParams
 
 from .helpers import ScriptedRng, dist, kept, logits_for, softmax
 
-
 # -- temperature: from the seed texts, "consider two tokens with logits 8.0 and 3.0" -------------
+
 
 @pytest.mark.parametrize(
     "temperature, seed_value, tolerance",
     [
-        (1.0, 0.993, 5e-4),    # "= 0.993 (99.3%)"
+        (1.0, 0.993, 5e-4),  # "= 0.993 (99.3%)"
         (0.5, 0.99995, 5e-6),  # "= 0.99995 (99.995%)"
-        (2.0, 0.924, 5e-4),    # "= 0.924 (92.4%)"
+        (2.0, 0.924, 5e-4),  # "= 0.924 (92.4%)"
     ],
 )
 def test_temperature_matches_the_seed_numbers(temperature, seed_value, tolerance):
@@ -35,7 +35,7 @@ def test_temperature_matches_the_seed_numbers(temperature, seed_value, tolerance
 
 
 def test_seed_token_b_at_high_and_low_temperature():
-    assert dist([8.0, 3.0])[1] == pytest.approx(0.007, abs=5e-4)              # "0.007 (0.7%)"
+    assert dist([8.0, 3.0])[1] == pytest.approx(0.007, abs=5e-4)  # "0.007 (0.7%)"
     assert dist([8.0, 3.0], temperature=2.0)[1] == pytest.approx(0.076, abs=5e-4)  # "7.6%"
 
 
@@ -57,6 +57,7 @@ def test_greedy_sees_stages_before_temperature_and_skips_the_filters_after():
 # -- top-p: the seed texts' "Nucleus size adapts to model confidence" -----------------------------
 # (their confident_logits [10.0, 2.0, 1.5, 1.0, 0.5, 0.0, -1.0, -2.0, -3.0, -5.0] and
 # uncertain_logits [3.0, 2.8, 2.6, 2.4, 2.2, 2.0, 1.8, 1.6, 1.4, 1.2], nucleus at p = 0.9)
+
 
 def test_nucleus_of_the_confident_distribution_is_one_token():
     # e^10 / (e^10 + e^2 + e^1.5 + ... ) = 22026.5 / 22044.3 = 0.9992 >= 0.9 on its own.
@@ -111,6 +112,7 @@ def test_min_p_boundary_is_inclusive():
 
 # -- top-k ---------------------------------------------------------------------------------------
 
+
 def test_top_k_keeps_k_and_breaks_ties_by_lower_id():
     assert kept([1.0, 2.0, 2.0, 2.0, 0.0], top_k=2) == [1, 2]
     assert kept([1.0, 2.0, 2.0, 2.0, 0.0], top_k=4) == [0, 1, 2, 3]
@@ -119,16 +121,18 @@ def test_top_k_keeps_k_and_breaks_ties_by_lower_id():
 
 # -- typical-p -----------------------------------------------------------------------------------
 
+
 def test_typical_p_prefers_the_token_whose_surprise_is_closest_to_the_entropy():
     # p = 0.6, 0.2, 0.1, 0.1: H = 0.6 ln(1/0.6) + 0.2 ln 5 + 0.2 ln 10 = 1.0889 nats.
     # |-ln p - H| = 0.578, 0.520, 1.214, 1.214: order 1, 0, 2, 3.
     logits = logits_for([0.6, 0.2, 0.1, 0.1])
-    assert kept(logits, typical_p=0.15) == [1]       # 0.2 >= 0.15 already
-    assert kept(logits, typical_p=0.5) == [0, 1]     # 0.2 + 0.6
+    assert kept(logits, typical_p=0.15) == [1]  # 0.2 >= 0.15 already
+    assert kept(logits, typical_p=0.5) == [0, 1]  # 0.2 + 0.6
     assert kept(logits, typical_p=0.85) == [0, 1, 2]  # + 0.1, tie of 2 and 3: lower id first
 
 
 # -- top-n-sigma ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("n, expected", [(1.0, [4]), (2.2, [3, 4]), (3.0, [0, 1, 2, 3, 4])])
 def test_top_n_sigma(n, expected):
@@ -147,6 +151,7 @@ def test_top_n_sigma_does_not_depend_on_temperature_in_either_order():
 
 
 # -- epsilon and eta -----------------------------------------------------------------------------
+
 
 def test_epsilon_cutoff():
     assert kept(logits_for([0.5, 0.3, 0.15, 0.05]), epsilon_cutoff=0.1) == [0, 1, 2]
@@ -167,6 +172,7 @@ def test_eta_cutoff():
 # "only 'the' is penalized, regardless of how many times it appeared"; then ""the" appeared 5
 # times, "is" appeared 2 times": logits [8.2, 5.5, 4.0, 2.8, 2.5], frequency penalty=0.5 and
 # presence penalty=0.6 on the "same example".
+
 
 def _log_ratios(p):
     """ln(p_i / p_0): the logits up to the shift softmax ignores."""
@@ -241,6 +247,7 @@ def test_dry_window():
 
 # -- no-repeat n-gram ----------------------------------------------------------------------------
 
+
 def test_no_repeat_ngram_removes_the_token_completing_a_seen_trigram():
     # history 0 1 2 0 1, size 3: the last two tokens "0 1" were once followed by 2.
     chain = SamplerChain(SamplingParams(no_repeat_ngram_size=3))
@@ -252,6 +259,7 @@ def test_no_repeat_ngram_removes_the_token_completing_a_seen_trigram():
 
 
 # -- dynamic temperature -------------------------------------------------------------------------
+
 
 def test_dynamic_temperature_scales_with_normalized_entropy():
     # two candidates, logits 1 and 0: p = 0.731, 0.269; H / ln 2 = 0.840; with T = 1, range 0.5,
@@ -270,6 +278,7 @@ def test_dynamic_temperature_replaces_plain_temperature():
 
 
 # -- XTC -----------------------------------------------------------------------------------------
+
 
 def test_xtc_removes_all_top_choices_but_the_least_likely():
     # p >= 0.1: tokens 0, 1, 2; all but the least likely (2) go; 0.15 : 0.05 -> 0.75, 0.25.
@@ -293,6 +302,7 @@ def test_xtc_needs_a_seed():
 
 
 # -- mirostat v2 ---------------------------------------------------------------------------------
+
 
 def test_mirostat_truncates_by_surprise_and_updates_mu():
     # surprises -log2 p: 1, 1.737, 2.737, 4.32; tau 1 -> mu 2 keeps tokens 0 and 1,

@@ -69,12 +69,21 @@ class PostgresCluster:
             raise RuntimeError(f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
 
     def start(self) -> None:
-        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                  "--encoding=UTF8", "--no-sync")
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "server.log"), "-w",
-                  "-o", f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.dir} "
-                        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off",
-                  "start")
+        self._run(
+            str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-sync"
+        )
+        self._run(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.dir / "server.log"),
+            "-w",
+            "-o",
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.dir} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            "start",
+        )
 
     def stop(self) -> None:
         try:
@@ -84,8 +93,12 @@ class PostgresCluster:
 
     def settings(self) -> dict:
         return {
-            "ENGINE": "django.db.backends.postgresql", "NAME": "playground", "USER": "postgres",
-            "PASSWORD": "", "HOST": "127.0.0.1", "PORT": str(self.port),
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": "playground",
+            "USER": "postgres",
+            "PASSWORD": "",
+            "HOST": "127.0.0.1",
+            "PORT": str(self.port),
             "TEST": {"NAME": "test_playground"},
         }
 
@@ -94,8 +107,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Starts PostgreSQL only when a selected test uses it, before any database is set up."""
     _ensure_sqlite_directory()
     wanted = any(
-        PG_ALIAS in (marker.kwargs.get("databases") or ())
-        for item in items for marker in item.iter_markers("django_db")
+        PG_ALIAS in (marker.kwargs.get("databases") or ()) for item in items for marker in item.iter_markers("django_db")
     )
     if not wanted or PG_ALIAS in settings.DATABASES:
         return

@@ -9,8 +9,11 @@ from playground.protocol import parse_params
 from playground.runs.recording import RunRecorder
 
 MODEL = {
-    "name": "SmolLM2-135M-Instruct", "manifest_sha256": "ab" * 32,
-    "execution_provider": "CPUExecutionProvider", "onnxruntime_version": "1.31.1", "context_window": 8192,
+    "name": "SmolLM2-135M-Instruct",
+    "manifest_sha256": "ab" * 32,
+    "execution_provider": "CPUExecutionProvider",
+    "onnxruntime_version": "1.31.1",
+    "context_window": 8192,
 }
 STAGES = ["temperature", "top_p", "dist"]
 
@@ -23,32 +26,63 @@ def params(**overrides: Any) -> dict[str, Any]:
 
 def started(seed: int = 42, **param_overrides: Any) -> dict[str, Any]:
     return {
-        "type": "started", "request_id": "r", "seed": seed, "mode": "completion",
+        "type": "started",
+        "request_id": "r",
+        "seed": seed,
+        "mode": "completion",
         "prompt_tokens": [{"id": 0, "text": "<|endoftext|>"}, {"id": 504, "text": "The"}],
-        "params": params(seed=seed, **param_overrides), "top_n": 3, "use_cache": True, "model": MODEL,
+        "params": params(seed=seed, **param_overrides),
+        "top_n": 3,
+        "use_cache": True,
+        "model": MODEL,
     }
 
 
-def token(index: int, token_id: int, text: str, alternatives: list[tuple[int, str, float, float]],
-          draw: float | None = 0.25, sample: int = 0) -> dict[str, Any]:
+def token(
+    index: int,
+    token_id: int,
+    text: str,
+    alternatives: list[tuple[int, str, float, float]],
+    draw: float | None = 0.25,
+    sample: int = 0,
+) -> dict[str, Any]:
     chosen = next(a for a in alternatives if a[0] == token_id)
     return {
-        "type": "token", "request_id": "r", "sample": sample, "index": index, "id": token_id,
-        "token": text, "text": text, "raw_prob": chosen[2], "prob": chosen[3], "removed_by": None,
+        "type": "token",
+        "request_id": "r",
+        "sample": sample,
+        "index": index,
+        "id": token_id,
+        "token": text,
+        "text": text,
+        "raw_prob": chosen[2],
+        "prob": chosen[3],
+        "removed_by": None,
         "alternatives": [
             {"id": i, "token": t, "raw_prob": raw, "prob": p, "removed_by": None if p > 0 else "top_p"}
             for i, t, raw, p in alternatives
         ],
-        "forced": False, "draw": draw, "entropy": {"before": 1.5, "after": 0.9},
-        "stages": [{"name": s, "kept": 10 - k} for k, s in enumerate(STAGES)], "elapsed_ms": 20.5,
+        "forced": False,
+        "draw": draw,
+        "entropy": {"before": 1.5, "after": 0.9},
+        "stages": [{"name": s, "kept": 10 - k} for k, s in enumerate(STAGES)],
+        "elapsed_ms": 20.5,
     }
 
 
 def done(reason: str = "max_tokens", text: str = "", n_tokens: int = 3) -> dict[str, Any]:
     return {
-        "type": "done", "request_id": "r", "reason": reason, "stop_string": None, "text": text, "tail": "",
-        "samples": [{"sample": 0, "reason": reason, "stop_string": None, "text": text, "tail": "", "completion_tokens": n_tokens}],
-        "beams": [], "usage": {"prompt_tokens": 2, "completion_tokens": n_tokens, "total_completion_tokens": n_tokens},
+        "type": "done",
+        "request_id": "r",
+        "reason": reason,
+        "stop_string": None,
+        "text": text,
+        "tail": "",
+        "samples": [
+            {"sample": 0, "reason": reason, "stop_string": None, "text": text, "tail": "", "completion_tokens": n_tokens}
+        ],
+        "beams": [],
+        "usage": {"prompt_tokens": 2, "completion_tokens": n_tokens, "total_completion_tokens": n_tokens},
         "timing": {"time_to_first_token_ms": 41.2, "decode_tokens_per_s": 52.3, "total_ms": 120.0},
     }
 

@@ -14,7 +14,7 @@ ERRORS = [NotFound, BadRequest, SchemaError, UnencodableText]
 
 
 def _leading_parameters(cls: type, count: int) -> list[str]:
-    return list(inspect.signature(cls.__init__).parameters)[1:1 + count]
+    return list(inspect.signature(cls.__init__).parameters)[1 : 1 + count]
 
 
 @pytest.mark.parametrize("cls", ERRORS, ids=lambda c: c.__name__)

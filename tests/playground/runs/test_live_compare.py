@@ -38,7 +38,7 @@ def test_the_comparison_links_to_its_settings_live(client, db_alias):
         runs.append(Run.objects.get(pk=done["run_id"]))
     html = client.get(f"/compare/{runs[0].id},{runs[1].id}").content.decode()
     start = html.index('data-action="live-compare"')
-    href = html[html.rindex('href="', 0, start) + 6:html.index('"', html.rindex('href="', 0, start) + 6)]
+    href = html[html.rindex('href="', 0, start) + 6 : html.index('"', html.rindex('href="', 0, start) + 6)]
     url = urlsplit(href.replace("&amp;", "&"))
     assert url.path == "/compare/live"
     query = {k: v[0] for k, v in parse_qs(url.query).items()}

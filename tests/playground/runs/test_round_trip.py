@@ -78,8 +78,13 @@ def runs_of_every_kind(tiny_runtime, db_alias) -> dict[str, str]:
     """kind → run id, each made by the worker's generation path and saved by its recorder."""
     made = {
         "plain": generate(tiny_runtime, "plain"),
-        "chat": generate(tiny_runtime, "chat", mode="chat", system="Answer briefly.",
-                         params=PARAMS | {"stop": ["\n\n"], "repetition_penalty": 1.2}),
+        "chat": generate(
+            tiny_runtime,
+            "chat",
+            mode="chat",
+            system="Answer briefly.",
+            params=PARAMS | {"stop": ["\n\n"], "repetition_penalty": 1.2},
+        ),
         "samples": generate(tiny_runtime, "samples", params=PARAMS | {"n": 3}),
         "beams": generate(tiny_runtime, "beams", params={"num_beams": 3, "max_tokens": 3, "seed": 5}),
         "cancelled": generate(tiny_runtime, "cancelled", cancel_after=2, params=PARAMS | {"max_tokens": 50}),

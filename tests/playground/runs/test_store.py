@@ -42,7 +42,11 @@ def test_recorder_saves_everything_and_done_carries_the_id(db_alias):
     assert run.prompt_tokens == [[0, "<|endoftext|>"], [504, "The"]]
     assert run.params == helpers.params() and run.seed == 42 and run.top_n == 3 and run.use_cache
     assert (run.model_name, run.manifest_sha256, run.execution_provider, run.onnxruntime_version) == (
-        "SmolLM2-135M-Instruct", "ab" * 32, "CPUExecutionProvider", "1.31.1")
+        "SmolLM2-135M-Instruct",
+        "ab" * 32,
+        "CPUExecutionProvider",
+        "1.31.1",
+    )
     assert run.text == " Paris. It" and run.timing["time_to_first_token_ms"] == 41.2
     # The delete token is not stored, only its hash.
     assert done["delete_token"] not in run.delete_token_hash and run.check_delete_token(done["delete_token"])
@@ -59,6 +63,7 @@ def test_cancelled_and_failed_runs_are_saved_as_partial(db_alias):
     assert run.status == "cancelled" and len(run.tokens) == 3
 
     from playground.runs.recording import RunRecorder
+
     recorder = RunRecorder("r", {"prompt": "The", "mode": "completion", "system": None})
     for event in helpers.events()[:3]:  # started and two tokens, then the model fails
         recorder.observe(event)
@@ -70,6 +75,7 @@ def test_cancelled_and_failed_runs_are_saved_as_partial(db_alias):
 
 def test_a_run_that_never_started_is_not_saved(db_alias):
     from playground.runs.recording import RunRecorder
+
     recorder = RunRecorder("r", {"prompt": "x", "mode": "completion"})
     assert recorder.fail({"type": "error", "error": {"code": "prompt_too_long", "message": "m", "param": "prompt"}}) is None
     assert Run.objects.count() == 0
@@ -114,7 +120,7 @@ def test_run_page_lists_the_settings_that_differ_from_the_defaults_as_json(clien
     changed = re.search(r'data-testid="changed-settings">(.*?)</table>', html, re.S).group(1)
     names = re.findall(r'<th scope="row"><code>(\w+)</code>', changed)
     assert names == ["ignore_eos", "max_tokens", "stop", "temperature", "top_p"]  # top_k 0 and seed left out
-    assert '<code>[&quot;\\n&quot;]</code>' in changed and "<code>true</code>" in changed  # JSON, not Python
+    assert "<code>[&quot;\\n&quot;]</code>" in changed and "<code>true</code>" in changed  # JSON, not Python
 
 
 def test_run_json_is_the_versioned_export(client, db_alias):
@@ -132,13 +138,16 @@ def test_a_seed_above_2_to_the_53_survives_exactly(client, db_alias):
     assert f'data-seed="{seed}"' in client.get(f"/r/{run.id}").content.decode()
 
 
-@pytest.mark.parametrize("path, code, param", [
-    ("/r/short", "invalid_id", "id"),
-    ("/r/has.dot-in-it-aaaaaaaaaaaa", "invalid_id", "id"),
-    ("/r/" + "A" * 22, "not_found", "id"),
-    ("/compare/" + "A" * 22, "invalid_id", "ids"),
-    ("/compare/" + ",".join(["A" * 22] * 5), "invalid_id", "ids"),
-])
+@pytest.mark.parametrize(
+    "path, code, param",
+    [
+        ("/r/short", "invalid_id", "id"),
+        ("/r/has.dot-in-it-aaaaaaaaaaaa", "invalid_id", "id"),
+        ("/r/" + "A" * 22, "not_found", "id"),
+        ("/compare/" + "A" * 22, "invalid_id", "ids"),
+        ("/compare/" + ",".join(["A" * 22] * 5), "invalid_id", "ids"),
+    ],
+)
 def test_bad_and_unknown_ids_are_404_in_html_and_json(client, db_alias, path, code, param):
     page = client.get(path)
     assert page.status_code == 404 and "Not found" in page.content.decode()
@@ -185,6 +194,7 @@ def test_tv_bounds_account_for_unstored_mass(db_alias):
     tokens = [(7042, " Paris", [(7042, " Paris", 0.5, 0.4), (253, " a", 0.2, 0.1), (9, " the", 0.1, 0.1)])]
     b, _ = saved(tokens=tokens, seed=7)
     from playground.runs.compare import compare
+
     result = compare([a, b])
     d = result["positions"][0]["divergence"][1]
     # shared: |0.7−0.4| + |0.3−0.1| + |0−0.1| = 0.6 → 0.3; outside: 0 + 0.4 → upper 0.5
@@ -247,22 +257,25 @@ def _bad(export, path, value):
     return doc
 
 
-@pytest.mark.parametrize("path, value, field", [
-    ("version", 3, "version"),
-    ("schema", "other", "schema"),
-    ("run.status", "done", "run.status"),
-    ("run.request.prompt", "", "run.request.prompt"),
-    ("run.request.params.temperature", 5, "run.request.params.temperature"),
-    ("run.request.seed", -1, "run.request.seed"),
-    ("run.request.params.seed", 43, "run.request.params.seed"),
-    ("run.tokens.1.prob", 1.5, "run.tokens[1].prob"),
-    ("run.tokens.0.alternatives.2.raw_prob", "x", "run.tokens[0].alternatives[2].raw_prob"),
-    ("run.tokens.2.id", True, "run.tokens[2].id"),
-    ("run.tokens.0.surprise", 1, "run.tokens[0].surprise"),
-    ("run.prompt_tokens", [], "run.prompt_tokens"),
-    ("run.result.reason", "cancelled", "run.result.reason"),
-    ("run.model", KeyError, "run.model"),
-])
+@pytest.mark.parametrize(
+    "path, value, field",
+    [
+        ("version", 3, "version"),
+        ("schema", "other", "schema"),
+        ("run.status", "done", "run.status"),
+        ("run.request.prompt", "", "run.request.prompt"),
+        ("run.request.params.temperature", 5, "run.request.params.temperature"),
+        ("run.request.seed", -1, "run.request.seed"),
+        ("run.request.params.seed", 43, "run.request.params.seed"),
+        ("run.tokens.1.prob", 1.5, "run.tokens[1].prob"),
+        ("run.tokens.0.alternatives.2.raw_prob", "x", "run.tokens[0].alternatives[2].raw_prob"),
+        ("run.tokens.2.id", True, "run.tokens[2].id"),
+        ("run.tokens.0.surprise", 1, "run.tokens[0].surprise"),
+        ("run.prompt_tokens", [], "run.prompt_tokens"),
+        ("run.result.reason", "cancelled", "run.result.reason"),
+        ("run.model", KeyError, "run.model"),
+    ],
+)
 def test_bad_imports_name_the_field_and_change_nothing(client, db_alias, path, value, field):
     run, _ = saved()
     export = client.get(f"/r/{run.id}.json").json()
@@ -285,12 +298,15 @@ def test_a_comparison_with_one_bad_run_imports_nothing(client, db_alias):
     assert Run.objects.count() == 2
 
 
-@pytest.mark.parametrize("body, content_type, status, code", [
-    ("{not json", "application/json", 400, "invalid_json"),
-    ("[1, 2]", "application/json", 400, "invalid_export"),
-    ('{"a": NaN}', "application/json", 400, "invalid_json"),
-    ("{}", "text/plain", 415, "unsupported_media_type"),
-])
+@pytest.mark.parametrize(
+    "body, content_type, status, code",
+    [
+        ("{not json", "application/json", 400, "invalid_json"),
+        ("[1, 2]", "application/json", 400, "invalid_export"),
+        ('{"a": NaN}', "application/json", 400, "invalid_json"),
+        ("{}", "text/plain", 415, "unsupported_media_type"),
+    ],
+)
 def test_import_rejects_what_is_not_an_export(client, db_alias, body, content_type, status, code):
     answer = post(client, "/api/runs/import", body, content_type)
     assert answer.status_code == status and answer.json()["error"]["code"] == code

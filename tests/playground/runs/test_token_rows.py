@@ -17,7 +17,17 @@ EVENT = helpers.token(0, 7042, " Paris", helpers.PARIS[0][2])
 
 # A row as the server stored it before ``forced`` existed: thirteen columns, no trailing object.
 OLD_ROW = [
-    0, 0, 7042, " Paris", " Paris", 0.5, 0.7, 0.25, 1.5, 0.9, 20.5,
+    0,
+    0,
+    7042,
+    " Paris",
+    " Paris",
+    0.5,
+    0.7,
+    0.25,
+    1.5,
+    0.9,
+    20.5,
     [[7042, " Paris", 0.5, 0.7, None], [253, " a", 0.2, 0.3, None], [9, " the", 0.1, 0.0, "top_p"]],
     [["temperature", 10], ["top_p", 9], ["dist", 8]],
 ]

@@ -53,16 +53,19 @@ def test_delete_token_and_search_text_are_refused_by_field(client, db_alias, nam
     assert answer.status_code == 200 and answer.json()["missing"] == [text]
 
 
-@pytest.mark.parametrize("where, param", [
-    (("run", "request", "prompt"), "run.request.prompt"),
-    (("run", "request", "params", "stop"), "run.request.params.stop[0]"),
-    (("run", "tokens", 0, "text"), "run.tokens[0].text"),
-    (("run", "tokens", 1, "alternatives", 2, "token"), "run.tokens[1].alternatives[2].token"),
-    (("run", "result", "text"), "run.result.text"),
-    (("run", "result", "error"), "run.result.error"),
-    (("run", "model", "name"), "run.model.name"),
-    (("run", "prompt_tokens", 1, "text"), "run.prompt_tokens[1].text"),
-])
+@pytest.mark.parametrize(
+    "where, param",
+    [
+        (("run", "request", "prompt"), "run.request.prompt"),
+        (("run", "request", "params", "stop"), "run.request.params.stop[0]"),
+        (("run", "tokens", 0, "text"), "run.tokens[0].text"),
+        (("run", "tokens", 1, "alternatives", 2, "token"), "run.tokens[1].alternatives[2].token"),
+        (("run", "result", "text"), "run.result.text"),
+        (("run", "result", "error"), "run.result.error"),
+        (("run", "model", "name"), "run.model.name"),
+        (("run", "prompt_tokens", 1, "text"), "run.prompt_tokens[1].text"),
+    ],
+)
 @pytest.mark.parametrize("name, text, problem", BAD_TEXT, ids=[b[0] for b in BAD_TEXT])
 def test_an_import_with_bad_text_names_the_field_and_saves_nothing(client, db_alias, where, param, name, text, problem):
     run, _ = saved()
@@ -150,8 +153,10 @@ def _store_as_an_old_server_did(db_alias: str, run_id: str) -> None:
     tokens[0] = dataclasses.replace(TokenRow.from_stored(tokens[0]), text=f"{SURROGATE} Paris").to_stored()
     cast = "::jsonb" if connections[db_alias].vendor == "postgresql" else ""
     with connections[db_alias].cursor() as cursor:
-        cursor.execute(f"UPDATE playground_run SET params = %s{cast}, tokens = %s{cast}, prompt = %s WHERE id = %s",
-                       [params, json.dumps(tokens), "The\x00", run_id])
+        cursor.execute(
+            f"UPDATE playground_run SET params = %s{cast}, tokens = %s{cast}, prompt = %s WHERE id = %s",
+            [params, json.dumps(tokens), "The\x00", run_id],
+        )
 
 
 def test_runs_saved_with_bad_text_are_shown_and_repaired(client, db_alias):

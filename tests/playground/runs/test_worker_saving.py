@@ -23,7 +23,9 @@ ORIGIN = (b"origin", b"http://localhost")
 HOST = (b"host", b"localhost")
 TIMEOUT = 60
 GENERATE = {
-    "type": "generate", "prompt": "Once upon a time", "top_n": 4,
+    "type": "generate",
+    "prompt": "Once upon a time",
+    "top_n": 4,
     "params": {"temperature": 0.8, "top_p": 0.95, "max_tokens": 200, "seed": 7},
 }
 
@@ -92,10 +94,16 @@ async def test_a_branch_is_saved_with_its_parent_and_branch_point(db_alias):
     communicator = await connect()
     await communicator.send_json_to(GENERATE | {"request_id": "p", "params": {**GENERATE["params"], "max_tokens": 4}})
     parent = (await until(communicator, "p", lambda e, es: e["type"] in ("done", "error")))[-1]
-    await communicator.send_json_to(GENERATE | {
-        "request_id": "b", "params": {**GENERATE["params"], "max_tokens": 2},
-        "prefix_tokens": [11], "parent_run": parent["run_id"], "branch_index": 0,
-    })
+    await communicator.send_json_to(
+        GENERATE
+        | {
+            "request_id": "b",
+            "params": {**GENERATE["params"], "max_tokens": 2},
+            "prefix_tokens": [11],
+            "parent_run": parent["run_id"],
+            "branch_index": 0,
+        }
+    )
     branch = (await until(communicator, "b", lambda e, es: e["type"] in ("done", "error")))[-1]
     await communicator.disconnect()
     run = await sync_to_async(Run.objects.get)(pk=branch["run_id"])

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The image's entry point: refuses any settings but production ones, then runs one role.
-#   web      daphne on $PORT (default 8000), proxy headers trusted for the client address
+#   web      daphne (python -m playground.server: bad frames closed with a code) on $PORT (default 8000), proxy headers trusted for the client address
 #   worker   `manage.py runworker inference`: takes generation requests off the channel layer
 #   migrate  applies the database migrations and exits (compose runs it once before the others)
 #   anything else is run as it is (e.g. `python manage.py check --deploy`)
@@ -17,7 +17,7 @@ echo "$role" > /tmp/playground-role  # read by the health check
 case "$role" in
   web)
     shift || true
-    exec python -m daphne --bind 0.0.0.0 --port "${PORT:-8000}" --proxy-headers "$@" playground.asgi:application
+    exec python -m playground.server --bind 0.0.0.0 --port "${PORT:-8000}" --proxy-headers "$@" playground.asgi:application
     ;;
   worker)
     shift

@@ -19,6 +19,12 @@ Every message about a request that the consumer watches carries its ``lease`` to
 ``inference.request`` by the consumer's watchdog; repeated by the worker on ``queued``, ``event``
 and ``finished``), so that messages from a submission given up since are dropped.
 
+The Redis layer may now and then hand one request to two workers (channels_redis keeps a single
+in-flight backup per channel, shared by every reader of ``inference``, and one reader's clean-up
+can put back a message another has just taken). So ``queued``, ``event`` and ``finished`` name the
+worker that sent them: the consumer keeps the first worker that acknowledged a request, sends the
+other a cancel, and drops whatever that other worker sends.
+
 Every message is plain data (strings, numbers, lists, dicts with string keys), as the Redis layer
 needs.
 """
@@ -44,12 +50,27 @@ def queued(request_id: str, worker_channel: str, lease: str | None) -> dict[str,
     return {"type": "inference.queued", "request_id": request_id, "worker_channel": worker_channel, "lease": lease}
 
 
-def event(request_id: str, websocket_event: dict[str, Any], lease: str | None) -> dict[str, Any]:
-    return {"type": "inference.event", "request_id": request_id, "lease": lease, "event": websocket_event}
+def event(
+    request_id: str, websocket_event: dict[str, Any], lease: str | None, worker_channel: str | None = None
+) -> dict[str, Any]:
+    return {
+        "type": "inference.event",
+        "request_id": request_id,
+        "lease": lease,
+        "worker_channel": worker_channel,
+        "event": websocket_event,
+    }
 
 
-def finished(request_id: str, lease: str | None) -> dict[str, Any]:
-    return {"type": "inference.finished", "request_id": request_id, "lease": lease}
+def finished(request_id: str, lease: str | None, worker_channel: str | None = None) -> dict[str, Any]:
+    return {"type": "inference.finished", "request_id": request_id, "lease": lease, "worker_channel": worker_channel}
+
+
+def from_another_worker(message: dict[str, Any], serving: str | None) -> bool:
+    """Whether a worker's ``event`` or ``finished`` comes from a worker other than the one whose
+    ``queued`` the consumer accepted (``serving``): a request taken twice (see above)."""
+    sender = message.get("worker_channel")
+    return serving is not None and sender is not None and sender != serving
 
 
 def cancel(request_id: str, reply_channel: str) -> dict[str, Any]:

@@ -111,7 +111,13 @@ class GenerateConsumer(AsyncWebsocketConsumer):
     async def inference_queued(self, message: dict[str, Any]) -> None:
         """A worker took the request; a cancel asked for meanwhile goes to it now."""
         request_id = message["request_id"]
-        if request_id not in self.requests or not self.watchdog.accepts(message):  # liveness
+        if request_id not in self.requests:
+            return
+        if messages.from_another_worker(message, self.requests[request_id]):
+            # taken twice by the Redis layer: the first worker keeps it, the other lets it go
+            await self.channel_layer.send(message["worker_channel"], messages.cancel(request_id, self.channel_name))
+            return
+        if not self.watchdog.accepts(message):  # liveness
             return
         self.requests[request_id] = message["worker_channel"]
         if request_id in self.cancel_asked:
@@ -122,6 +128,8 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         """Passes a worker's event on to the client; a request's last event frees its id. A cancel
         that crossed the request's end on its way (the request ended otherwise) is answered with
         ``unknown_request`` right after that last event, as a cancel of a finished request is."""
+        if messages.from_another_worker(message, self.requests.get(message["request_id"])):
+            return  # a second worker's copy of the request (see channel_messages)
         if not self.watchdog.accepts(message):  # liveness: from a submission given up since
             return
         event = message["event"]
@@ -137,6 +145,8 @@ class GenerateConsumer(AsyncWebsocketConsumer):
 
     async def inference_finished(self, message: dict[str, Any]) -> None:
         """The worker is done with the request (even one whose last event was lost): its id is free."""
+        if messages.from_another_worker(message, self.requests.get(message["request_id"])):
+            return
         if not self.watchdog.accepts(message):  # liveness: from a submission given up since
             return
         self._forget(message["request_id"])

@@ -180,8 +180,10 @@ class InferenceWorker(AsyncConsumer):
         decoding = loop.run_in_executor(executor, _serve_job, job, emit)
         try:
             while (event := await events.get()) is not _END:
-                await self.channel_layer.send(job.reply_channel, messages.event(job.request_id, event, job.lease))
-            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id, job.lease))
+                await self.channel_layer.send(
+                    job.reply_channel, messages.event(job.request_id, event, job.lease, self.channel_name)
+                )
+            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id, job.lease, self.channel_name))
         except Exception:  # noqa: BLE001 — e.g. the consumer's channel is full or Redis is gone
             log.warning("could not pass on the events of request %s; cancelling it", job.request_id, exc_info=True)
         finally:
@@ -195,8 +197,10 @@ class InferenceWorker(AsyncConsumer):
         """Sends a request's last events and frees its id, outside the decode thread."""
         try:
             for event in last_events:
-                await self.channel_layer.send(job.reply_channel, messages.event(job.request_id, event, job.lease))
-            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id, job.lease))
+                await self.channel_layer.send(
+                    job.reply_channel, messages.event(job.request_id, event, job.lease, self.channel_name)
+                )
+            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id, job.lease, self.channel_name))
         except Exception:  # noqa: BLE001 — the consumer may be gone: nobody to tell
             log.warning("could not answer the cancelled request %s", job.request_id, exc_info=True)
 

@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+from typing import Any
 
-class ParamError(ValueError):
-    """A parameter is missing, unknown, of the wrong type or out of its range.
 
-    ``param`` is the field's name (a dotted path when nested, e.g. ``logit_bias.42``);
-    ``code`` is one of ``missing_field``, ``invalid_value``, ``unknown_param``.
-    The message always says what was allowed.
+class FieldError(ValueError):
+    """The one shape of every error that names what a caller sent wrong: ``(param, message, code)``.
+
+    ``param`` is the field's name (a dotted path when nested, e.g. ``logit_bias.42``), or None when
+    no single field is at fault; ``message`` says what is wrong and what is allowed; ``code`` is a
+    stable machine-readable word (``default_code`` when not given). ``to_dict()`` is the ``error``
+    object the websocket API and the JSON endpoints answer with.
     """
 
-    def __init__(self, param: str, message: str, code: str = "invalid_value") -> None:
+    default_code = "invalid_value"
+
+    def __init__(self, param: str | None, message: str, code: str | None = None) -> None:
         super().__init__(message)
         self.param = param
         self.message = message
-        self.code = code
+        self.code = code or self.default_code
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "param": self.param}
+
+
+class ParamError(FieldError):
+    """A parameter is missing, unknown, of the wrong type or out of its range.
+
+    ``code`` is one of ``missing_field``, ``invalid_value``, ``unknown_param``.
+    The message always says what was allowed.
+    """
 
     def prefixed(self, prefix: str) -> ParamError:
         """The same error with its field named under ``prefix`` (``params.`` for the websocket)."""

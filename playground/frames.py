@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from inference.errors import ParamError
+from inference.errors import FieldError, ParamError
 from inference.generation import GenerationRequest
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
@@ -51,14 +51,12 @@ EXCERPT_CHARACTERS = 40  # an error quotes at most this much of a bad value
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class ProtocolError(Exception):
-    """A client frame the server cannot act on; becomes an ``error`` event."""
+class ProtocolError(FieldError):
+    """A client frame the server cannot act on; becomes an ``error`` event (with the request id
+    when it was readable)."""
 
-    def __init__(self, code: str, message: str, param: str | None = None, request_id: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.param = param
+    def __init__(self, param: str | None, message: str, code: str | None = None, request_id: str | None = None) -> None:
+        super().__init__(param, message, code)
         self.request_id = request_id
 
     def to_event(self) -> dict[str, Any]:
@@ -117,9 +115,9 @@ def parse_client_frame(text: str) -> Job | Cancel:
     try:
         message = parse_json(text)
     except ValueError as error:
-        raise ProtocolError("invalid_json", f"the frame is not valid JSON: {error}") from None
+        raise ProtocolError(None, f"the frame is not valid JSON: {error}", "invalid_json") from None
     if not isinstance(message, dict):
-        raise ProtocolError("invalid_json", f"the frame must be a JSON object, got {type(message).__name__}")
+        raise ProtocolError(None, f"the frame must be a JSON object, got {type(message).__name__}", "invalid_json")
     request_id = message.get("request_id")
     known_id = request_id if isinstance(request_id, str) and REQUEST_ID.match(request_id) else None
     kind = message.get("type")
@@ -138,7 +136,10 @@ def parse_client_frame(text: str) -> Job | Cancel:
         error.request_id = known_id
         raise
     raise ProtocolError(
-        "unknown_type", f"type must be one of generate, cancel, tokenize, inspect; got {excerpt(kind)}", "type", known_id
+        "type",
+        f"type must be one of generate, cancel, tokenize, inspect; got {excerpt(kind)}",
+        "unknown_type",
+        request_id=known_id,
     )
 
 
@@ -159,16 +160,16 @@ def _refuse_unencodable(message: dict[str, Any]) -> None:
         path, value = pending.pop()
         if isinstance(value, str):
             if _SURROGATE.search(value):
-                raise ProtocolError("invalid_value", f"{path} contains a lone surrogate: text that is not valid Unicode", path)
+                raise ProtocolError(path, f"{path} contains a lone surrogate: text that is not valid Unicode", "invalid_value")
         elif isinstance(value, dict):
             items = list(value.items())
             for key, _ in items:
                 if _SURROGATE.search(key):
                     where = path or "the frame"
                     raise ProtocolError(
-                        "invalid_value",
-                        f"a key of {where} contains a lone surrogate: text that is not valid Unicode",
                         path or None,
+                        f"a key of {where} contains a lone surrogate: text that is not valid Unicode",
+                        "invalid_value",
                     )
             pending.extend((f"{path}.{key}" if path else key, item) for key, item in reversed(items))
         elif isinstance(value, list):
@@ -210,7 +211,7 @@ def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:
     top_n = _int_in(message, "top_n", 5, TOP_N)
     use_cache = message.get("use_cache", True)
     if not isinstance(use_cache, bool):
-        raise ProtocolError("invalid_value", f"use_cache must be true or false, got {excerpt(use_cache)}", "use_cache")
+        raise ProtocolError("use_cache", f"use_cache must be true or false, got {excerpt(use_cache)}", "invalid_value")
     sampling, loop = parse_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
     parse_branch(message)
@@ -221,13 +222,13 @@ def parse_branch(message: Mapping[str, Any]) -> Branch | None:
     """``parent_run`` and ``branch_index`` only label a branch for the saved run; checked here."""
     parent = message.get("parent_run")
     if parent is not None and (not isinstance(parent, str) or not RUN_ID.match(parent)):
-        raise ProtocolError("invalid_value", "parent_run must be a run id (16 to 43 URL-safe characters)", "parent_run")
+        raise ProtocolError("parent_run", "parent_run must be a run id (16 to 43 URL-safe characters)", "invalid_value")
     index = message.get("branch_index")
     if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
-        raise ProtocolError("invalid_value", f"branch_index must be an integer from 0, got {excerpt(index)}", "branch_index")
+        raise ProtocolError("branch_index", f"branch_index must be an integer from 0, got {excerpt(index)}", "invalid_value")
     if (parent is None) != (index is None):
         field_name = "branch_index" if index is None else "parent_run"
-        raise ProtocolError("missing_field", "parent_run and branch_index go together", field_name)
+        raise ProtocolError(field_name, "parent_run and branch_index go together", "missing_field")
     return None if parent is None else Branch(parent, index)
 
 
@@ -244,14 +245,14 @@ def parse_inspect(request_id: str, message: Mapping[str, Any]) -> Inspect:
     prompt, mode, system = _prompt(message, "prompt")
     base = message.get("params", {})
     if not isinstance(base, dict):
-        raise ProtocolError("invalid_value", "params must be an object", "params")
+        raise ProtocolError("params", "params must be an object", "invalid_value")
     variants = message.get("variants", [{}])
     if not isinstance(variants, list) or not 1 <= len(variants) <= MAX_VARIANTS:
-        raise ProtocolError("invalid_value", f"variants must be a list of 1 to {MAX_VARIANTS} objects", "variants")
+        raise ProtocolError("variants", f"variants must be a list of 1 to {MAX_VARIANTS} objects", "invalid_value")
     parsed = []
     for i, variant in enumerate(variants):
         if not isinstance(variant, dict):
-            raise ProtocolError("invalid_value", f"variants.{i} must be an object of parameters", f"variants.{i}")
+            raise ProtocolError(f"variants.{i}", f"variants.{i} must be an object of parameters", "invalid_value")
         try:
             parsed.append(parse_params({**base, **variant}))
         except ProtocolError as error:
@@ -269,16 +270,16 @@ def _prompt(
 ) -> tuple[str, str, str | None]:
     text = message.get(field_name)
     if text is None:
-        raise ProtocolError("missing_field", f"{field_name} is required", field_name)
+        raise ProtocolError(field_name, f"{field_name} is required", "missing_field")
     high = PROMPT_CHARACTERS[1]
     if not isinstance(text, str) or not minimum <= len(text) <= high:
-        raise ProtocolError("invalid_value", f"{field_name} must be a string of {minimum} to {high} characters", field_name)
+        raise ProtocolError(field_name, f"{field_name} must be a string of {minimum} to {high} characters", "invalid_value")
     mode = message.get("mode", "completion")
     if mode not in modes:
-        raise ProtocolError("invalid_value", f"mode must be one of {', '.join(modes)}; got {excerpt(mode)}", "mode")
+        raise ProtocolError("mode", f"mode must be one of {', '.join(modes)}; got {excerpt(mode)}", "invalid_value")
     system = message.get("system")
     if system is not None and (mode != "chat" or not isinstance(system, str) or len(system) > high):
-        raise ProtocolError("invalid_value", f"system must be a string of at most {high} characters, in chat mode only", "system")
+        raise ProtocolError("system", f"system must be a string of at most {high} characters, in chat mode only", "invalid_value")
     return text, mode, system
 
 
@@ -287,20 +288,20 @@ def _int_in(message: Mapping[str, Any], field_name: str, default: int, bounds: t
     low, high = bounds
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ProtocolError(
-            "invalid_value", f"{field_name} must be an integer from {low} to {high}, got {excerpt(value)}", field_name
+            field_name, f"{field_name} must be an integer from {low} to {high}, got {excerpt(value)}", "invalid_value"
         )
     return value
 
 
 def _token_ids(value: Any, field_name: str) -> tuple[int, ...]:
     if not isinstance(value, list) or len(value) > MAX_PREFIX_TOKENS:
-        raise ProtocolError("invalid_value", f"{field_name} must be a list of at most {MAX_PREFIX_TOKENS} token ids", field_name)
+        raise ProtocolError(field_name, f"{field_name} must be a list of at most {MAX_PREFIX_TOKENS} token ids", "invalid_value")
     for i, token in enumerate(value):
         if isinstance(token, bool) or not isinstance(token, int) or token < 0:
             raise ProtocolError(
-                "invalid_value",
-                f"{field_name}.{i} must be a token id (an integer from 0), got {excerpt(token)}",
                 f"{field_name}.{i}",
+                f"{field_name}.{i} must be a token id (an integer from 0), got {excerpt(token)}",
+                "invalid_value",
             )
     return tuple(value)
 
@@ -308,21 +309,21 @@ def _token_ids(value: Any, field_name: str) -> tuple[int, ...]:
 def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:
     """Splits the flat ``params`` object between the sampler chain and the stopping rules."""
     if not isinstance(params, dict):
-        raise ProtocolError("invalid_value", "params must be an object", "params")
+        raise ProtocolError("params", "params must be an object", "invalid_value")
     sampling_keys = SamplingParams.field_names()
     stopping_keys = LoopParams.field_names()
     unknown = sorted(set(params) - sampling_keys - stopping_keys)
     if unknown:
-        raise ProtocolError("unknown_param", f"unknown parameter params.{excerpt(unknown[0])}", f"params.{unknown[0]}")
+        raise ProtocolError(f"params.{unknown[0]}", f"unknown parameter params.{excerpt(unknown[0])}", "unknown_param")
     _check_logit_bias_keys(params.get("logit_bias"))
     try:
         sampling = SamplingParams.from_dict({k: v for k, v in params.items() if k in sampling_keys})
         stopping = LoopParams.from_dict({k: v for k, v in params.items() if k in stopping_keys})
     except ParamError as error:
         prefixed = error.prefixed("params.")
-        raise ProtocolError(prefixed.code, prefixed.message, prefixed.param) from None
+        raise ProtocolError(prefixed.param, prefixed.message, prefixed.code) from None
     except (TypeError, ValueError) as error:  # a value of a shape no check above foresaw
-        raise ProtocolError("invalid_value", f"params: {error}", "params") from None
+        raise ProtocolError("params", f"params: {error}", "invalid_value") from None
     return sampling, stopping
 
 
@@ -334,9 +335,9 @@ def _check_logit_bias_keys(bias: Any) -> None:
     for key in bias:
         if len(key) > MAX_TOKEN_ID_DIGITS:
             raise ProtocolError(
-                "invalid_value",
-                f"params.logit_bias keys must be token ids (integers from 0); got a key of {len(key)} characters",
                 "params.logit_bias",
+                f"params.logit_bias keys must be token ids (integers from 0); got a key of {len(key)} characters",
+                "invalid_value",
             )
 
 
@@ -429,13 +430,13 @@ def _params_from_dict(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopPa
 def _request_id(message: Mapping[str, Any]) -> str:
     request_id = message.get("request_id")
     if request_id is None:
-        raise ProtocolError("missing_field", "request_id is required", "request_id")
+        raise ProtocolError("request_id", "request_id is required", "missing_field")
     if not isinstance(request_id, str) or not REQUEST_ID.match(request_id):
-        raise ProtocolError("invalid_value", "request_id must be 1 to 64 characters of A-Z a-z 0-9 _ - . :", "request_id")
+        raise ProtocolError("request_id", "request_id must be 1 to 64 characters of A-Z a-z 0-9 _ - . :", "invalid_value")
     return request_id
 
 
 def _reject_unknown(message: Mapping[str, Any], known: frozenset[str]) -> None:
     unknown = sorted(set(message) - known)
     if unknown:
-        raise ProtocolError("unknown_param", f"unknown field {excerpt(unknown[0])}", unknown[0])
+        raise ProtocolError(unknown[0], f"unknown field {excerpt(unknown[0])}", "unknown_param")

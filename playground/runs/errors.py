@@ -9,23 +9,13 @@ every JSON answer carries, the websocket API's shape: ``{"code", "message", "par
 
 from __future__ import annotations
 
-from typing import Any
+from inference.errors import FieldError
 
 
-class RunsError(Exception):
+class RunsError(FieldError):
     """Base of the errors below; ``status`` is the HTTP status it is answered with."""
 
     status = 400
-    default_code = "invalid_value"
-
-    def __init__(self, param: str | None, message: str, code: str | None = None) -> None:
-        super().__init__(message)
-        self.param = param
-        self.message = message
-        self.code = code or self.default_code
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "param": self.param}
 
 
 class NotFound(RunsError):
@@ -43,14 +33,14 @@ class BadRequest(RunsError):
         self.status = status
 
 
-class SchemaError(RunsError, ValueError):
+class SchemaError(RunsError):
     """An import file that does not follow the export schema; ``param`` is the path of the first
     bad field."""
 
     default_code = "invalid_export"
 
 
-class UnencodableText(RunsError, ValueError):
+class UnencodableText(RunsError):
     """Text no database and no page can hold: a lone surrogate (half of a UTF-16 pair, e.g. the
     JSON escape ``\\ud800`` on its own) or U+0000. Raised before anything is saved."""
 

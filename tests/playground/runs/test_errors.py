@@ -36,3 +36,15 @@ def test_each_has_its_default_code_and_status():
     assert (too_large.code, too_large.status, too_large.param) == ("too_large", 413, None)
     assert all(issubclass(cls, RunsError) for cls in ERRORS)
     assert issubclass(SchemaError, ValueError) and issubclass(UnencodableText, ValueError)
+
+
+def test_every_field_error_of_the_project_has_one_base_and_one_shape():
+    from inference.errors import FieldError
+    from playground.frames import ProtocolError
+
+    for cls in [ParamError, ProtocolError, *ERRORS]:
+        assert issubclass(cls, FieldError), cls
+        assert _leading_parameters(cls, 3) == ["param", "message", "code"], cls
+    error = ProtocolError("request_id", "request_id is required", "missing_field", request_id=None)
+    assert error.to_dict() == {"code": "missing_field", "message": "request_id is required", "param": "request_id"}
+    assert ProtocolError(None, "m").code == "invalid_value"  # the shared default code

@@ -205,8 +205,8 @@ class _Sample:
             self.reason = "eos"
             return self._flush()
         text = self.utf8.push(self.codec.token_bytes(token))
-        if position + 1 < self.loop.min_tokens:
-            return text  # stop strings count only from min_tokens on
+        if position >= 0 and position + 1 < self.loop.min_tokens:
+            return text  # stop strings count only from min_tokens new tokens on (a forced prefix counts, as in its run)
         released, stop = self.stops.push(text)
         if stop is not None:
             self.reason = "stop"

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from inference import generation as generation_module
-from inference.errors import ParamError
-from inference.generation import Generation, GenerationRequest, StepClock, TokenStep, run
+from inference.errors import Cancelled, ParamError
+from inference.generation import Finished, Generation, GenerationRequest, Started, StepClock, TokenStep, run
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
 
@@ -229,6 +229,19 @@ def test_a_held_back_prefix_is_released_when_the_stop_string_does_not_follow(tin
     assert any(len(s.text) < len(" time") for s in steps[:-1]), "some text should have been held back"
 
 
+def test_a_stop_string_that_begins_inside_a_forced_prefix_ends_the_run(tiny_runtime, time_id):
+    """The prefix's text goes through the stop-string matcher as it did in the run it came from, so a
+    stop string that starts in an early forced token and ends in a new one is found."""
+    prefix = tiny_runtime.codec.encode(" Hello world", "plain")
+    assert len(prefix) >= 2
+    bias = {time_id: 100.0}
+    free = collect(tiny_runtime, request(logit_bias=bias, prefix_tokens=prefix))[2]
+    assert free.text.startswith(" Hello world time")
+    _, steps, finished = collect(tiny_runtime, request(logit_bias=bias, prefix_tokens=prefix, stop=("lo world time",)))
+    assert (finished.reason, finished.stop_string) == ("stop", "lo world time")
+    assert finished.text == " Hel" and finished.completion_tokens == len(prefix) + 1
+
+
 def test_the_earliest_stop_string_wins(tiny_runtime, time_id):
     # in " time time", "me t" starts at 3 and "e ti" at 4: the order of the list does not matter
     finished = collect(tiny_runtime, request(logit_bias={time_id: 100.0}, stop=("e ti", "me t")))[2]
@@ -337,7 +350,8 @@ def test_cancel_ends_within_one_token_and_releases_held_back_text(tiny_runtime, 
         if isinstance(item, TokenStep):
             produced.append(item)
         last = item
-    assert len(produced) == 3 and checks == [0, 1, 2, 3]  # asked before every token
+    # asked around the prefill's chunks (no token yet), then before every token
+    assert len(produced) == 3 and checks[-3:] == [1, 2, 3] and set(checks[:-3]) == {0} and len(checks) > 4
     assert last.reason == "cancelled" and last.completion_tokens == 3
     assert last.tail != ""  # held back as a possible start of the stop string, released by the cancel
     assert last.text == "".join(s.text for s in produced) + last.tail == " time" * 3
@@ -354,8 +368,24 @@ def test_a_cancel_ends_every_sample_of_a_batch(tiny_runtime):
     assert [(s.reason, s.completion_tokens) for s in finished.samples] == [("cancelled", 2)] * 3
 
 
+def test_a_cancel_before_the_prefill_ends_raises_cancelled_before_started(tiny_runtime):
+    items = []
+    with pytest.raises(Cancelled):
+        for item in run(tiny_runtime, request(max_tokens=5), lambda: True):
+            items.append(item)
+    assert items == []  # no Started: the run never began, so nothing is announced or saved
+
+
 def test_a_cancel_before_the_first_token_reports_no_timing(tiny_runtime):
-    _, steps, finished = collect(tiny_runtime, request(max_tokens=5), lambda: True)
+    began = []  # the cancel is raised once the prefill is over and Started is out
+    items = []
+    for item in run(tiny_runtime, request(max_tokens=5), lambda: bool(began)):
+        items.append(item)
+        if isinstance(item, Started):
+            began.append(item)
+    finished = items[-1]
+    steps = [item for item in items if isinstance(item, TokenStep)]
+    assert isinstance(items[0], Started) and isinstance(finished, Finished)
     assert steps == [] and finished.reason == "cancelled" and finished.completion_tokens == 0
     assert finished.time_to_first_token_ms is None and finished.decode_tokens_per_s is None
     assert finished.total_ms >= 0

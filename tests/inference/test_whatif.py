@@ -147,7 +147,7 @@ def test_a_cancelled_inspection_stops_within_one_token(tiny_runtime, sampled_run
 
     with pytest.raises(Cancelled):
         cache.logits(runtime, prompt_ids, generated[:7], is_cancelled=cancelled)
-    assert asked == [1, 2, 3]  # asked before every token
-    assert len(decoder.calls) == 3  # the prompt and two tokens, then it stopped
-    cache.logits(runtime, prompt_ids, generated[:2])  # what was computed on the way is kept
-    assert len(decoder.calls) == 3
+    assert asked == [0, 1, 2]  # asked before the prompt's (one-chunk) prefill and before every token
+    assert len(decoder.calls) == 2  # the prompt and one token, then it stopped
+    cache.logits(runtime, prompt_ids, generated[:1])  # what was computed on the way is kept
+    assert len(decoder.calls) == 2

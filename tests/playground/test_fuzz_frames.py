@@ -41,7 +41,7 @@ from websockets.sync.client import connect
 
 from playground.events import FINAL_EVENTS, ended_by_cancel
 from playground.frames import REQUEST_ID, parse_json
-from tests.playground.test_scale_out import free_port, wait_for_port
+from tests.playground.scale_out import free_port, wait_for_port
 
 pytestmark = pytest.mark.real_model
 

@@ -48,7 +48,7 @@ MAX_VARIANTS = 8
 INSPECT_TOP_N = (1, 50)
 MAX_TOKEN_ID_DIGITS = 40  # a logit_bias key longer than this is not named in full (it is no token id anyway)
 EXCERPT_CHARACTERS = 40  # an error quotes at most this much of a bad value
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # as playground.runs.text_check: a lone surrogate, or NUL
 
 
 class ProtocolError(FieldError):
@@ -153,27 +153,29 @@ def excerpt(value: Any) -> str:
 
 def _refuse_unencodable(message: dict[str, Any]) -> None:
     """Text that cannot be encoded as UTF-8 (a lone surrogate such as the JSON escape ``\\ud800``)
-    is refused wherever it is, key or value, naming the field: nothing downstream could show,
+    or stored (U+0000, which PostgreSQL refuses) is refused wherever it is, key or value, naming the field: nothing downstream could show,
     send or save it. Walked without recursion, so no nesting depth can break it."""
     pending: list[tuple[str, Any]] = [("", message)]
     while pending:
         path, value = pending.pop()
         if isinstance(value, str):
-            if _SURROGATE.search(value):
-                raise ProtocolError(path, f"{path} contains a lone surrogate: text that is not valid Unicode", "invalid_value")
+            if _UNSTORABLE.search(value):
+                raise ProtocolError(path, f"{path} {_what_is_wrong(value)}", "invalid_value")
         elif isinstance(value, dict):
             items = list(value.items())
             for key, _ in items:
-                if _SURROGATE.search(key):
+                if _UNSTORABLE.search(key):
                     where = path or "the frame"
-                    raise ProtocolError(
-                        path or None,
-                        f"a key of {where} contains a lone surrogate: text that is not valid Unicode",
-                        "invalid_value",
-                    )
+                    raise ProtocolError(path or None, f"a key of {where} {_what_is_wrong(key)}", "invalid_value")
             pending.extend((f"{path}.{key}" if path else key, item) for key, item in reversed(items))
         elif isinstance(value, list):
             pending.extend((f"{path}.{i}", item) for i, item in reversed(list(enumerate(value))))
+
+
+def _what_is_wrong(text: str) -> str:
+    if "\x00" in text and not re.search("[\ud800-\udfff]", text):
+        return "contains U+0000 (NUL): text that cannot be stored"
+    return "contains a lone surrogate: text that is not valid Unicode"
 
 
 def parse_json(text: str | bytes) -> Any:

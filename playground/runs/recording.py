@@ -8,13 +8,13 @@ database error is logged and the ``done`` event carries ``save_error`` instead.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from django.db import connections, router, transaction
 
 from playground.models import Run, hash_delete_token, new_delete_token, new_run_id
+from playground.runs.errors import UnencodableText
 from playground.runs.token_rows import sample_text, stored_row_from_event
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,9 @@ class RunRecorder:
         }
         try:
             run_id, delete_token = self._save(status, result)
+        except UnencodableText as error:  # the text itself, not the server: no traceback
+            log.warning("run of request %s not saved: %s", self.request_id, error)
+            return done | {"run_id": None, "save_error": f"the run could not be saved: UnencodableText: {error}"[:300]}
         except Exception as error:  # noqa: BLE001 — the stream must end normally whatever the database does
             log.exception("could not save run of request %s", self.request_id)
             return done | {"run_id": None, "save_error": f"the run could not be saved: {type(error).__name__}: {error}"[:300]}
@@ -87,6 +90,9 @@ class RunRecorder:
         }
         try:
             return self._save(Run.Status.FAILED, result)[0]
+        except UnencodableText as error:
+            log.warning("failed run of request %s not saved: %s", self.request_id, error)
+            return None
         except Exception:  # noqa: BLE001
             log.exception("could not save failed run of request %s", self.request_id)
             return None
@@ -130,7 +136,6 @@ class RunRecorder:
             tokens=self.tokens,
             beam_steps=self.beam_steps,
         )
-        _check_encodable(run)
         db = router.db_for_write(Run)
         _drop_if_stale(db)  # the decode thread is long-lived: its connection may have gone stale
         try:
@@ -143,19 +148,6 @@ class RunRecorder:
         finally:
             _drop_if_stale(db)
         return run.id, delete_token
-
-
-TEXT_FIELDS = ("prompt", "system", "stop_string", "text", "tail", "params", "samples", "error", "tokens", "prompt_tokens")
-
-
-def _check_encodable(run: Run) -> None:
-    """A run whose text cannot be encoded (a lone surrogate) could never be shown or exported:
-    it is refused here, whatever let it through (the websocket edge already refuses such frames)."""
-    for name in TEXT_FIELDS:
-        try:
-            json.dumps(getattr(run, name), ensure_ascii=False).encode("utf-8")
-        except (TypeError, ValueError) as error:  # UnicodeEncodeError is a ValueError
-            raise ValueError(f"the run's {name} cannot be stored as text: {type(error).__name__}") from None
 
 
 def _drop_if_stale(db: str) -> None:

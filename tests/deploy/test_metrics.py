@@ -39,7 +39,9 @@ def grew(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
 
 
 async def connect() -> WebsocketCommunicator:
-    communicator = WebsocketCommunicator(application, "/ws/generate/", headers=[(b"origin", b"http://localhost")])
+    communicator = WebsocketCommunicator(
+        application, "/ws/generate/", headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")]
+    )
     connected, _ = await communicator.connect(timeout=TIMEOUT)
     assert connected
     return communicator

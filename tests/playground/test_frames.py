@@ -62,6 +62,21 @@ def test_a_surrogate_in_the_request_id_or_type_is_refused_without_echoing_it():
     assert error.param == "type" and error.request_id == "r"
 
 
+@pytest.mark.parametrize(
+    "frame, param",
+    [
+        (generate(prompt="a@N@b"), "prompt"),
+        (generate(params={"stop": ["x@N@"]}), "params.stop.0"),
+        (generate(mode="chat", system="s@N@"), "system"),
+        (generate(params={"logit_bias": {"1@N@": 1}}), "params.logit_bias"),
+    ],
+)
+def test_a_nul_character_is_refused_by_field_since_no_run_could_store_it(frame, param):
+    error = refused(json.dumps(frame).replace("@N@", "\\u0000"))
+    assert (error.code, error.param, error.request_id) == ("invalid_value", param, "r")
+    assert "U+0000" in error.message
+
+
 def test_a_surrogate_pair_is_ordinary_text():
     frame = json.dumps(generate(prompt="x")).replace('"x"', '"\\ud83d\\ude00"')
     job = parse_client_frame(frame)
@@ -171,16 +186,6 @@ def test_the_largest_seed_is_accepted_with_several_samples():
 def test_tokenize_pages_default_to_the_first_page():
     job = parse_client_frame(json.dumps({"type": "tokenize", "request_id": "t", "text": "x"}))
     assert (job.offset, job.limit) == (0, events.TOKENIZE_PAGE[1])
-
-
-def test_the_recorder_refuses_a_run_with_unencodable_text():
-    """Behind the edge, the last guard: a run holding a lone surrogate is never saved."""
-    from playground.models import Run
-    from playground.runs.recording import _check_encodable
-
-    _check_encodable(Run(prompt="fine", text="ok", params={"stop": ["x"]}, tokens=[], samples=[]))
-    with pytest.raises(ValueError, match="params"):
-        _check_encodable(Run(prompt="fine", text="ok", params={"stop": ["\ud800"]}, tokens=[], samples=[]))
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from channels.layers import InMemoryChannelLayer
 from playground.liveness import NO_WORKER, WORKER_LOST, Timing, Watchdog, WorkerHeartbeat, heartbeats
 
 FAST = {"HEARTBEAT_SECONDS": 0.1, "LEASE_SECONDS": 0.4, "ACK_TIMEOUT_SECONDS": 0.6}
-JOB = {"type": "inference.request", "request_id": "r", "reply_channel": "x", "frame": "{}"}
+JOB = {"type": "inference.request", "request_id": "r", "reply_channel": "x", "job": {}}
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ class Connection:
             self.delivered.append(message["event"])
 
     def submit(self, request_id: str = "r") -> str:
-        return self.watchdog.submitted(request_id, "{}", JOB | {"request_id": request_id})["lease"]
+        return self.watchdog.submitted(request_id, None, JOB | {"request_id": request_id})["lease"]
 
     def queued(self, token: str, request_id: str = "r", worker: str = "worker!1") -> bool:
         return self.watchdog.accepts(
@@ -192,7 +192,7 @@ def test_a_relayed_run_is_saved_as_failed_under_the_announced_id_once():
     from playground.models import Run, hash_delete_token, new_delete_token, new_run_id
 
     started = STARTED | {"run_id": new_run_id(), "delete_token": new_delete_token()}
-    recorder = relayed_recorder("r", '{"type": "generate", "request_id": "r", "prompt": "The"}', started)
+    recorder = relayed_recorder("r", {"prompt": "The", "mode": "completion", "system": None, "prefix_tokens": []}, started)
     recorder.observe(TOKEN)
     error = {"type": "error", "request_id": "r", "error": {"code": WORKER_LOST, "message": "gone", "param": None}}
     assert save_failed_run(recorder, error) == started["run_id"]

@@ -17,11 +17,13 @@ draw the whole tree.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from inference.prefill import prefill
 from inference.runtime import Runtime
 
 BeamReason = Literal["eos", "max_tokens", "cancelled"]
@@ -69,6 +71,7 @@ class BeamSearch:
         max_tokens: int,
         ignore_eos: bool = False,
         use_cache: bool = True,
+        is_cancelled: Callable[[], bool] = lambda: False,
     ) -> None:
         if num_beams < 2:
             raise ValueError(f"num_beams must be at least 2 for beam search, got {num_beams}")
@@ -78,7 +81,7 @@ class BeamSearch:
         self.max_tokens = max_tokens
         self.eos_ids = frozenset() if ignore_eos else runtime.codec.eos_ids
         self._state = runtime.decoder.new_state(batch_size=1, use_cache=use_cache)
-        self._logits = self._state.append_tokens(prompt_ids)  # [1, V]
+        self._logits = prefill(self._state, prompt_ids, is_cancelled)  # [1, V]; Cancelled between chunks
         self._beams: list[tuple[tuple[int, ...], float]] = [((), 0.0)]  # (tokens, cum_logprob)
         self.finished: list[Hypothesis] = []
         self._done = False

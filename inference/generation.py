@@ -31,9 +31,9 @@ from typing import Any, Literal
 import numpy as np
 
 from inference.beam import BeamSearch, BeamStep, Hypothesis
-from inference.engine import DecodeState
 from inference.errors import Cancelled, ParamError
 from inference.loop_params import LoopParams
+from inference.prefill import prefill
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
 from inference.sampling.params import MAX_SEED
@@ -42,27 +42,6 @@ from inference.text import Mode, Utf8Stream
 
 StopReason = Literal["eos", "stop", "max_tokens", "cancelled"]
 SEED_BITS = 62  # a drawn seed: seed + i stays below 2**63 for every sample, so no wrap is ever seen
-
-
-PREFILL_CHUNK = 512  # prompt tokens per decoder call (the same logits as one call, bit for bit, on this model)
-
-
-def prefill(
-    state: DecodeState, ids: list[int], is_cancelled: Callable[[], bool] = lambda: False, chunk: int = PREFILL_CHUNK
-) -> np.ndarray:
-    """Feeds the prompt ``ids`` to ``state`` in chunks, checking ``is_cancelled`` between them;
-    returns the next logits [B, V]. Raises ``Cancelled`` when asked to stop. A state without a
-    KV cache recomputes everything at each call, so it takes the prompt in one call."""
-    if not state.use_cache:
-        chunk = max(len(ids), 1)
-    logits: np.ndarray | None = None
-    for begin in range(0, len(ids), chunk):
-        if is_cancelled():
-            raise Cancelled("cancelled during the prefill")
-        logits = state.append_tokens(ids[begin : begin + chunk])
-    if logits is None:
-        raise ValueError("prefill needs at least one token")
-    return logits
 
 
 def sample_seed(seed: int, index: int) -> int:
@@ -337,6 +316,7 @@ def run_beam_search(
         loop.max_tokens,
         loop.ignore_eos,
         request.use_cache,
+        is_cancelled,
     )
     if is_cancelled():
         raise Cancelled("cancelled during the prefill")

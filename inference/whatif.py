@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inference.errors import Cancelled
-from inference.generation import prefill
+from inference.prefill import prefill
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
 
@@ -35,7 +35,7 @@ __all__ = ["Cancelled", "LogitsCache", "Variant", "inspect_position"]
 class LogitsCache:
     """The logits [V] of recently inspected positions, keyed by the ids that lead to them.
 
-    A position is computed the way a run computes it: the prompt by ``generation.prefill`` (in the
+    A position is computed the way a run computes it: the prompt by ``inference.prefill`` (in the
     same chunks), then the generated tokens one at a time. ONNX Runtime's 4-bit kernels give logits that depend (by up to ~0.7 on
     this model) on how the sequence was split into calls, so any other route would show numbers
     that differ from the run being inspected. Every position passed on the way is kept too, so

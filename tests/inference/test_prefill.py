@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from inference.errors import Cancelled
-from inference.generation import PREFILL_CHUNK, GenerationRequest, prefill, run
+from inference.generation import GenerationRequest, run
 from inference.loop_params import LoopParams
+from inference.prefill import PREFILL_CHUNK, prefill
 from inference.sampling import SamplingParams
 
 pytestmark = pytest.mark.real_model
@@ -50,8 +51,11 @@ def test_a_cancel_is_seen_between_chunks(real_runtime):
     assert state.length == PREFILL_CHUNK and calls == [0, PREFILL_CHUNK]
 
 
-def test_a_run_cancelled_during_its_prefill_never_starts(real_runtime):
-    request = GenerationRequest(PROMPT, sampling=SamplingParams(temperature=0), loop=LoopParams(max_tokens=3))
-    checks = iter([False, True])  # not before the first chunk; before the second
+@pytest.mark.parametrize("num_beams", [1, 3], ids=["sampling", "beam search"])
+def test_a_run_cancelled_during_its_prefill_never_starts(real_runtime, num_beams):
+    loop = LoopParams(max_tokens=3, num_beams=num_beams)
+    request = GenerationRequest(PROMPT, sampling=SamplingParams(temperature=0), loop=loop)
+    # not before the first chunk (nor, for beam search, before the search is set up); before the second
+    checks = iter([False, True] if num_beams == 1 else [False, False, True])
     with pytest.raises(Cancelled):
         next(run(real_runtime, request, lambda: next(checks, True)))

@@ -1,0 +1,32 @@
+"""The prefill: a prompt fed to the decoder in chunks, with the cancel flag checked between them,
+so that even a long prompt can be cancelled within one chunk. Every run (sampling and beam search)
+and the what-if compute their prompts this way, so their logits agree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from inference.engine import DecodeState
+from inference.errors import Cancelled
+
+PREFILL_CHUNK = 512  # prompt tokens per decoder call (the same logits as one call, bit for bit, on this model)
+
+
+def prefill(
+    state: DecodeState, ids: list[int], is_cancelled: Callable[[], bool] = lambda: False, chunk: int = PREFILL_CHUNK
+) -> np.ndarray:
+    """Feeds the prompt ``ids`` to ``state`` in chunks, checking ``is_cancelled`` between them;
+    returns the next logits [B, V]. Raises ``Cancelled`` when asked to stop. A state without a
+    KV cache recomputes everything at each call, so it takes the prompt in one call."""
+    if not state.use_cache:
+        chunk = max(len(ids), 1)
+    logits: np.ndarray | None = None
+    for begin in range(0, len(ids), chunk):
+        if is_cancelled():
+            raise Cancelled("cancelled during the prefill")
+        logits = state.append_tokens(ids[begin : begin + chunk])
+    if logits is None:
+        raise ValueError("prefill needs at least one token")
+    return logits

@@ -12,19 +12,20 @@ included). The search ends when ``num_beams`` hypotheses are finished and no liv
 still beat the worst of them at its current length, or at ``max_tokens``, when live beams are
 finished as they stand. Every step reports what was kept, pruned and finished, so a page can
 draw the whole tree.
+
+The search only reads logits and says what to feed next (``advance`` / ``feed``): whoever drives it
+(``inference.generation``'s solo loop, or ``inference.batching``'s shared batch) runs the decoder,
+rearranging the beams' cache rows as ``feed`` says before feeding its tokens.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-
-from inference.prefill import prefill
-from inference.runtime import Runtime
 
 BeamReason = Literal["eos", "max_tokens", "cancelled"]
 
@@ -62,27 +63,15 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
 
 
 class BeamSearch:
-    def __init__(
-        self,
-        runtime: Runtime,
-        prompt_ids: list[int],
-        num_beams: int,
-        length_penalty: float,
-        max_tokens: int,
-        ignore_eos: bool = False,
-        use_cache: bool = True,
-        is_cancelled: Callable[[], bool] = lambda: False,
-    ) -> None:
+    def __init__(self, num_beams: int, length_penalty: float, max_tokens: int, eos_ids: Collection[int] = frozenset()) -> None:
         if num_beams < 2:
             raise ValueError(f"num_beams must be at least 2 for beam search, got {num_beams}")
-        self.runtime = runtime
         self.num_beams = num_beams
         self.length_penalty = length_penalty
         self.max_tokens = max_tokens
-        self.eos_ids = frozenset() if ignore_eos else runtime.codec.eos_ids
-        self._state = runtime.decoder.new_state(batch_size=1, use_cache=use_cache)
-        self._logits = prefill(self._state, prompt_ids, is_cancelled)  # [1, V]; Cancelled between chunks
+        self.eos_ids = frozenset(eos_ids)  # empty with ignore_eos
         self._beams: list[tuple[tuple[int, ...], float]] = [((), 0.0)]  # (tokens, cum_logprob)
+        self._feed: tuple[list[int], np.ndarray] | None = None  # (parents, tokens [num_beams]) for the next logits
         self.finished: list[Hypothesis] = []
         self._done = False
         self._steps = 0
@@ -90,9 +79,17 @@ class BeamSearch:
     def is_done(self) -> bool:
         return self._done
 
-    def step(self) -> BeamStep:
-        began = time.perf_counter()
-        logprobs = log_softmax(self._logits)  # [B, V]
+    def feed(self) -> tuple[list[int], np.ndarray]:
+        """What the decoder gets next: row i continues the cache of row ``parents[i]`` (as the
+        last logits were numbered) and is fed ``tokens[i]``."""
+        if self._feed is None:
+            raise RuntimeError("feed() before a step or after the search ended")
+        return self._feed
+
+    def advance(self, logits: np.ndarray, began: float | None = None) -> BeamStep:
+        """One step from the live beams' logits [B, V] (B = 1 after the prompt)."""
+        began = time.perf_counter() if began is None else began
+        logprobs = log_softmax(logits)  # [B, V]
         width = 2 * self.num_beams
         proposals: list[Proposal] = []
         for row, (_, cum) in enumerate(self._beams):
@@ -118,6 +115,7 @@ class BeamSearch:
                 pruned.append(proposal)
         self._steps += 1
         self._beams = [(self._beams[p.parent][0] + (p.token_id,), p.cum_logprob) for p in kept]
+        self._feed = None
         if self._steps >= self.max_tokens or not kept:
             for tokens, cum in self._beams:
                 self._add(tokens, cum, "max_tokens")
@@ -125,8 +123,7 @@ class BeamSearch:
         elif self._cannot_improve():
             self._done = True
         else:
-            self._state.reorder([p.parent for p in kept])
-            self._logits = self._state.append_tokens(np.array([[p.token_id] for p in kept], dtype=np.int64))
+            self._feed = ([p.parent for p in kept], np.array([p.token_id for p in kept], dtype=np.int64))
         return BeamStep(self._steps - 1, tuple(kept), tuple(pruned), tuple(finished), (time.perf_counter() - began) * 1000.0)
 
     def cancel(self) -> None:
@@ -134,6 +131,7 @@ class BeamSearch:
             for tokens, cum in self._beams:
                 self._add(tokens, cum, "cancelled")
             self._done = True
+            self._feed = None
 
     def hypotheses(self) -> list[Hypothesis]:
         """The best ``num_beams`` hypotheses, best score first."""

@@ -3,6 +3,11 @@
     python -m inference.bench [--tokens 128] [--rounds 3] [--threads 2] [--contexts 100,1000,4000]
                               [--batches 1,4,8] [--prompt-tokens 512] [--no-peers] [--genai-model DIR]
                               [--model-dir DIR]
+    python -m inference.bench --concurrency 1,2,4,8,16 [--tokens 48] [--requests-per-stream 2] [--max-batch 8]
+                              [--rounds 3]
+
+With ``--concurrency``, only the continuous-batching figures are taken: concurrent streams through
+the worker's scheduler (``inference.bench_concurrency`` says how).
 
 Prints JSON. Systems (each with ``--threads`` threads):
 
@@ -41,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from inference import peer_models
+from inference import bench_concurrency, peer_models
+from inference.batch_params import DEFAULT_MAX_BATCH
 from inference.engine import CPU
 from inference.generation import Finished, GenerationRequest, run
 from inference.loop_params import LoopParams
@@ -200,7 +206,7 @@ def spread(values: list[float], digits: int = 1) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--tokens", type=int, default=None, help="new tokens per run (default 128; with --concurrency, 48)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--contexts", default="100,1000,4000", help="context lengths for the decode-at-context figure")
@@ -216,7 +222,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "in the same run",
     )
     parser.add_argument("--genai-model", type=Path, default=DEFAULT_GENAI_MODEL)
+    parser.add_argument("--concurrency", default="", help="e.g. 1,2,4,8,16: concurrent streams through the batching scheduler")
+    parser.add_argument("--requests-per-stream", type=int, default=2, help="with --concurrency: requests each stream sends")
+    parser.add_argument("--max-batch", type=int, default=DEFAULT_MAX_BATCH, help="with --concurrency: the scheduler's rows")
     args = parser.parse_args(argv)
+    if args.concurrency:
+        runtime = load_runtime((args.model_dir or [default_model_dir()])[0], (CPU,), args.threads)
+        levels = [int(c) for c in args.concurrency.split(",") if c]
+        return bench_concurrency.measure(
+            runtime, levels, args.tokens or 48, args.requests_per_stream, args.max_batch, args.rounds
+        )
+    args.tokens = args.tokens or 128
     contexts = [int(c) for c in args.contexts.split(",") if c]
     batches = [int(b) for b in args.batches.split(",") if b]
 

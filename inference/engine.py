@@ -14,6 +14,13 @@ The cache is one buffer per layer and kind, ``[B, kv_heads, capacity, head_dim]`
 values after them, in place, so a step copies nothing but its own token's keys and values. When a
 sequence outgrows the capacity the buffers are reallocated at twice the size (capped at the
 context window), the only copy of the cache.
+
+Rows of one call may have different lengths (continuous batching, ``inference.batching``): the
+attention mask is right-padded (row ``b``: ones for its own total length, zeros after it) and
+``position_ids`` counts from each row's own past length, so GroupQueryAttention reads and writes
+each row at its own place. ``Decoder.run_rows`` runs a contiguous range of a cache's rows this way
+(an ``OrtValue`` over a first-axis slice of a C-contiguous buffer shares its memory), which is how
+one request's prompt is prefilled on its own slot while the others' caches stay untouched.
 """
 
 from __future__ import annotations
@@ -80,6 +87,30 @@ class KVCache:
 
     def _host(self, index: int) -> np.ndarray:
         return self.buffers[index] if self.device == "cpu" else self.values[index].numpy()
+
+    def views(self, begin: int, end: int) -> list[ort.OrtValue]:
+        """OrtValues over rows ``begin..end`` of every buffer, sharing their memory (host buffers only)."""
+        if begin == 0 and end == self.batch_size:
+            return self.values
+        if self.device != "cpu":
+            raise NotImplementedError("row views of the cache need host buffers (the CPU provider)")
+        return [self._wrap(buffer[begin:end]) for buffer in self.buffers]
+
+    def copy_rows(self, targets: Sequence[int], sources: Sequence[int], length: int) -> None:
+        """Rows ``targets`` get the first ``length`` positions of rows ``sources`` (read before any is written)."""
+        if self.device != "cpu":
+            raise NotImplementedError("copying rows of the cache needs host buffers (the CPU provider)")
+        target, source = np.asarray(targets, dtype=np.int64), np.asarray(sources, dtype=np.int64)
+        for buffer in self.buffers:
+            buffer[target, :, :length] = buffer[source, :, :length]  # the right side is a copy: no aliasing
+
+    def take_rows(self, source: KVCache, targets: Sequence[int], lengths: Sequence[int]) -> None:
+        """Row ``targets[i]`` gets the first ``lengths[i]`` positions of ``source``'s row ``i``."""
+        if self.device != "cpu" or source.device != "cpu":
+            raise NotImplementedError("copying rows of the cache needs host buffers (the CPU provider)")
+        for buffer, other in zip(self.buffers, source.buffers):
+            for row, (target, length) in enumerate(zip(targets, lengths)):
+                buffer[target, :, :length] = other[row, :, :length]
 
     def reserve(self, needed: int, length: int) -> None:
         """Room for ``needed`` positions, keeping the first ``length``: grows to max(needed, 2 × capacity)."""
@@ -157,22 +188,86 @@ class Decoder:
         Returns the last position's logits [B, V] (with ``all_logits``, every position's: [B, S, V])
         and the cache, grown if it had to be."""
         batch, length = input_ids.shape
-        total = past_length + length
-        past.reserve(total, past_length)
-        attention_mask = np.ones((batch, total), dtype=np.int64)
-        position_ids = np.broadcast_to(np.arange(past_length, total, dtype=np.int64), (batch, length))
+        past.reserve(past_length + length, past_length)
+        lengths = np.full(batch, past_length, dtype=np.int64)
+        return self.run_rows(input_ids, past, lengths, 0, all_logits), past
+
+    def run_rows(
+        self,
+        input_ids: np.ndarray,  # [R, S] int64
+        past: KVCache,
+        past_lengths: np.ndarray,  # [R] int64: the cached positions of each row
+        first_row: int = 0,
+        all_logits: bool = False,
+    ) -> np.ndarray:
+        """One forward pass over rows ``first_row .. first_row + R`` of ``past``, each after its own
+        number of cached positions, appending each row's keys and values after its own past.
+
+        The cache must already have room for the longest row (``KVCache.reserve``). Returns the last
+        position's logits [R, V] (with ``all_logits``: [R, S, V])."""
+        rows, length = input_ids.shape
+        past_lengths = np.asarray(past_lengths, dtype=np.int64)
+        totals = past_lengths + length  # [R]
+        width = int(totals.max())
+        if width > past.capacity or first_row + rows > past.batch_size:
+            raise ValueError(f"rows {first_row}..{first_row + rows} up to {width} positions do not fit the cache")
+        attention_mask = (np.arange(width, dtype=np.int64)[None, :] < totals[:, None]).astype(np.int64)  # [R, T]
+        position_ids = past_lengths[:, None] + np.arange(length, dtype=np.int64)[None, :]  # [R, S]
+        logits = self._forward(
+            np.ascontiguousarray(input_ids, dtype=np.int64),
+            attention_mask,
+            position_ids,
+            0 if all_logits else 1,
+            past.views(first_row, first_row + rows),
+        )  # [R, 1 or S, V]
+        return logits if all_logits else logits[:, -1, :]
+
+    def _forward(
+        self,
+        input_ids: np.ndarray,  # [R, S] int64
+        attention_mask: np.ndarray,  # [R, T] int64
+        position_ids: np.ndarray,  # [R, S] int64
+        logits_to_keep: int,  # 0: every position
+        cache: list[ort.OrtValue],  # each layer's buffer, bound as past and present alike
+    ) -> np.ndarray:
+        """One session run; returns the logits [R, kept positions, V]. Keys and values are appended
+        in place: the same buffer serves as past and present."""
         binding = self.session.io_binding()
-        binding.bind_cpu_input("input_ids", np.ascontiguousarray(input_ids, dtype=np.int64))
+        binding.bind_cpu_input("input_ids", input_ids)
         binding.bind_cpu_input("attention_mask", attention_mask)
-        binding.bind_cpu_input("position_ids", np.ascontiguousarray(position_ids))
-        binding.bind_cpu_input("logits_to_keep", np.array(0 if all_logits else 1, dtype=np.int64))
+        binding.bind_cpu_input("position_ids", position_ids)
+        binding.bind_cpu_input("logits_to_keep", np.array(logits_to_keep, dtype=np.int64))
         binding.bind_output("logits")  # first: get_outputs() lists outputs in binding order
-        for past_name, present_name, value in zip(self._past_names, self._present_names, past.values):
+        for past_name, present_name, value in zip(self._past_names, self._present_names, cache):
             binding.bind_ortvalue_input(past_name, value)
-            binding.bind_ortvalue_output(present_name, value)  # the same buffer: appended in place
+            binding.bind_ortvalue_output(present_name, value)
         self.session.run_with_iobinding(binding)
-        logits = binding.get_outputs()[0].numpy()  # [B, 1 or S, V]
-        return (logits if all_logits else logits[:, -1, :]), past
+        return binding.get_outputs()[0].numpy()
+
+    def prefill_fresh_rows(self, prompts: Sequence[Sequence[int]], into: KVCache, targets: Sequence[int]) -> np.ndarray:
+        """Several prompts from an empty cache in **one** forward pass; returns each one's
+        last-position logits [G, V], equal to its prefill alone (a prompt of 2 or more tokens).
+
+        The prompts are right-padded to the longest; each row's attention mask stops at its own
+        length, which the fused attention's first-prompt path honours row by row. The pass runs on
+        a scratch cache of G rows, whose first ``len(prompt)`` positions then go to rows
+        ``targets`` of ``into`` (which must have room: ``KVCache.reserve``). The head computes the
+        last ``longest - shortest + 1`` positions of every row, where each row's own last one lies."""
+        lengths = np.array([len(prompt) for prompt in prompts], dtype=np.int64)  # [G]
+        if len(prompts) == 0 or int(lengths.min()) < 1:
+            raise ValueError("prefill_fresh_rows needs at least one prompt, none of them empty")
+        width = int(lengths.max())
+        keep = width - int(lengths.min()) + 1  # positions of every row the head computes
+        input_ids = np.zeros((len(prompts), width), dtype=np.int64)  # [G, S]; the padding is never attended to
+        for row, prompt in enumerate(prompts):
+            input_ids[row, : len(prompt)] = prompt
+        attention_mask = (np.arange(width, dtype=np.int64)[None, :] < lengths[:, None]).astype(np.int64)  # [G, S]
+        position_ids = np.broadcast_to(np.arange(width, dtype=np.int64), input_ids.shape).copy()  # [G, S]
+        scratch = self.empty_past(len(prompts), capacity=max(width, KVCache.MIN_CAPACITY))
+        # [G, keep, V]: positions width - keep .. width - 1 of every row
+        logits = self._forward(input_ids, attention_mask, position_ids, keep, scratch.values)
+        into.take_rows(scratch, targets, lengths.tolist())
+        return logits[np.arange(len(prompts)), lengths - 1 - (width - keep)]  # [G, V]
 
 
 class DecodeState:

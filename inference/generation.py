@@ -13,11 +13,18 @@ sample per ``step``:
 ``sample_seed(seed, i)`` = (seed + i) mod 2^63, so every seed a client may send works for every ``n``. A sample that has ended is fed an end-of-sequence token to keep the batch rectangular
 and its logits are ignored.
 
-``Generation`` has the shape ``start`` / ``step`` / ``is_done`` / ``finish``; whoever drives it
-checks its cancel flag between steps, so a cancel ends the run within one token. The prompt is fed
-in chunks of ``PREFILL_CHUNK`` tokens with the flag checked between them, so even a long prefill
-stops within one chunk; a run cancelled before its prefill is over raises ``Cancelled`` and never
-announces itself (no ``Started``).
+A run's own logic lives in a *program* (``Generation`` for sampling, ``BeamRun`` for beam search)
+that never calls the decoder: ``prepare`` gives the ids to prefill, ``advance`` takes the logits of
+its rows and returns the step's ``TokenStep``s (or one ``BeamStep``), ``feed`` says which tokens
+its rows get next (and, for beams, which row's cache each continues). Two drivers feed programs
+logits: ``SoloDriver`` on a decoder state of the run's own (``run`` below), and
+``inference.batching.Scheduler``, which decodes many programs' rows in one batch per step. Both
+take the same tokens for the same logits.
+
+Whoever drives a program checks its cancel flag between steps, so a cancel ends the run within one
+token. The prompt is fed in chunks (``inference.prefill``) with the flag checked between them, so
+even a long prefill stops within one chunk; a run cancelled before its prefill is over raises
+``Cancelled`` and never announces itself (no ``Started``).
 """
 
 from __future__ import annotations
@@ -26,11 +33,13 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from inference.beam import BeamSearch, BeamStep, Hypothesis
+from inference.chat_template import ChatPrompt
+from inference.engine import DecodeState
 from inference.errors import Cancelled, ParamError
 from inference.loop_params import LoopParams
 from inference.prefill import prefill
@@ -59,6 +68,7 @@ class GenerationRequest:
     top_n: int = 5
     use_cache: bool = True
     prefix_tokens: tuple[int, ...] = ()  # forced as the first generated tokens (a branch's path)
+    chat: ChatPrompt | None = None  # chat mode's conversation; None: ``prompt`` (and ``system``) is one turn
 
     def with_seed(self) -> GenerationRequest:
         """The same request with a seed: the client's, or one drawn now so the run can be replayed."""
@@ -201,7 +211,34 @@ class _Sample:
         return released + self.stops.finish()
 
 
+class Program(Protocol):
+    """One run's own logic, fed logits by a driver (``SoloDriver`` or ``inference.batching``)."""
+
+    request: GenerationRequest
+    rows: int  # decoder rows it uses at most
+    rows_after_prefill: int  # rows the prompt's cache is copied to once prefilled
+
+    def prepare(self) -> list[int]: ...  # the ids to prefill (checked against the context window)
+    def started(self) -> Started: ...
+    def advance(self, logits: np.ndarray, began: float) -> list[TokenStep] | list[BeamStep]: ...
+    def feed(self) -> Feed: ...
+    def is_done(self) -> bool: ...
+    def cancel(self) -> None: ...
+    def finish(self) -> Finished: ...
+
+
+@dataclass(frozen=True)
+class Feed:
+    """What a program's rows get next: ``tokens`` [r], row i after the cache of row ``parents[i]``
+    (None: each row after its own)."""
+
+    tokens: np.ndarray  # [r] int64
+    parents: list[int] | None = None
+
+
 class Generation:
+    """Sampling: ``n`` samples of one prompt, each with its own chain, seed and stopping rules."""
+
     def __init__(self, runtime: Runtime, request: GenerationRequest) -> None:
         self.runtime = runtime
         self.request = request.with_seed()
@@ -210,43 +247,39 @@ class Generation:
         check_prefix(self.request.prefix_tokens, vocab_size)  # before any chain sees an id
         self.request.sampling.validate_for_vocab(vocab_size)
         n = self.request.loop.n
+        self.rows = self.rows_after_prefill = n
         self.samples = [_Sample(runtime, self.request, i) for i in range(n)]
-        self._state = runtime.decoder.new_state(batch_size=n, use_cache=request.use_cache)
         self._filler = min(runtime.codec.eos_ids)  # fed to samples that have ended
         self.prompt_ids: list[int] = []
-        self._logits: np.ndarray | None = None  # [n, V] for the next position
+        self._prepared = False
         self._pending: list[int] | None = None  # chosen but not yet fed to the decoder
         self._clock = StepClock()
+        self._solo: SoloDriver | None = None
 
-    def start(self, is_cancelled: Callable[[], bool] = lambda: False) -> Started:
-        """Encodes the prompt, checks it fits, and runs the prefill (``Cancelled`` if asked to stop)."""
+    # -- the program: logits in, tokens out
+
+    def prepare(self) -> list[int]:
+        """Encodes the prompt and checks it fits; returns the ids to prefill."""
         self._clock = StepClock()
-        self.prompt_ids = self.runtime.codec.encode(self.request.prompt, self.request.mode, self.request.system)
+        self.prompt_ids = self.runtime.codec.encode(
+            self.request.prompt, self.request.mode, self.request.system, self.request.chat
+        )
         self.request.loop.check_context(len(self.prompt_ids) + len(self.request.prefix_tokens), self.runtime.shape.context_window)
-        self._logits = prefill(self._state, self.prompt_ids, is_cancelled)
+        self._prepared = True
+        return self.prompt_ids
+
+    def started(self) -> Started:
         return Started(self.request, self.prompt_ids)
 
-    def is_done(self) -> bool:
-        return all(sample.reason is not None for sample in self.samples)
-
-    def cancel(self) -> None:
-        for sample in self.samples:
-            sample.cancel()
-
-    def step(self) -> list[TokenStep]:
-        """One token for every sample still running."""
-        if self.is_done() or self._logits is None:
-            raise RuntimeError("step() after the run ended or before start()")
-        began = time.perf_counter()
-        if self._pending is not None:
-            self._logits = self._state.append_tokens(np.array(self._pending, dtype=np.int64)[:, None])
-            self._pending = None
+    def advance(self, logits: np.ndarray, began: float) -> list[TokenStep]:
+        """One token for every sample still running, from the logits [n, V] of the samples' rows."""
+        if self.is_done() or not self._prepared:
+            raise RuntimeError("a step after the run ended or before it started")
         picked: list[tuple[_Sample, int, str, StepTrace]] = []
-        for sample, logits in zip(self.samples, self._logits):
+        for sample, row in zip(self.samples, logits):
             if sample.reason is None:
-                picked.append((sample, *sample.pick(logits, self.prompt_ids, self.request.top_n)))
-        if not self.is_done():
-            self._pending = [s.generated[-1] if s.reason is None else self._filler for s in self.samples]
+                picked.append((sample, *sample.pick(row, self.prompt_ids, self.request.top_n)))
+        self._pending = None if self.is_done() else [s.generated[-1] if s.reason is None else self._filler for s in self.samples]
         elapsed = (self._clock.tick(len(picked)) - began) * 1000.0
         return [
             TokenStep(
@@ -261,6 +294,21 @@ class Generation:
             for sample, token, text, trace in picked
         ]
 
+    def feed(self) -> Feed:
+        """The tokens just chosen (an end-of-sequence filler for samples that have ended, so the
+        rows stay in step)."""
+        if self._pending is None:
+            raise RuntimeError("feed() before a step or after the run ended")
+        return Feed(np.array(self._pending, dtype=np.int64))
+
+    def is_done(self) -> bool:
+        return all(sample.reason is not None for sample in self.samples)
+
+    def cancel(self) -> None:
+        for sample in self.samples:
+            sample.cancel()
+        self._pending = None
+
     def finish(self) -> Finished:
         """The summary once the run has ended; a cancelled run releases what it held back."""
         if not self.is_done():
@@ -271,76 +319,135 @@ class Generation:
             **self._clock.timing(),
         )
 
+    # -- driven on a decoder state of its own
+
+    def start(self, is_cancelled: Callable[[], bool] = lambda: False) -> Started:
+        """Prefills on a state of this run's own (``Cancelled`` if asked to stop)."""
+        self._solo = SoloDriver(self.runtime, self)
+        return self._solo.start(is_cancelled)
+
+    def step(self) -> list[TokenStep]:
+        if self._solo is None or self.is_done():
+            raise RuntimeError("step() after the run ended or before start()")
+        return self._solo.step()  # type: ignore[return-value]
+
+
+class BeamRun:
+    """Beam search as a program: the prompt and any forced prefix are prefilled, the search starts after them."""
+
+    rows_after_prefill = 1
+
+    def __init__(self, runtime: Runtime, request: GenerationRequest) -> None:
+        self.runtime = runtime
+        self.request = request.with_seed()
+        loop = self.request.loop
+        check_prefix(self.request.prefix_tokens, runtime.shape.vocab_size)
+        self.rows = loop.num_beams
+        eos_ids = frozenset() if loop.ignore_eos else runtime.codec.eos_ids
+        self.search = BeamSearch(loop.num_beams, loop.length_penalty, loop.max_tokens, eos_ids)
+        self.prompt_ids: list[int] = []
+        self._clock = StepClock()
+
+    def prepare(self) -> list[int]:
+        self._clock = StepClock()
+        self.prompt_ids = self.runtime.codec.encode(
+            self.request.prompt, self.request.mode, self.request.system, self.request.chat
+        )
+        self.request.loop.check_context(len(self.prompt_ids) + len(self.request.prefix_tokens), self.runtime.shape.context_window)
+        return self.prompt_ids + list(self.request.prefix_tokens)
+
+    def started(self) -> Started:
+        return Started(self.request, self.prompt_ids)
+
+    def advance(self, logits: np.ndarray, began: float) -> list[BeamStep]:
+        step = self.search.advance(logits, began)
+        self._clock.tick(1)  # a beam step counts as one token
+        return [step]
+
+    def feed(self) -> Feed:
+        parents, tokens = self.search.feed()
+        return Feed(tokens, parents)
+
+    def is_done(self) -> bool:
+        return self.search.is_done()
+
+    def cancel(self) -> None:
+        self.search.cancel()
+
+    def finish(self) -> Finished:
+        codec, loop = self.runtime.codec, self.request.loop
+        hypotheses = tuple(self.search.hypotheses())
+        samples = tuple(
+            SampleResult(
+                sample=i,
+                reason=h.reason,
+                stop_string=None,
+                text=codec.decode([t for t in h.token_ids if t not in codec.eos_ids or loop.ignore_eos]),
+                tail="",
+                completion_tokens=len(h.token_ids),
+                token_ids=h.token_ids,
+            )
+            for i, h in enumerate(hypotheses)
+        )
+        return Finished(samples=samples, prompt_tokens=len(self.prompt_ids), beams=hypotheses, **self._clock.timing())
+
+
+def new_program(runtime: Runtime, request: GenerationRequest) -> Generation | BeamRun:
+    """The program for a request: beam search when ``num_beams`` > 1, else sampling."""
+    return BeamRun(runtime, request) if request.loop.num_beams > 1 else Generation(runtime, request)
+
+
+class SoloDriver:
+    """Drives one program on a decoder state of its own (with or without a KV cache)."""
+
+    def __init__(self, runtime: Runtime, program: Program) -> None:
+        self.program = program
+        self.state: DecodeState = runtime.decoder.new_state(batch_size=1, use_cache=program.request.use_cache)
+        self._logits: np.ndarray | None = None  # [r, V] not yet handed to the program
+
+    def start(self, is_cancelled: Callable[[], bool] = lambda: False) -> Started:
+        """Prefills the program's prompt in chunks (``Cancelled`` between them); the cache is then
+        copied to every row the program starts with."""
+        logits = prefill(self.state, self.program.prepare(), is_cancelled)  # [1, V]
+        rows = self.program.rows_after_prefill
+        if rows > 1:
+            self.state.reorder([0] * rows)
+            logits = np.repeat(logits, rows, axis=0)
+        self._logits = logits
+        return self.program.started()
+
+    def step(self) -> list[TokenStep] | list[BeamStep]:
+        """Feeds what the program chose last (not on the first step) and hands it the logits."""
+        began = time.perf_counter()
+        logits, self._logits = self._logits, None
+        if logits is None:
+            feed = self.program.feed()
+            if feed.parents is not None:
+                self.state.reorder(feed.parents)
+            logits = self.state.append_tokens(feed.tokens[:, None])
+        return self.program.advance(logits, began)
+
 
 def run(
     runtime: Runtime,
     request: GenerationRequest,
     is_cancelled: Callable[[], bool] = lambda: False,
 ) -> Iterator[Started | TokenStep | BeamStep | Finished]:
-    """Drives one generation to its end, checking ``is_cancelled`` before every token. A cancel
-    that comes before the prefill is over raises ``Cancelled``: nothing ran that is worth keeping."""
-    if request.loop.num_beams > 1:
-        yield from run_beam_search(runtime, request, is_cancelled)
-        return
-    generation = Generation(runtime, request)
-    started = generation.start(is_cancelled)
+    """Drives one generation (sampling or beam search) to its end on a decoder state of its own,
+    checking ``is_cancelled`` before every token. A cancel that comes before the prefill is over
+    raises ``Cancelled``: nothing ran that is worth keeping."""
+    program = new_program(runtime, request)
+    driver = SoloDriver(runtime, program)
+    started = driver.start(is_cancelled)
     if is_cancelled():
         raise Cancelled("cancelled during the prefill")
     yield started
-    while not generation.is_done():
+    while not program.is_done():
         if is_cancelled():
-            generation.cancel()
+            program.cancel()
             break
-        yield from generation.step()
-    yield generation.finish()
-
-
-def run_beam_search(
-    runtime: Runtime, request: GenerationRequest, is_cancelled: Callable[[], bool] = lambda: False
-) -> Iterator[Started | BeamStep | Finished]:
-    """Beam search in place of sampling: one ``BeamStep`` per step, then the ranked hypotheses."""
-    clock = StepClock()
-    request = request.with_seed()
-    loop = request.loop
-    check_prefix(request.prefix_tokens, runtime.shape.vocab_size)
-    prompt_ids = runtime.codec.encode(request.prompt, request.mode, request.system)
-    loop.check_context(len(prompt_ids) + len(request.prefix_tokens), runtime.shape.context_window)
-    if is_cancelled():
-        raise Cancelled("cancelled before the prefill")
-    # Beam search starts after the prefix: its hypotheses hold the tokens it chose.
-    search = BeamSearch(
-        runtime,
-        prompt_ids + list(request.prefix_tokens),
-        loop.num_beams,
-        loop.length_penalty,
-        loop.max_tokens,
-        loop.ignore_eos,
-        request.use_cache,
-        is_cancelled,
-    )
-    if is_cancelled():
-        raise Cancelled("cancelled during the prefill")
-    yield Started(request, prompt_ids)
-    while not search.is_done():
-        if is_cancelled():
-            search.cancel()
-            break
-        yield search.step()
-        clock.tick(1)  # a beam step counts as one token
-    hypotheses = tuple(search.hypotheses())
-    samples = tuple(
-        SampleResult(
-            sample=i,
-            reason=h.reason,
-            stop_string=None,
-            text=runtime.codec.decode([t for t in h.token_ids if t not in runtime.codec.eos_ids or loop.ignore_eos]),
-            tail="",
-            completion_tokens=len(h.token_ids),
-            token_ids=h.token_ids,
-        )
-        for i, h in enumerate(hypotheses)
-    )
-    yield Finished(samples=samples, prompt_tokens=len(prompt_ids), beams=hypotheses, **clock.timing())
+        yield from driver.step()
+    yield program.finish()
 
 
 class StepClock:

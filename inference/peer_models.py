@@ -55,7 +55,9 @@ def build_genai_model(out: Path = DEFAULT_OUT) -> Path:
     import transformers
 
     for name in MISSING_CLASSES:
-        if name not in dir(transformers):
+        try:  # (a lazy module may list a name in dir() that it then fails to import)
+            getattr(transformers, name)
+        except (AttributeError, ImportError):
             setattr(transformers, name, type(name, (), {}))
     checkpoint = genai_checkpoint(out.parent / f".{out.name}-checkpoint")
     argv = sys.argv

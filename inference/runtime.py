@@ -11,8 +11,10 @@ from typing import Any
 
 import onnxruntime as ort
 
+from inference.allocator import keep_freed_memory
+from inference.chat_template import ChatTemplate
 from inference.engine import CPU, Decoder, ModelShape
-from inference.model_dir import MANIFEST_FILE, MODEL_FILE, TOKENIZER_FILE, ModelNotBuiltError
+from inference.model_dir import CHAT_TEMPLATE_FILE, MANIFEST_FILE, MODEL_FILE, TOKENIZER_FILE, ModelNotBuiltError
 from inference.text import TextCodec
 
 
@@ -48,7 +50,9 @@ class Runtime:
 
 
 def load_runtime(model_dir: Path, providers: Sequence[str] = (CPU,), intra_op_threads: int = 2) -> Runtime:
-    """Loads a built model directory; raises FileNotFoundError when it has not been built."""
+    """Loads a built model directory; raises FileNotFoundError when it has not been built.
+    The process keeps its freed heap from then on (``allocator.keep_freed_memory``)."""
+    keep_freed_memory()
     manifest_path = model_dir / MANIFEST_FILE
     if not manifest_path.is_file():
         raise ModelNotBuiltError(f"no built model in {model_dir} (missing {MANIFEST_FILE}); run `python manage.py build_model`")
@@ -63,9 +67,13 @@ def load_runtime(model_dir: Path, providers: Sequence[str] = (CPU,), intra_op_th
         context_window=int(shapes["context_window"]),
     )
     decoder = Decoder(model_dir / MODEL_FILE, shape, providers, intra_op_threads)
-    codec = TextCodec.from_file(
-        model_dir / TOKENIZER_FILE, frozenset(int(i) for i in manifest["special_tokens"]["eos_token_ids"])
-    )
+    special = manifest["special_tokens"]
+    template_path = model_dir / CHAT_TEMPLATE_FILE
+    template = None
+    if template_path.is_file():
+        names = {"bos_token": special.get("bos_token"), "eos_token": (special.get("eos_tokens") or [None])[0]}
+        template = ChatTemplate.from_file(template_path, {k: v for k, v in names.items() if v})
+    codec = TextCodec.from_file(model_dir / TOKENIZER_FILE, frozenset(int(i) for i in special["eos_token_ids"]), template)
     info = ModelInfo(
         name=str(manifest["model_name"]),
         manifest_sha256=hashlib.sha256(manifest_bytes).hexdigest(),

@@ -10,7 +10,9 @@ Prompts:
   special token the model is lost (greedy "The capital of France is" → " capitalised as it is…",
   against " Paris, the capital of…" with it). The tokenizer rebuilt from the GGUF would prepend
   ``<|im_start|>`` instead, which opens a chat turn; that is the chat template's job.
-- chat: the user's message in SmolLM2's ChatML template, ending where the assistant's turn starts.
+- chat: the conversation rendered by the model's own chat template (``inference.chat_template``),
+  ending where the assistant's turn starts (or inside the assistant's last message, to continue it).
+  A ``prompt`` with an optional ``system`` is the one-turn conversation.
 """
 
 from __future__ import annotations
@@ -22,17 +24,13 @@ from typing import Literal
 
 from tokenizers import Tokenizer
 
+from inference.chat_template import ChatPrompt, ChatTemplate
+from inference.errors import ParamError
+
 Mode = Literal["completion", "chat"]
 EncodeMode = Literal["completion", "chat", "plain"]  # plain: the text alone, nothing added
 
 DOCUMENT_START = "<|endoftext|>"
-DEFAULT_SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
-
-
-def chat_prompt(user_message: str, system: str | None = None) -> str:
-    """SmolLM2's ChatML rendering of one user turn, ready for the assistant's answer."""
-    system_text = DEFAULT_SYSTEM_PROMPT if system is None else system
-    return f"<|im_start|>system\n{system_text}<|im_end|>\n<|im_start|>user\n{user_message}<|im_end|>\n<|im_start|>assistant\n"
 
 
 @lru_cache(maxsize=1)
@@ -55,27 +53,35 @@ def _unicode_to_byte() -> dict[str, int]:
 class TextCodec:
     """Encodes prompts to ids and turns ids back into bytes and text."""
 
-    def __init__(self, tokenizer: Tokenizer, eos_ids: frozenset[int]) -> None:
+    def __init__(self, tokenizer: Tokenizer, eos_ids: frozenset[int], chat_template: ChatTemplate | None = None) -> None:
         self._tokenizer = tokenizer
         self.eos_ids = eos_ids
+        self.chat_template = chat_template  # None: the model has no chat template, so no chat mode
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         self._special = {token.content for token in tokenizer.get_added_tokens_decoder().values() if token.special}
         self._bytes_cache: dict[int, bytes] = {}
         self._all_texts: list[str] | None = None
 
     @classmethod
-    def from_file(cls, path: Path, eos_ids: frozenset[int]) -> TextCodec:
-        return cls(Tokenizer.from_file(str(path)), eos_ids)
+    def from_file(cls, path: Path, eos_ids: frozenset[int], chat_template: ChatTemplate | None = None) -> TextCodec:
+        return cls(Tokenizer.from_file(str(path)), eos_ids, chat_template)
 
-    def encode(self, prompt: str, mode: EncodeMode, system: str | None = None) -> list[int]:
-        """The exact ids fed to the model for this prompt (``plain``: the text's own tokens only)."""
+    def encode(self, prompt: str, mode: EncodeMode, system: str | None = None, chat: ChatPrompt | None = None) -> list[int]:
+        """The exact ids fed to the model for this prompt (``plain``: the text's own tokens only).
+        In chat mode ``chat`` is the conversation; without it, ``prompt`` (and ``system``) is one turn."""
         if mode == "chat":
-            text = chat_prompt(prompt, system)
+            text = self.chat_text(chat or ChatPrompt.single_turn(prompt, system))
         elif mode == "completion":
             text = DOCUMENT_START + prompt
         else:
             text = prompt
         return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def chat_text(self, chat: ChatPrompt) -> str:
+        """The conversation as the model's chat template renders it."""
+        if self.chat_template is None:
+            raise ParamError("mode", "this model has no chat template, so chat mode is not available")
+        return self.chat_template.render(chat)
 
     def token_id(self, token: str) -> int | None:
         return self._tokenizer.token_to_id(token)

@@ -65,15 +65,61 @@ class Softmax:
 
 
 class Candidates:
-    """Token ids (ascending, unique) still in the running and their logits (float64)."""
+    """Token ids (ascending, unique) still in the running and their logits (float64).
 
-    __slots__ = ("ids", "logits", "vocab_size", "_soft")
+    A set made by ``shifted`` (a stage that moves a few tokens' logits: logit bias, the penalties,
+    DRY) holds its input's set and the moved values instead of a copy of every logit; the array is
+    built the first time ``logits`` is read. A run of such stages thus copies the vocabulary's
+    logits once, where the next stage reads them, instead of once per stage."""
+
+    __slots__ = ("ids", "vocab_size", "_logits", "_base", "_edits", "_soft")
 
     def __init__(self, ids: np.ndarray, logits: np.ndarray, vocab_size: int) -> None:
         self.ids = ids
-        self.logits = frozen(logits)
         self.vocab_size = vocab_size
+        self._logits: np.ndarray | None = frozen(logits)
+        self._base: Candidates | None = None  # while unbuilt: a built set with the same ids
+        self._edits: tuple[tuple[np.ndarray, np.ndarray], ...] = ()  # (unique positions ascending, their values), oldest first
         self._soft: Softmax | None = None
+
+    @property
+    def logits(self) -> np.ndarray:
+        if self._logits is None:
+            assert self._base is not None
+            logits = self._base.logits.copy()
+            for pos, values in self._edits:
+                logits[pos] = values
+            self._logits, self._base, self._edits = frozen(logits), None, ()
+        return self._logits
+
+    def logits_at(self, pos: np.ndarray) -> np.ndarray:
+        """The logits at positions ``pos`` (a fresh array), without building an unbuilt set's array."""
+        if self._logits is not None:
+            return self._logits[pos]
+        assert self._base is not None
+        values = self._base.logits[pos]
+        for edited, edits in self._edits:  # positions ascending (``shifted``)
+            at = np.minimum(np.searchsorted(edited, pos), len(edited) - 1)
+            hit = edited[at] == pos
+            values[hit] = edits[at[hit]]
+        return values
+
+    def shifted(self, pos: np.ndarray, values: np.ndarray) -> Candidates:
+        """Same tokens; the logits at positions ``pos`` (unique) become ``values``, clipped to
+        +-LOGIT_LIMIT. Nothing is copied until the result's ``logits`` are read."""
+        if not len(pos):
+            return self  # (sets never change: the same one serves)
+        pos = np.asarray(pos, dtype=np.int64)
+        order = np.argsort(pos)  # sorted once here, searched by every later logits_at
+        values = np.clip(np.asarray(values, dtype=np.float64), -LOGIT_LIMIT, LOGIT_LIMIT)
+        edit = (pos[order], values[order])
+        out = Candidates.__new__(Candidates)
+        out.ids, out.vocab_size, out._logits, out._soft = self.ids, self.vocab_size, None, None
+        if self._logits is None:  # unbuilt itself: share its base, one more edit
+            out._base, out._edits = self._base, (*self._edits, edit)
+        else:
+            out._base, out._edits = self, (edit,)
+        return out
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -102,12 +148,10 @@ class Candidates:
         pos, _ = self.positions(np.array([token]))
         return int(pos[0]) if len(pos) else None
 
-    def with_logits(self, logits: np.ndarray, touched: np.ndarray | None = None) -> Candidates:
+    def with_logits(self, logits: np.ndarray) -> Candidates:
         """Same tokens, new logits (a fresh array the caller gives up). Values are clipped to
-        +-LOGIT_LIMIT so later arithmetic stays finite; ``touched``: the only positions changed."""
-        if touched is not None:
-            logits[touched] = np.clip(logits[touched], -LOGIT_LIMIT, LOGIT_LIMIT)
-        elif len(logits) and (logits.max() > LOGIT_LIMIT or logits.min() < -LOGIT_LIMIT):
+        +-LOGIT_LIMIT so later arithmetic stays finite (``shifted`` for a few positions)."""
+        if len(logits) and (logits.max() > LOGIT_LIMIT or logits.min() < -LOGIT_LIMIT):
             np.clip(logits, -LOGIT_LIMIT, LOGIT_LIMIT, out=logits)
         return Candidates(self.ids, logits, self.vocab_size)
 

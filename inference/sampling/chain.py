@@ -77,7 +77,7 @@ class SamplerChain:
         ctx = StepContext(history, raw.vocab_size)
         outputs: list[tuple[str, Candidates]] = []
         cand = raw
-        with np.errstate(over="ignore"):  # overflow to +-inf is clipped by Candidates.with_logits
+        with np.errstate(over="ignore"):  # overflow to +-inf is clipped by Candidates.with_logits and .shifted
             for stage in self.stages:
                 cand = stage.apply(cand, ctx)
                 outputs.append((stage.name, cand))

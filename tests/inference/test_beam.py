@@ -171,7 +171,7 @@ def test_num_beams_1_runs_the_sampling_loop_and_beam_search_needs_two(tiny_runti
     assert all(isinstance(i, TokenStep) for i in items[1:-1]) and len(items) == 5
     assert items[-1].beams == ()
     with pytest.raises(ValueError, match="at least 2"):
-        BeamSearch(tiny_runtime, [0], num_beams=1, length_penalty=1.0, max_tokens=3)
+        BeamSearch(num_beams=1, length_penalty=1.0, max_tokens=3)
 
 
 def test_beam_search_is_deterministic(tiny_runtime):

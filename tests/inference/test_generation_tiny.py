@@ -152,7 +152,9 @@ def test_n_samples_each_reproduce_the_single_run_seeded_seed_plus_i(tiny_runtime
     assert len(set(lengths)) > 1, f"the samples should end at different steps: {lengths}"
     assert [s.sample for s in finished.samples] == [0, 1, 2]
     (state,) = decoder.states
-    assert state.batch_size == 3 and all(call.ids.shape[0] == 3 for call in state.calls)
+    # the prompt is prefilled once, on one row, and its cache copied to the three samples' rows
+    assert state.batch_size == 3 and state.calls[0].ids.shape[0] == 1
+    assert all(call.ids.shape[0] == 3 for call in state.calls[1:])
     for i in range(3):
         _, alone_steps, alone = collect(tiny_runtime, request(seed=100 + i, **common))
         mine = [s for s in steps if s.sample == i]
@@ -405,7 +407,8 @@ def test_no_kv_cache_gives_identical_tokens_and_logits(tiny_runtime, temperature
         _, steps, _ = collect(runtime, req)
         (state,) = decoder.states
         assert state.use_cache is use_cache
-        return steps, np.stack([call.logits for call in state.calls])  # [steps, n, V]
+        # (the prompt's call has one row: its cache is copied to both samples' rows)
+        return steps, np.stack([np.broadcast_to(call.logits, (2, call.logits.shape[-1])) for call in state.calls])
 
     cached_steps, cached_logits = traced(True)
     plain_steps, plain_logits = traced(False)

@@ -33,9 +33,7 @@ class LogitBias(Stage):
             bad = int(self._ids[self._ids >= cand.vocab_size][0])
             raise ParamError(f"logit_bias.{bad}", f"logit_bias token id must be in [0, {cand.vocab_size - 1}]; got {bad}")
         pos, hit = cand.positions(self._ids)
-        logits = cand.logits.copy()
-        logits[pos] += self._values[hit]
-        return cand.with_logits(logits, touched=pos)
+        return cand.shifted(pos, cand.logits_at(pos) + self._values[hit])
 
 
 class HistoryPenalty(Stage):
@@ -52,9 +50,7 @@ class HistoryPenalty(Stage):
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
         tokens, counts = ctx.counts(self.window)
         pos, hit = cand.positions(tokens)
-        logits = cand.logits.copy()
-        logits[pos] = self.adjust(logits[pos], counts[hit])
-        return cand.with_logits(logits, touched=pos)
+        return cand.shifted(pos, self.adjust(cand.logits_at(pos), counts[hit]))
 
 
 class RepetitionPenalty(HistoryPenalty):

@@ -75,9 +75,7 @@ class Dry(Stage):
         if self._max_exponent > 0:
             exponent = np.minimum(exponent, self._max_exponent)
         pos, hit = cand.positions(tokens)
-        logits = cand.logits.copy()
-        logits[pos] -= self.multiplier * np.power(self.base, exponent[hit].astype(np.float64))
-        return cand.with_logits(logits, touched=pos)
+        return cand.shifted(pos, cand.logits_at(pos) - self.multiplier * np.power(self.base, exponent[hit].astype(np.float64)))
 
 
 def breaker_ids_for(token_texts, breakers: Iterable[str]) -> frozenset[int]:

@@ -8,13 +8,25 @@ so every receive that found nothing for 5 s failed with ``TimeoutError`` instead
 ``runworker`` exited and daphne closed every websocket quiet for 5 s with 1011. Here the read
 timeout outlasts the blocking wait by a margin, so it only fires when Redis or the link is really
 gone, and the connections are checked the other ways a long-lived client needs.
+
+``SingleTakeRedisChannelLayer`` is channels_redis' layer with one change: each layer instance (one
+per process) keeps its own in-flight backup of the messages it has just taken. The stock layer keeps
+one backup per channel, shared by every reader, and each receive first puts everything in that backup
+back into the channel (meant for messages a crashed reader never finished), so a request another
+worker had taken a moment before went back into the line and was served twice (about 1 in 8 with
+three readers taking a burst; ``tests/playground/test_single_take.py``). With a backup of its own, a
+reader only puts back what it took itself and was interrupted in. It can also put a message back
+into a shared channel at the place it first had (``send_in_place``).
 """
 
 from __future__ import annotations
 
+import time
+import uuid
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from channels.exceptions import ChannelFull
 from channels_redis.core import RedisChannelLayer
 
 # How long Redis may hold the layer's blocking read before answering (seconds).
@@ -25,16 +37,57 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 # A pooled connection unused for this long is PINGed before its next command (a proxy or
 # Redis' own `timeout` may have closed it meanwhile).
 HEALTH_CHECK_SECONDS = 30
-# Messages (requests, events) not received within this many seconds are dropped by the layer.
-MESSAGE_EXPIRY_SECONDS = 60
+# The layer drops messages (requests, events) not received within the longest wait in line
+# (settings.WAITING_LINE's MAX_WAIT_SECONDS) plus this margin: the connection refuses a request
+# with `busy` when its wait runs out, before the layer could drop it silently.
+EXPIRY_MARGIN_SECONDS = 60.0
 CHANNEL_CAPACITY = 1000
+
+
+def message_expiry(max_wait_seconds: float) -> int:
+    """The layer's message expiry (seconds) for a waiting line of at most ``max_wait_seconds``."""
+    return int(max_wait_seconds + EXPIRY_MARGIN_SECONDS)
+
+
+def in_memory_channel_layer(max_wait_seconds: float) -> dict[str, Any]:
+    """The ``CHANNEL_LAYERS["default"]`` entry for one process (the embedded worker)."""
+    return {
+        "BACKEND": "channels.layers.InMemoryChannelLayer",
+        "CONFIG": {"capacity": CHANNEL_CAPACITY, "expiry": message_expiry(max_wait_seconds)},
+    }
+
+
+class SingleTakeRedisChannelLayer(RedisChannelLayer):
+    """The Redis layer with an in-flight backup per layer instance, so no message is taken twice."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._reader_id = uuid.uuid4().hex  # this instance's backups: "<channel>$inflight$<id>"
+
+    def _backup_channel_name(self, channel: str) -> str:
+        return f"{channel}$inflight${self._reader_id}"
+
+    async def send_in_place(self, channel: str, message: dict[str, Any], ticket: float) -> None:
+        """``send`` for a message going back into a line it had already waited in (a request whose
+        worker died before starting it): the layer orders a channel by each message's score, the
+        time it was sent, so scoring it by its first ``ticket`` (a ``time.time()``) puts it back
+        ahead of every request sent after it, instead of at the back. A shared channel only."""
+        if "!" in channel:
+            raise ValueError(f"send_in_place is for shared channels, not process-local {channel!r}")
+        key = self.prefix + channel
+        connection = self.connection(next(self._send_index_generator))
+        await connection.zremrangebyscore(key, min=0, max=int(time.time()) - int(self.expiry))  # as send: drop expired
+        if await connection.zcount(key, "-inf", "+inf") >= self.get_capacity(channel):
+            raise ChannelFull()
+        await connection.zadd(key, {self.serialize(message): ticket})
+        await connection.expire(key, int(self.expiry))
 
 
 class RedisLayerError(ValueError):
     """A PLAYGROUND_REDIS_URL whose options would break the layer's blocking reads."""
 
 
-def redis_channel_layer(url: str) -> dict[str, Any]:
+def redis_channel_layer(url: str, max_wait_seconds: float) -> dict[str, Any]:
     """The ``CHANNEL_LAYERS["default"]`` entry for a ``redis://`` or ``rediss://`` URL.
 
     Options given in the URL's query (``?socket_timeout=30``) win over these defaults, as
@@ -64,6 +117,6 @@ def redis_channel_layer(url: str) -> dict[str, Any]:
         "health_check_interval": HEALTH_CHECK_SECONDS,
     }
     return {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [host], "capacity": CHANNEL_CAPACITY, "expiry": MESSAGE_EXPIRY_SECONDS},
+        "BACKEND": "playground.channel_layer.SingleTakeRedisChannelLayer",
+        "CONFIG": {"hosts": [host], "capacity": CHANNEL_CAPACITY, "expiry": message_expiry(max_wait_seconds)},
     }

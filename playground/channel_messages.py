@@ -1,10 +1,14 @@
 """The messages the websocket consumer and the inference workers exchange over the channel layer.
 
 There are five, each made by the constructor of the same name below, and a sixth for liveness
-(``inference.heartbeat``, worker → consumer, made and documented in ``playground.liveness``):
+(``inference.heartbeat``, worker → consumer, made and documented in ``playground.liveness``) and
+a seventh for the waiting line (``inference.taken``, worker → the ``inference-line`` group, made
+and documented in ``playground.waiting_line``):
 
-- ``inference.request`` (consumer → the shared ``inference`` channel): ``reply_channel``,
-  ``request_id``, ``quick`` (tokenizing: served beside generations, not behind them) and the
+- ``inference.request`` (consumer → the shared ``inference`` channel, or ``inference-quick`` for a
+  quick job): ``reply_channel``, ``request_id``, ``quick`` (tokenizing, inspecting, scoring: served
+  beside generations, not behind them), ``ticket`` (its submit time: its place in the waiting
+  line, ``playground.waiting_line``) and the
   checked ``job`` as its normalized dict (``frames.job_to_dict``: a generate, tokenize or inspect
   request), which the worker rebuilds as the same typed job (``frames.job_from_dict``);
 - ``inference.queued`` (worker → consumer): the worker's own ``worker_channel``, where cancels go;
@@ -19,11 +23,10 @@ Every message about a request that the consumer watches carries its ``lease`` to
 ``inference.request`` by the consumer's watchdog; repeated by the worker on ``queued``, ``event``
 and ``finished``), so that messages from a submission given up since are dropped.
 
-The Redis layer may now and then hand one request to two workers (channels_redis keeps a single
-in-flight backup per channel, shared by every reader of ``inference``, and one reader's clean-up
-can put back a message another has just taken). So ``queued``, ``event`` and ``finished`` name the
-worker that sent them: the consumer keeps the first worker that acknowledged a request, sends the
-other a cancel, and drops whatever that other worker sends.
+``queued``, ``event`` and ``finished`` name the worker that sent them. Should one request ever reach
+two workers (channels_redis' own layer did that now and then; ours,
+``playground.channel_layer.SingleTakeRedisChannelLayer``, does not), the consumer keeps the first
+worker that acknowledged it, sends the other a cancel, and drops whatever that other worker sends.
 
 Every message is plain data (strings, numbers, lists, dicts with string keys), as the Redis layer
 needs.
@@ -31,9 +34,30 @@ needs.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from playground import frames
+
+INFERENCE_CHANNEL = "inference"  # generations, read by a worker only while it has room
+# tokenizing, inspecting, scoring: read by every worker all the time, so they never wait behind generations
+QUICK_CHANNEL = "inference-quick"
+
+QUICK_JOBS = (frames.Tokenize, frames.Inspect, frames.Score)  # need no decode slot: served beside generations
+
+
+def is_quick(job: frames.Job) -> bool:
+    return isinstance(job, QUICK_JOBS)
+
+
+def channel_for(message: dict[str, Any]) -> str:
+    """The shared channel an ``inference.request`` (or the cancel of one no worker took) goes to."""
+    return QUICK_CHANNEL if message.get("quick") else INFERENCE_CHANNEL
+
+
+def job_channel(job: frames.Job) -> str:
+    """The shared channel ``job``'s request goes to (what ``channel_for`` reads off its message)."""
+    return QUICK_CHANNEL if is_quick(job) else INFERENCE_CHANNEL
 
 
 def request(job: frames.Job, reply_channel: str) -> dict[str, Any]:
@@ -41,7 +65,8 @@ def request(job: frames.Job, reply_channel: str) -> dict[str, Any]:
         "type": "inference.request",
         "reply_channel": reply_channel,
         "request_id": job.request_id,
-        "quick": isinstance(job, frames.Tokenize),
+        "quick": is_quick(job),
+        "ticket": time.time(),
         "job": frames.job_to_dict(job),
     }
 

@@ -7,22 +7,33 @@ Every frame gets its answer or a structured ``error``; no reply grows past ``eve
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
+from channels.exceptions import ChannelFull
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from playground import channel_messages as messages
-from playground import events, frames, metrics
+from playground import events, frames, metrics, waiting_line
 from playground.client_limits import client_limits
-from playground.liveness import Watchdog
-from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
+from playground.liveness import BUSY, BUSY_RETRY_AFTER_SECONDS, Watchdog
+from playground.worker import INFERENCE_CHANNEL, QUICK_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
 
 log = logging.getLogger(__name__)
 
+# A generation first in line that no worker took within this is waiting for room: it hears `queued`.
+FIRST_IN_LINE_GRACE_SECONDS = 0.5
+
 
 class GenerateConsumer(AsyncWebsocketConsumer):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.line = waiting_line.Line()  # this connection's generations waiting for a worker's room
+        self.in_line_group = False
+        self._line_checks: set[asyncio.Future[None]] = set()
+
     async def connect(self) -> None:
         ensure_embedded_worker()
         # request_id → the worker channel serving it (None until the worker has queued it)
@@ -31,7 +42,9 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         self.cancel_sent: set[str] = set()  # cancels passed to a worker, until the request ends
         client = self.scope.get("client")
         self.client = str(client[0]) if client else "unknown"  # the key of the per-client limits
-        self.watchdog = Watchdog(self.channel_layer, self.channel_name, self.inference_event)  # liveness
+        self.watchdog = Watchdog(  # liveness
+            self.channel_layer, self.channel_name, self.inference_event, resubmitted=self._worker_lost_before_start
+        )
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
@@ -39,7 +52,13 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         queue unrun. A request no worker has taken yet is cancelled through the ``inference``
         channel (behind the request itself) and the workers' group, since no ``inference.queued``
         will reach this consumer any more."""
+        for check in list(self._line_checks):
+            check.cancel()
+        if self.in_line_group:
+            await self.channel_layer.group_discard(waiting_line.LINE_GROUP, self.channel_name)
+        shared_channels: dict[str, str] = {}
         if hasattr(self, "watchdog"):
+            shared_channels = self.watchdog.channels()
             self.watchdog.stop()  # liveness
         for request_id, worker_channel in list(getattr(self, "requests", {}).items()):
             self._forget(request_id)
@@ -47,7 +66,10 @@ class GenerateConsumer(AsyncWebsocketConsumer):
                 await self._cancel(request_id, worker_channel)
                 continue
             cancel = messages.cancel(request_id, self.channel_name)
-            await self.channel_layer.send(INFERENCE_CHANNEL, cancel)
+            try:
+                await self.channel_layer.send(shared_channels.get(request_id, INFERENCE_CHANNEL), cancel)
+            except ChannelFull:  # the workers' group below still reaches every worker that took it
+                log.warning("the inference channel is full; cancel of %s sent to the workers' group only", request_id)
             await self.channel_layer.group_send(WORKERS_GROUP, cancel)
         metrics.connection_closed(self.channel_name)
 
@@ -92,7 +114,50 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         metrics.request_submitted(self.channel_name, command)
         record = frames.record_fields(command) if isinstance(command, frames.Generate) else None
         message = self.watchdog.submitted(request_id, record, messages.request(command, self.channel_name))  # liveness: a lease
-        await self.channel_layer.send(INFERENCE_CHANNEL, message)
+        if message["quick"]:  # needs no decode slot: never in the line
+            channel, ahead = QUICK_CHANNEL, None
+        else:
+            channel, ahead = INFERENCE_CHANNEL, await self._join_line(request_id, message["ticket"])
+        try:
+            if waiting_line.is_full(ahead):
+                raise ChannelFull(INFERENCE_CHANNEL)
+            await self.channel_layer.send(channel, message)
+        except ChannelFull:  # every worker is full and so is the line waiting for them: refused, not hung
+            busy = events.limit_event(
+                BUSY,
+                "every inference worker is busy and the waiting line is full; try again shortly",
+                BUSY_RETRY_AFTER_SECONDS,
+                request_id,
+            )
+            await self.inference_event(messages.event(request_id, busy, message.get("lease")))
+            return
+        if ahead:  # others wait before it: it surely waits too
+            await self._send(self.line.event(request_id))
+        elif ahead == 0:  # first in line: it waits only if every worker is full, which shows soon
+            check = asyncio.ensure_future(self._queued_if_still_waiting(request_id))
+            self._line_checks.add(check)
+            check.add_done_callback(self._line_checks.discard)
+
+    async def _join_line(self, request_id: str, ticket: float) -> int | None:
+        """Joins the waiting line's group (once) and takes the request's place: the requests in the
+        channel now are ahead of it. None when the layer cannot count them (no positions then)."""
+        if not self.in_line_group:
+            await self.channel_layer.group_add(waiting_line.LINE_GROUP, self.channel_name)
+            self.in_line_group = True
+        ahead = await waiting_line.requests_in_line(self.channel_layer)
+        if ahead is not None:
+            self.line.join(request_id, ticket, ahead)
+        return ahead
+
+    async def _queued_if_still_waiting(self, request_id: str) -> None:
+        await asyncio.sleep(FIRST_IN_LINE_GRACE_SECONDS)
+        if request_id in self.line.places:
+            await self._send(self.line.event(request_id))
+
+    async def inference_taken(self, message: dict[str, Any]) -> None:
+        """A worker took a request off the shared channel: the line moved (see waiting_line)."""
+        for request_id in self.line.taken(message):
+            await self._send(self.line.event(request_id))
 
     async def _cancel_requested(self, request_id: str) -> None:
         if request_id not in self.requests:
@@ -119,6 +184,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             return
         if not self.watchdog.accepts(message):  # liveness
             return
+        self.line.leave(request_id)  # a worker has it: out of the line
         self.requests[request_id] = message["worker_channel"]
         if request_id in self.cancel_asked:
             self.cancel_asked.discard(request_id)
@@ -151,10 +217,16 @@ class GenerateConsumer(AsyncWebsocketConsumer):
             return
         self._forget(message["request_id"])
 
+    def _worker_lost_before_start(self, request_id: str) -> None:
+        """The watchdog sent the request to the shared channel again: no worker holds it now."""
+        if request_id in self.requests:
+            self.requests[request_id] = None
+
     def _forget(self, request_id: str) -> None:
         """The request has ended for this connection: its id and its client slot are free."""
         if self.requests.pop(request_id, _GONE) is not _GONE:
             client_limits().release(self.client)
+        self.line.leave(request_id)
         self.cancel_asked.discard(request_id)
         self.cancel_sent.discard(request_id)
 

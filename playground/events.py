@@ -9,6 +9,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from inference.batching import BatchStep, Slots
 from inference.beam import BeamStep, Proposal
 from inference.errors import ParamError
 from inference.generation import Finished, Started, TokenStep
@@ -20,7 +21,7 @@ from inference.whatif import Variant
 
 log = logging.getLogger(__name__)
 
-FINAL_EVENTS = frozenset({"done", "error", "tokens", "inspection"})  # a request's last event is one of these
+FINAL_EVENTS = frozenset({"done", "error", "tokens", "inspection", "prompt_scores"})  # a request's last event is one of these
 MAX_ERROR_MESSAGE = 300  # characters: an error message never grows with the input
 TOKENIZE_PAGE = (1, 4096)  # tokens per ``tokens`` event: ``limit``'s range and default (the maximum)
 MAX_REPLY_BYTES = 1024 * 1024  # no server event is larger (the client's usual frame limit)
@@ -94,8 +95,12 @@ def not_started_event(request_id: str) -> dict[str, Any]:
     )
 
 
-def started_event(request_id: str, started: Started, codec: TextCodec, model: ModelInfo) -> dict[str, Any]:
+def started_event(
+    request_id: str, started: Started, codec: TextCodec, model: ModelInfo, slots: Slots | None = None
+) -> dict[str, Any]:
+    """``batch`` (from a batching worker): the batch rows this run holds and the batch's size."""
     request = started.request
+    batch = {} if slots is None else {"batch": {"slots": list(slots.slots), "max_batch": slots.max_batch}}
     return {
         "type": "started",
         "request_id": request_id,
@@ -106,10 +111,13 @@ def started_event(request_id: str, started: Started, codec: TextCodec, model: Mo
         "top_n": request.top_n,
         "use_cache": request.use_cache,
         "model": model.to_dict(),
+        **batch,
     }
 
 
-def token_event(request_id: str, step: TokenStep, codec: TextCodec) -> dict[str, Any]:
+def token_event(request_id: str, step: TokenStep, codec: TextCodec, batch: BatchStep | None = None) -> dict[str, Any]:
+    """``batch`` (from a batching worker): the worker's step counter, and the rows and requests
+    that took a token in that step."""
     trace = step.trace
     chosen = trace.chosen
     return {
@@ -127,6 +135,7 @@ def token_event(request_id: str, step: TokenStep, codec: TextCodec) -> dict[str,
         "draw": trace.draw,
         **trace_fields(trace, codec),
         "elapsed_ms": round(step.elapsed_ms, 3),
+        **({} if batch is None else {"batch": {"step": batch.step, "rows": batch.rows, "requests": batch.requests}}),
     }
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from inference.chat_template import ROLES, ChatMessage, ChatPrompt
 from inference.errors import FieldError, ParamError
 from inference.generation import GenerationRequest
 from inference.loop_params import LoopParams
@@ -37,12 +38,33 @@ GENERATE_KEYS = frozenset(
         "prefix_tokens",
         "parent_run",
         "branch_index",
+        "messages",
+        "continue_final_message",
+        "save",
     }
 )
+MAX_MESSAGES = 64  # turns of one chat conversation
 RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,43}$")  # as playground.models.RUN_ID_PATTERN
 CANCEL_KEYS = frozenset({"type", "request_id"})
-TOKENIZE_KEYS = frozenset({"type", "request_id", "text", "mode", "system", "offset", "limit"})
-INSPECT_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "prefix_tokens", "params", "variants", "top_n"})
+TOKENIZE_KEYS = frozenset(
+    {"type", "request_id", "text", "mode", "system", "offset", "limit", "messages", "continue_final_message"}
+)
+INSPECT_KEYS = frozenset(
+    {
+        "type",
+        "request_id",
+        "prompt",
+        "mode",
+        "system",
+        "prefix_tokens",
+        "params",
+        "variants",
+        "top_n",
+        "messages",
+        "continue_final_message",
+    }
+)
+SCORE_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "messages", "continue_final_message", "top_n"})
 MAX_PREFIX_TOKENS = 8192
 MAX_VARIANTS = 8
 INSPECT_TOP_N = (1, 50)
@@ -76,6 +98,7 @@ class Generate:
     request_id: str
     request: GenerationRequest
     branch: Branch | None = None
+    save: bool = True  # false: the run is not saved (no run_id)
 
 
 @dataclass(frozen=True)
@@ -93,6 +116,7 @@ class Tokenize:
     system: str | None
     offset: int = 0  # the page of the token list to answer with: ``limit`` tokens from ``offset``
     limit: int = TOKENIZE_PAGE[1]
+    chat: ChatPrompt | None = None  # chat mode's conversation, as ``generate`` takes it
 
 
 @dataclass(frozen=True)
@@ -106,9 +130,23 @@ class Inspect:
     prefix_tokens: tuple[int, ...]
     variants: tuple[tuple[SamplingParams, LoopParams], ...]
     top_n: int
+    chat: ChatPrompt | None = None  # chat mode's conversation, as ``generate`` takes it
 
 
-Job = Generate | Tokenize | Inspect
+@dataclass(frozen=True)
+class Score:
+    """The prompt's own log-probabilities: each token's, given the tokens before it, with the
+    ``top_n`` most likely tokens at each position."""
+
+    request_id: str
+    prompt: str
+    mode: str
+    system: str | None
+    top_n: int
+    chat: ChatPrompt | None = None
+
+
+Job = Generate | Tokenize | Inspect | Score
 
 
 def parse_client_frame(text: str) -> Job | Cancel:
@@ -118,13 +156,18 @@ def parse_client_frame(text: str) -> Job | Cancel:
         raise ProtocolError(None, f"the frame is not valid JSON: {error}", "invalid_json") from None
     if not isinstance(message, dict):
         raise ProtocolError(None, f"the frame must be a JSON object, got {type(message).__name__}", "invalid_json")
+    return parse_client_message(message)
+
+
+def parse_client_message(message: dict[str, Any]) -> Job | Cancel:
+    """A client frame already read as a JSON object (the HTTP API's requests come this way)."""
     request_id = message.get("request_id")
     known_id = request_id if isinstance(request_id, str) and REQUEST_ID.match(request_id) else None
     kind = message.get("type")
     try:
         _refuse_unencodable(message)
         if kind == "generate":
-            return Generate(_request_id(message), parse_generate(message), parse_branch(message))
+            return Generate(_request_id(message), parse_generate(message), parse_branch(message), parse_save(message))
         if kind == "cancel":
             _reject_unknown(message, CANCEL_KEYS)
             return Cancel(_request_id(message))
@@ -132,12 +175,14 @@ def parse_client_frame(text: str) -> Job | Cancel:
             return parse_tokenize(_request_id(message), message)
         if kind == "inspect":
             return parse_inspect(_request_id(message), message)
+        if kind == "score":
+            return parse_score(_request_id(message), message)
     except ProtocolError as error:
         error.request_id = known_id
         raise
     raise ProtocolError(
         "type",
-        f"type must be one of generate, cancel, tokenize, inspect; got {excerpt(kind)}",
+        f"type must be one of generate, cancel, tokenize, inspect, score; got {excerpt(kind)}",
         "unknown_type",
         request_id=known_id,
     )
@@ -209,7 +254,7 @@ def _bounded_int(text: str) -> int:
 def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:
     """A ``generate`` frame's request, validated (the prompt's length in tokens is checked later)."""
     _reject_unknown(message, GENERATE_KEYS)
-    prompt, mode, system = _prompt(message, "prompt")
+    prompt, mode, system, chat = _prompt_or_conversation(message, "prompt")
     top_n = _int_in(message, "top_n", 5, TOP_N)
     use_cache = message.get("use_cache", True)
     if not isinstance(use_cache, bool):
@@ -217,7 +262,64 @@ def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:
     sampling, loop = parse_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
     parse_branch(message)
-    return GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix)
+    parse_save(message)
+    return GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat)
+
+
+def parse_messages(message: Mapping[str, Any]) -> ChatPrompt | None:
+    """A chat ``generate``'s conversation: ``messages`` as ``[{role, content}, ...]`` (in place of
+    ``prompt`` and ``system``), rendered by the model's chat template; ``continue_final_message``
+    continues the last (assistant's) message instead of opening a new turn. None without ``messages``."""
+    continued = message.get("continue_final_message", False)
+    if not isinstance(continued, bool):
+        raise ProtocolError("continue_final_message", "continue_final_message must be true or false", "invalid_value")
+    if "messages" not in message:
+        if continued:
+            raise ProtocolError("continue_final_message", "continue_final_message needs messages", "invalid_value")
+        return None
+    for other in ("prompt", "text", "system"):
+        if other in message:
+            raise ProtocolError(other, f"{other} and messages do not go together: put every turn in messages", "invalid_value")
+    if message.get("mode", "chat") != "chat":
+        raise ProtocolError("mode", "messages are for chat mode", "invalid_value")
+    turns = message["messages"]
+    if not isinstance(turns, list) or not 1 <= len(turns) <= MAX_MESSAGES:
+        raise ProtocolError("messages", f"messages must be a list of 1 to {MAX_MESSAGES} messages", "invalid_value")
+    parsed = []
+    total = 0
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            raise ProtocolError(f"messages.{i}", f"messages.{i} must be an object with role and content", "invalid_value")
+        unknown = sorted(set(turn) - {"role", "content"})
+        if unknown:
+            raise ProtocolError(
+                f"messages.{i}.{unknown[0]}", f"unknown field messages.{i}.{excerpt(unknown[0])}", "unknown_param"
+            )
+        role, content = turn.get("role"), turn.get("content")
+        if role not in ROLES:
+            raise ProtocolError(
+                f"messages.{i}.role", f"messages.{i}.role must be one of {', '.join(ROLES)}; got {excerpt(role)}", "invalid_value"
+            )
+        if not isinstance(content, str):
+            raise ProtocolError(f"messages.{i}.content", f"messages.{i}.content must be a string", "invalid_value")
+        total += len(content)
+        parsed.append(ChatMessage(role, content))
+    if total > PROMPT_CHARACTERS[1]:
+        raise ProtocolError(
+            "messages", f"the messages' contents must be at most {PROMPT_CHARACTERS[1]} characters together", "invalid_value"
+        )
+    if continued and parsed[-1].role != "assistant":
+        raise ProtocolError(
+            "continue_final_message", "continue_final_message needs the last message to be the assistant's", "invalid_value"
+        )
+    return ChatPrompt(tuple(parsed), continued)
+
+
+def parse_save(message: Mapping[str, Any]) -> bool:
+    save = message.get("save", True)
+    if not isinstance(save, bool):
+        raise ProtocolError("save", f"save must be true or false, got {excerpt(save)}", "invalid_value")
+    return save
 
 
 def parse_branch(message: Mapping[str, Any]) -> Branch | None:
@@ -236,15 +338,15 @@ def parse_branch(message: Mapping[str, Any]) -> Branch | None:
 
 def parse_tokenize(request_id: str, message: Mapping[str, Any]) -> Tokenize:
     _reject_unknown(message, TOKENIZE_KEYS)
-    text, mode, system = _prompt(message, "text", modes=("completion", "chat", "plain"), minimum=0)
+    text, mode, system, chat = _prompt_or_conversation(message, "text", modes=("completion", "chat", "plain"), minimum=0)
     offset = _int_in(message, "offset", 0, (0, PROMPT_CHARACTERS[1] * 4))  # a character is at most 4 byte tokens
     limit = _int_in(message, "limit", TOKENIZE_PAGE[1], TOKENIZE_PAGE)
-    return Tokenize(request_id, text, mode, system, offset, limit)
+    return Tokenize(request_id, text, mode, system, offset, limit, chat)
 
 
 def parse_inspect(request_id: str, message: Mapping[str, Any]) -> Inspect:
     _reject_unknown(message, INSPECT_KEYS)
-    prompt, mode, system = _prompt(message, "prompt")
+    prompt, mode, system, chat = _prompt_or_conversation(message, "prompt")
     base = message.get("params", {})
     if not isinstance(base, dict):
         raise ProtocolError("params", "params must be an object", "invalid_value")
@@ -264,7 +366,24 @@ def parse_inspect(request_id: str, message: Mapping[str, Any]) -> Inspect:
             raise
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
     top_n = _int_in(message, "top_n", 10, INSPECT_TOP_N)
-    return Inspect(request_id, prompt, mode, system, prefix, tuple(parsed), top_n)
+    return Inspect(request_id, prompt, mode, system, prefix, tuple(parsed), top_n, chat)
+
+
+def parse_score(request_id: str, message: Mapping[str, Any]) -> Score:
+    _reject_unknown(message, SCORE_KEYS)
+    prompt, mode, system, chat = _prompt_or_conversation(message, "prompt")
+    return Score(request_id, prompt, mode, system, _int_in(message, "top_n", 5, TOP_N), chat)
+
+
+def _prompt_or_conversation(
+    message: Mapping[str, Any], field_name: str, **prompt_options: Any
+) -> tuple[str, str, str | None, ChatPrompt | None]:
+    """A frame's text, mode, system message and conversation: from ``messages`` when it has them
+    (the text is then the last message, the mode chat), else from ``field_name`` as ``_prompt`` reads it."""
+    chat = parse_messages(message)
+    if chat is None:
+        return (*_prompt(message, field_name, **prompt_options), None)
+    return chat.messages[-1].content, "chat", None, chat
 
 
 def _prompt(
@@ -357,12 +476,16 @@ def job_to_dict(job: Job) -> dict[str, Any]:
             "top_n": request.top_n,
             "use_cache": request.use_cache,
             "prefix_tokens": list(request.prefix_tokens),
+            "chat": _chat_to_dict(request.chat),
+            "save": job.save,
             "branch": None
             if job.branch is None
             else {"parent_run": job.branch.parent_run, "branch_index": job.branch.branch_index},
         }
     if isinstance(job, Tokenize):
-        return {"kind": "tokenize", **asdict(job)}
+        return {"kind": "tokenize", **asdict(job), "chat": _chat_to_dict(job.chat)}
+    if isinstance(job, Score):
+        return {"kind": "score", **asdict(job), "chat": _chat_to_dict(job.chat)}
     return {
         "kind": "inspect",
         "request_id": job.request_id,
@@ -372,6 +495,7 @@ def job_to_dict(job: Job) -> dict[str, Any]:
         "prefix_tokens": list(job.prefix_tokens),
         "top_n": job.top_n,
         "variants": [{**sampling.to_dict(), **loop.to_dict()} for sampling, loop in job.variants],
+        "chat": _chat_to_dict(job.chat),
     }
 
 
@@ -379,8 +503,9 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
     """The typed job ``job_to_dict`` made. The fields are not parsed again as a client frame; the
     parameter objects are rebuilt by their own constructors, which keep their invariants."""
     kind = data["kind"]
-    if kind == "tokenize":
-        return Tokenize(**{k: v for k, v in data.items() if k != "kind"})
+    if kind in ("tokenize", "score"):
+        fields = {k: v for k, v in data.items() if k not in ("kind", "chat")}
+        return (Tokenize if kind == "tokenize" else Score)(**fields, chat=_chat_from_dict(data.get("chat")))
     if kind == "inspect":
         variants = tuple(_params_from_dict(v) for v in data["variants"])
         return Inspect(
@@ -391,6 +516,7 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
             tuple(data["prefix_tokens"]),
             variants,
             data["top_n"],
+            _chat_from_dict(data.get("chat")),
         )
     sampling, loop = _params_from_dict(data["params"])
     request = GenerationRequest(
@@ -402,14 +528,32 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         data["top_n"],
         data["use_cache"],
         tuple(data["prefix_tokens"]),
+        _chat_from_dict(data.get("chat")),
     )
     branch = data.get("branch")
-    return Generate(data["request_id"], request, None if branch is None else Branch(branch["parent_run"], branch["branch_index"]))
+    return Generate(
+        data["request_id"],
+        request,
+        None if branch is None else Branch(branch["parent_run"], branch["branch_index"]),
+        data.get("save", True),
+    )
+
+
+def _chat_to_dict(chat: ChatPrompt | None) -> dict[str, Any] | None:
+    return None if chat is None else {"messages": chat.to_list(), "continue_final_message": chat.continue_final_message}
+
+
+def _chat_from_dict(data: Mapping[str, Any] | None) -> ChatPrompt | None:
+    if data is None:
+        return None
+    messages = tuple(ChatMessage(m["role"], m["content"]) for m in data["messages"])
+    return ChatPrompt(messages, data["continue_final_message"])
 
 
 def record_fields(job: Generate) -> dict[str, Any]:
     """What the run's recorder keeps from the request beside its events (``started`` has only the
-    prompt's tokens): the prompt and system text, the forced prefix, and the branch it labels."""
+    prompt's tokens): the prompt and system text or the chat conversation, the forced prefix, and
+    the branch it labels."""
     request = job.request
     return {
         "prompt": request.prompt,
@@ -418,6 +562,9 @@ def record_fields(job: Generate) -> dict[str, Any]:
         "prefix_tokens": list(request.prefix_tokens),
         "parent_run": None if job.branch is None else job.branch.parent_run,
         "branch_index": None if job.branch is None else job.branch.branch_index,
+        "messages": None if request.chat is None else request.chat.to_list(),
+        "continue_final_message": request.chat is not None and request.chat.continue_final_message,
+        "save": job.save,
     }
 
 

@@ -1,7 +1,12 @@
 """Liveness, readiness and metrics for probes, load balancers and Prometheus.
 
-- ``GET /health``: liveness. The process answers HTTP; nothing else is checked, so a slow database
-  or a busy worker never gets a web process restarted.
+- ``GET /health``: liveness. Always ``200`` with ``"status": "ok"`` while the process answers HTTP,
+  so a slow database or a busy worker never gets a web process restarted. The body also says what a
+  client of the API wants to know (docs/openai-api.md): whether the model is built (``model``),
+  whether an inference worker answers a ping within a second (``workers``, with its load when the
+  worker reports one), and how many requests wait on the ``inference`` channel for a worker to take
+  them (``queue.waiting``; null for a channel layer that cannot tell). The worker and queue facts
+  are looked up at most every ``HEALTH_CACHE_S`` seconds, so frequent probes add no load.
 - ``GET /ready``: readiness, ``200`` when every check passes and ``503`` otherwise, with a JSON
   body naming each check's result and time: the database answers ``SELECT 1``; a message makes a
   round trip through the channel layer; an inference worker answers a ping sent through the
@@ -17,6 +22,7 @@ should not forward ``/metrics`` from the internet (docs/deploy.md).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import socket
 import time
@@ -31,14 +37,45 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from inference.model_dir import ModelNotBuiltError, default_model_dir, read_manifest
 from playground import metrics
+from playground.waiting_line import requests_in_line
 
 CHECK_TIMEOUT_S = 3.0
 PING = "inference.ping"  # web → the ``inference`` channel; a worker answers on ``reply_channel``
 PONG = "inference.pong"
 
 
+HEALTH_PING_TIMEOUT_S = 1.0
+HEALTH_CACHE_S = 5.0
+_health_cache: dict[str, Any] = {}
+
+
 async def liveness(request: HttpRequest) -> HttpResponse:
-    return JsonResponse({"status": "ok"})
+    now = time.monotonic()
+    if _health_cache.get("until", 0.0) <= now:
+        _health_cache.update(facts=await _health_facts(), until=now + HEALTH_CACHE_S)
+    return JsonResponse({"status": "ok", **_health_facts_now(), **_health_cache["facts"]})
+
+
+def _health_facts_now() -> dict[str, Any]:
+    try:
+        manifest = read_manifest(default_model_dir())
+        return {"model": {"built": True, "name": manifest.get("model_name")}}
+    except (ModelNotBuiltError, ValueError, OSError) as error:
+        return {"model": {"built": False, "error": str(error)}}
+
+
+async def _health_facts() -> dict[str, Any]:
+    """Whether a worker answers a ping (within ``HEALTH_PING_TIMEOUT_S``), and the waiting requests."""
+    try:
+        answer = await asyncio.wait_for(_ping_worker(), HEALTH_PING_TIMEOUT_S)
+        workers: dict[str, Any] = {"reachable": True, "host": answer.get("host"), "load": answer.get("load")}
+    except Exception as error:  # noqa: BLE001 — no worker (or no answer in time) is a fact, not a failure
+        workers = {"reachable": False, "error": f"{type(error).__name__}: {error}" if str(error) else type(error).__name__}
+    try:
+        waiting = await requests_in_line(get_channel_layer())
+    except Exception:  # noqa: BLE001
+        waiting = None
+    return {"workers": workers, "queue": {"waiting": waiting}}
 
 
 async def readiness(request: HttpRequest) -> HttpResponse:
@@ -120,23 +157,36 @@ async def _channel_layer() -> dict[str, Any]:
 
 
 async def _workers() -> dict[str, Any]:
-    """One inference worker answers a ping sent to the shared ``inference`` channel, with its model built."""
-    from playground.worker import INFERENCE_CHANNEL, ensure_embedded_worker
+    """One inference worker answers a ping, with its model built."""
 
-    ensure_embedded_worker()  # the embedded default: the worker inside this process
-    layer = get_channel_layer()
-    reply_channel = await layer.new_channel("health.")
-    await layer.send(INFERENCE_CHANNEL, {"type": PING, "reply_channel": reply_channel})
-    answer = await layer.receive(reply_channel)
+    answer = await _ping_worker()
     if not answer.get("model_built"):
         raise RuntimeError(f"worker {answer.get('host')} has no model: {answer.get('model_error')}")
     return {"answered_by": {key: answer.get(key) for key in ("host", "pid", "model")}}
 
 
+async def _ping_worker() -> dict[str, Any]:
+    """The first answer to a ping sent to the shared ``inference`` channel (a worker with room reads
+    it) and to the workers' group (a full worker, which leaves the channel alone, hears it there)."""
+    from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
+
+    # The embedded default: the worker inside this process, started outside this request's context
+    # (which asgiref shuts down when the request ends; the worker must outlive it).
+    contextvars.Context().run(ensure_embedded_worker)
+    layer = get_channel_layer()
+    reply_channel = await layer.new_channel("health.")
+    await layer.send(INFERENCE_CHANNEL, {"type": PING, "reply_channel": reply_channel})
+    await layer.group_send(WORKERS_GROUP, {"type": PING, "reply_channel": reply_channel})
+    return await layer.receive(reply_channel)
+
+
 async def answer_ping(worker: Any, message: dict[str, Any]) -> None:
     """The worker's handler for ``inference.ping`` (``InferenceWorker.inference_ping``): says who
-    answers and whether its model is built, on the ping's reply channel."""
+    answers, whether its model is built and its ``load`` (``InferenceWorker.load``: requests
+    decoding, rows in use, requests waiting, ``max_batch``), on the ping's reply channel."""
     answer: dict[str, Any] = {"type": PONG, "host": socket.gethostname(), "pid": os.getpid()}
+    if hasattr(worker, "load"):
+        answer["load"] = worker.load()
     try:
         manifest = read_manifest(default_model_dir())
         answer |= {"model_built": True, "model": manifest.get("model_name", "?")}

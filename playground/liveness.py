@@ -10,11 +10,15 @@ described in ``playground.worker``:
   ``inference.heartbeat`` every ``HEARTBEAT_SECONDS``: its ``worker_channel`` and the
   ``[request_id, lease]`` pairs it holds for that connection;
 - each connection's ``Watchdog`` renews a request's lease on every message from its worker. A
-  request a worker acknowledged but has not mentioned for ``LEASE_SECONDS`` ends with an ``error``
-  of code ``worker_lost``; a request no worker acknowledged within ``ACK_TIMEOUT_SECONDS`` ends
-  with ``no_worker``. Either way the error reaches the client as if a worker had sent it, so the
+  request a worker acknowledged and started but has not mentioned for ``LEASE_SECONDS`` ends with
+  an ``error`` of code ``worker_lost``; a request no worker acknowledged within ``ACK_TIMEOUT_SECONDS`` ends
+  with ``no_worker``, unless a worker answers a ping to the workers' group (then every worker is
+  full, and the request waits in the channel for room, checked again after as long). Either way the error reaches the client as if a worker had sent it, so the
   request id is free again; a worker that is alive after all is told to cancel, and whatever it
   still sends under the old lease is dropped, even when the client reuses the id;
+- a request its worker took but never started (it waited in that worker's backlog) is not failed
+  when the worker is lost: it goes back to the shared channel under a new lease, same request id,
+  and another worker serves it;
 - a run that had started is saved as failed with the tokens the client saw, under the run id its
   ``started`` announced: the connection relays every event, so it records them with the same
   ``RunRecorder`` the worker uses.
@@ -36,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from playground import channel_messages
+from playground import channel_messages, waiting_line
 from playground.events import FINAL_EVENTS
 
 if TYPE_CHECKING:
@@ -47,6 +51,12 @@ log = logging.getLogger(__name__)
 HEARTBEAT = "inference.heartbeat"
 WORKER_LOST = "worker_lost"
 NO_WORKER = "no_worker"
+BUSY = "busy"
+BUSY_RETRY_AFTER_SECONDS = 5.0  # the retry hint of a request refused because every worker stayed full
+# A request waits in the channel for a full worker's room at most settings.WAITING_LINE's
+# MAX_WAIT_SECONDS (``waiting_line.max_wait_seconds``); the channel layer keeps messages a margin
+# longer (``channel_layer.message_expiry``), so it is refused with ``busy`` before the layer drops it.
+ALIVE_PING_SECONDS = 1.0  # how long a watchdog waits for a worker's answer before calling a request unserved
 
 
 @dataclass(frozen=True)
@@ -139,10 +149,18 @@ class Lease:
     token: str
     record: dict[str, Any] | None  # the request's fields a failed run is saved with (generate only)
     ack_deadline: float  # when an unacknowledged request is given up
+    submitted_at: float = 0.0
     expires_at: float = math.inf  # when an acknowledged request is given up, unless renewed
     worker_channel: str | None = None
     acknowledged: bool = False
     recorder: RunRecorder | None = None
+    message: dict[str, Any] | None = None  # the ``inference.request`` as sent (with this lease)
+    started: bool = False  # its worker has sent an event for it (a generation's ``started`` first)
+
+    @property
+    def channel(self) -> str:
+        """The shared channel the request went to: ``inference``, or ``inference-quick``."""
+        return channel_messages.channel_for(self.message or {})
 
 
 Deliver = Callable[[dict[str, Any]], Awaitable[None]]
@@ -156,11 +174,17 @@ class Watchdog:
     """
 
     def __init__(
-        self, channel_layer: Any, reply_channel: str, deliver: Deliver, clock: Callable[[], float] = time.monotonic
+        self,
+        channel_layer: Any,
+        reply_channel: str,
+        deliver: Deliver,
+        clock: Callable[[], float] = time.monotonic,
+        resubmitted: Callable[[str], None] = lambda request_id: None,
     ) -> None:
         self.channel_layer = channel_layer
         self.reply_channel = reply_channel
         self.deliver = deliver
+        self.resubmitted = resubmitted  # told the request id: its connection forgets the lost worker
         self.clock = clock
         self.timing = Timing.from_settings()
         self.leases: dict[str, Lease] = {}
@@ -169,10 +193,16 @@ class Watchdog:
     def submitted(self, request_id: str, record: dict[str, Any] | None, message: dict[str, Any]) -> dict[str, Any]:
         """Watches a request from now on; returns its ``inference.request`` message with its lease."""
         token = secrets.token_hex(8)
-        self.leases[request_id] = Lease(request_id, token, record, self.clock() + self.timing.ack_timeout_seconds)
+        now = self.clock()
+        sent = message | {"lease": token}
+        self.leases[request_id] = Lease(request_id, token, record, now + self.timing.ack_timeout_seconds, now, message=sent)
         if self._task is None or self._task.done():
             self._task = asyncio.ensure_future(self._watch())
-        return message | {"lease": token}
+        return sent
+
+    def channels(self) -> dict[str, str]:
+        """request id → the shared channel each watched request went to."""
+        return {request_id: lease.channel for request_id, lease in self.leases.items()}
 
     def accepts(self, message: dict[str, Any]) -> bool:
         """Whether a worker's ``inference.queued``, ``.event`` or ``.finished`` message belongs to
@@ -189,6 +219,7 @@ class Watchdog:
             lease.acknowledged, lease.worker_channel = True, message["worker_channel"]
         self._renew(lease)
         if kind == "inference.event":
+            lease.started = True
             event = message["event"]
             self._record(lease, event)
             if event["type"] in FINAL_EVENTS:
@@ -228,6 +259,7 @@ class Watchdog:
         interval = self.timing.watch_interval
         expected = self.clock() + interval
         while self.leases:
+            alive: bool | None = None  # whether some worker answers a ping: asked at most once a round
             await asyncio.sleep(interval)
             now = self.clock()
             stalled = now - expected
@@ -239,7 +271,9 @@ class Watchdog:
             expected = now + interval
             for lease in list(self.leases.values()):
                 try:
-                    if lease.acknowledged and now >= lease.expires_at:
+                    if lease.acknowledged and now >= lease.expires_at and not lease.started:
+                        await self._resubmit(lease)  # held but never started: another worker takes it
+                    elif lease.acknowledged and now >= lease.expires_at:
                         await self._give_up(
                             lease,
                             WORKER_LOST,
@@ -249,6 +283,20 @@ class Watchdog:
                             ),
                         )
                     elif not lease.acknowledged and now >= lease.ack_deadline:
+                        alive = await self._workers_alive() if alive is None else alive
+                        waited = now - lease.submitted_at
+                        max_wait = waiting_line.max_wait_seconds()
+                        if alive and waited < max_wait:  # every worker is full: it waits for room
+                            lease.ack_deadline = min(now + self.timing.ack_timeout_seconds, lease.submitted_at + max_wait)
+                            continue
+                        if alive:  # the layer would drop it soon: refused with a hint rather than lost
+                            await self._give_up(
+                                lease,
+                                BUSY,
+                                f"every inference worker stayed busy for {waited:.0f} s; try again shortly",
+                                retry_after=BUSY_RETRY_AFTER_SECONDS,
+                            )
+                            continue
                         await self._give_up(
                             lease,
                             NO_WORKER,
@@ -261,7 +309,41 @@ class Watchdog:
                     log.exception("could not give up request %s", lease.request_id)
                     self.leases.pop(lease.request_id, None)
 
-    async def _give_up(self, lease: Lease, code: str, message: str) -> None:
+    async def _resubmit(self, lease: Lease) -> None:
+        """A worker took the request and died before starting it: it goes back to the shared channel
+        under a new lease (same request id), at the place in line it had (the Redis layer's
+        ``send_in_place``), for whichever worker has room; the dead one, should it come back, is
+        told to drop it and is not listened to any more."""
+        await self._cancel_quietly(lease)
+        token = secrets.token_hex(8)
+        now = self.clock()
+        lease.token, lease.acknowledged, lease.worker_channel = token, False, None
+        lease.expires_at, lease.ack_deadline = math.inf, now + self.timing.ack_timeout_seconds
+        lease.message = (lease.message or {}) | {"lease": token}
+        self.resubmitted(lease.request_id)
+        log.warning("request %s of %s: its worker was lost before starting it; resubmitted", lease.request_id, self.reply_channel)
+        ticket = lease.message.get("ticket")
+        if isinstance(ticket, int | float) and hasattr(self.channel_layer, "send_in_place"):
+            await self.channel_layer.send_in_place(lease.channel, lease.message, float(ticket))  # its old place in line
+        else:
+            await self.channel_layer.send(lease.channel, lease.message)
+
+    async def _workers_alive(self) -> bool:
+        """Whether an inference worker answers a ping sent to the workers' group within
+        ``ALIVE_PING_SECONDS``: a request no worker has taken is then waiting for a full worker's
+        room (workers read the shared channel only when they have room), not lost."""
+        from playground.health import PING
+        from playground.worker import WORKERS_GROUP  # (the worker imports this module)
+
+        try:
+            reply_channel = await self.channel_layer.new_channel("alive.")
+            await self.channel_layer.group_send(WORKERS_GROUP, {"type": PING, "reply_channel": reply_channel})
+            await asyncio.wait_for(self.channel_layer.receive(reply_channel), ALIVE_PING_SECONDS)
+        except Exception:  # noqa: BLE001 — no answer (a timeout) or no layer: nobody alive to wait for
+            return False
+        return True
+
+    async def _give_up(self, lease: Lease, code: str, message: str, retry_after: float | None = None) -> None:
         if self.leases.get(lease.request_id) is not lease:
             return  # it ended meanwhile
         await self._cancel_quietly(lease)
@@ -270,6 +352,8 @@ class Watchdog:
             "request_id": lease.request_id,
             "error": {"code": code, "message": message, "param": None},
         }
+        if retry_after is not None:
+            error["error"]["retry_after"] = retry_after
         if lease.recorder is not None:
             run_id = await database_sync_to_async(save_failed_run)(lease.recorder, error)
             if run_id is not None:
@@ -282,14 +366,14 @@ class Watchdog:
     async def _cancel_quietly(self, lease: Lease) -> None:
         """Tells a worker that holds the request after all to drop it, and one that takes it later
         to skip it; neither may exist, so failures only get logged."""
-        from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP  # (the worker imports this module)
+        from playground.worker import WORKERS_GROUP  # (the worker imports this module)
 
         cancel = channel_messages.cancel(lease.request_id, self.reply_channel)
         try:
             if lease.worker_channel is not None:
                 await self.channel_layer.send(lease.worker_channel, cancel)
             else:
-                await self.channel_layer.send(INFERENCE_CHANNEL, cancel)
+                await self.channel_layer.send(lease.channel, cancel)
                 await self.channel_layer.group_send(WORKERS_GROUP, cancel)
         except Exception as error:  # noqa: BLE001
             log.warning("could not cancel request %s on its worker: %s", lease.request_id, error)

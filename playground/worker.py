@@ -11,17 +11,28 @@ Embedded default: the worker runs inside the server process on the in-memory cha
 started on the first websocket connection. Scale-out: point ``CHANNEL_LAYERS`` at Redis and run
 ``python manage.py runworker inference`` on other machines; the consumer does not change.
 
-Each worker process decodes one request at a time on one thread of its own, so the event loop
-never blocks; the thread checks the request's cancel flag before every token and between prefill
-chunks. Requests waiting for the decoder sit in the worker's queue, where a cancel (or the closing
-of their socket) removes them without running them. Tokenizing, which
-needs no decoder, has a thread of its own and never waits behind a generation.
+Continuous batching (``inference.batching``): each worker process runs one decode loop, the
+``Scheduler``, on a thread of its own, so the event loop never blocks. Up to ``MAX_BATCH`` rows
+(``PLAYGROUND_MAX_BATCH``) decode as one batch per step; generations join between steps, leave
+when they end, and a long prompt is prefilled in chunks between the others' steps. The loop checks
+each request's cancel flag before every token and between prefill chunks; a request still waiting
+for rows leaves unrun when cancelled (or when its socket closes). Tokenizing and inspecting have
+a thread of their own and never wait behind generations.
+
+Capacity-aware intake (``IntakeWorker``): a worker reads the shared ``inference`` channel only
+while it holds fewer than ``MAX_BATCH + INTAKE_BACKLOG`` generations, so with several workers on
+one Redis a request waits in the channel until some worker has room and goes to that one, rather
+than queueing behind a busy worker while another is idle. The worker's own channel (cancels), the
+workers' group and the ``inference-quick`` channel (tokenizing, inspecting, scoring: no decode slot
+needed) are read all the time, so a quick job never waits behind generations; ``IntakeWorker``
+adds that channel itself wherever it serves ``inference``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -38,32 +49,50 @@ from channels.worker import Worker
 from django.conf import settings
 
 from inference import generation
+from inference.batching import BatchStep, Scheduler, Slots, Ticket, serve_in_thread
 from inference.beam import BeamStep
 from inference.errors import Cancelled, ParamError
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
 from inference.whatif import LogitsCache, inspect_position
 from playground import channel_messages as messages
-from playground import events, frames, health
+from playground import events, frames, health, prompt_scores, waiting_line
 from playground.liveness import WorkerHeartbeat
 
 log = logging.getLogger(__name__)
 
-INFERENCE_CHANNEL = "inference"
+INFERENCE_CHANNEL = messages.INFERENCE_CHANNEL
+QUICK_CHANNEL = messages.QUICK_CHANNEL  # read all the time, whatever the worker's load
 WORKERS_GROUP = "inference-workers"  # every worker instance: cancels for requests not yet taken
 _END = object()
 
 
 class ProcessResources:
-    """What one worker process owns: the model (loaded on first use), the decode thread, a thread
-    for tokenizing, and the what-if logits cache. Made on first use, not at import."""
+    """What one worker process owns: the model (loaded on first use), the decode loop on a thread
+    of its own, a thread for tokenizing and inspecting, and the what-if logits cache. Made on first
+    use, not at import."""
 
     def __init__(self) -> None:
-        self.decode_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode")
         self.quick_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
         self.logits_cache = LogitsCache()
         self._runtime: Runtime | None = None
+        self._scheduler: Scheduler | None = None
         self._lock = threading.Lock()
+
+    def scheduler(self) -> Scheduler:
+        """The process's decode loop, started on its own thread with the model (once)."""
+        runtime = self.runtime()
+        with self._lock:
+            if self._scheduler is None:
+                config = settings.INFERENCE
+                self._scheduler = Scheduler(runtime, config["MAX_BATCH"], config["PREFILL_CHUNK"])
+                serve_in_thread(self._scheduler)
+                log.info("decode loop started: up to %d rows per step", self._scheduler.max_batch)
+            return self._scheduler
+
+    def load(self) -> dict[str, int] | None:
+        """The decode loop's load, or None before it started."""
+        return None if self._scheduler is None else self._scheduler.load()
 
     def runtime(self) -> Runtime:
         """The process's model, loaded once, by whichever worker thread needs it first."""
@@ -88,7 +117,7 @@ class Assignment:
     request_id: str
     reply_channel: str
     command: frames.Job  # parsed once, at the consumer
-    quick: bool  # tokenizing: no decoder needed, so it never waits behind a generation
+    quick: bool  # tokenizing, inspecting or scoring: served on their own thread, never behind generations
     lease: str | None = None  # liveness: the connection's token for this submission, on every reply
     cancelled: threading.Event = field(default_factory=threading.Event)
 
@@ -100,54 +129,59 @@ class Assignment:
 class InferenceWorker(AsyncConsumer):
     """Takes requests off the ``inference`` channel and streams their events back.
 
-    Requests that need the decoder wait in this worker's own queue, in arrival order, and go to the
-    decode thread one at a time; a cancel for a request still waiting takes it out of the queue at
-    once (it never runs, nothing is saved, its answer is an ``error`` of code ``cancelled``).
+    Generations go to the process's decode loop, which admits them in arrival order as rows free;
+    a cancel raises the request's flag, which the loop sees before the request's next token (one
+    still waiting leaves unrun: its answer is an ``error`` of code ``cancelled``, nothing is saved).
     """
 
     EARLY_CANCELS_KEPT = 1024
-    inference_ping = health.answer_ping  # readiness: who answers, and whether its model is built
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.jobs: dict[tuple[str, str], Assignment] = {}  # every request this worker holds, waiting or running
-        self.waiting: OrderedDict[tuple[str, str], Assignment] = OrderedDict()  # decoder requests not yet begun
-        self._decoding: asyncio.Future[Any] | None = None  # the task feeding ``waiting`` to the decode thread
         # Cancels that arrived before their request (a consumer that closed before any worker took
         # its request): (reply_channel, request_id), oldest first.
         self.early_cancels: OrderedDict[tuple[str, str], None] = OrderedDict()
         self.heartbeat = WorkerHeartbeat(self.jobs.values)  # liveness: while it holds any job
 
+    async def inference_ping(self, message: dict[str, Any]) -> None:
+        await health.answer_ping(self, message)  # readiness: who answers, its model, its load
+
+    def load(self) -> dict[str, int]:
+        """The ping's ``load``: requests decoding, rows in use, requests taken but not decoding yet."""
+        generations = sum(1 for job in self.jobs.values() if not job.quick)
+        loop_load = resources().load() or {"running": 0, "rows": 0}
+        running = min(loop_load["running"], generations)
+        return {
+            "running": running,
+            "rows": loop_load["rows"],
+            "waiting": generations - running,
+            "max_batch": settings.INFERENCE["MAX_BATCH"],
+        }
+
     async def inference_request(self, message: dict[str, Any]) -> None:
-        """Queues a request and tells the consumer where to send cancels."""
-        job = Assignment(
-            message["request_id"],
-            message["reply_channel"],
-            frames.job_from_dict(message["job"]),
-            bool(message.get("quick")),
-            message.get("lease"),
-        )
-        await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
-        if job.key in self.early_cancels:
-            del self.early_cancels[job.key]  # its connection closed before any worker took it
-            return
-        self.jobs[job.key] = job
-        self.heartbeat.ensure_running(self.channel_layer, self.channel_name)  # liveness
-        log.info("took request %s", job.request_id)  # which worker serves what, in its log lines
-        await self.channel_layer.send(
-            job.reply_channel,
-            messages.queued(job.request_id, self.channel_name, job.lease),
-        )
-        if job.quick:  # tokenizing needs no decoder: served beside generations, not behind them
+        """Takes a request on and tells the consumer where to send cancels."""
+        key = (message["reply_channel"], message["request_id"])
+        try:
+            command = frames.job_from_dict(message["job"])
+            quick = messages.is_quick(command)
+            job = Assignment(message["request_id"], message["reply_channel"], command, quick, message.get("lease"))
+            await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
+            if job.key in self.early_cancels:
+                del self.early_cancels[job.key]  # its connection closed before any worker took it
+                return
+            self.jobs[job.key] = job
+            self.heartbeat.ensure_running(self.channel_layer, self.channel_name)  # liveness
+            log.info("took request %s", job.request_id)  # which worker serves what, in its log lines
+            await self.channel_layer.send(job.reply_channel, messages.queued(job.request_id, self.channel_name, job.lease))
             asyncio.ensure_future(self._serve(job))
-            return
-        self.waiting[job.key] = job
-        if self._decoding is None or self._decoding.done():
-            self._decoding = asyncio.ensure_future(self._decode_waiting())
+        finally:
+            if key not in self.jobs:
+                intake_gate().release(key)
 
     async def inference_cancel(self, message: dict[str, Any]) -> None:
-        """A waiting request leaves the queue and is answered now; a running one has its cancel
-        flag raised, which the decode thread sees before its next token or prefill chunk."""
+        """Raises a request's cancel flag: the decode loop sees it before the request's next token
+        or prefill chunk, or when it would admit it."""
         key = (message["reply_channel"], message["request_id"])
         job = self.jobs.get(key)
         if job is None:
@@ -156,15 +190,6 @@ class InferenceWorker(AsyncConsumer):
                 self.early_cancels.popitem(last=False)
             return
         job.cancelled.set()
-        if self.waiting.pop(key, None) is not None:
-            self.jobs.pop(key, None)
-            await self._send_all(job, [events.not_started_event(job.request_id)])
-
-    async def _decode_waiting(self) -> None:
-        """Feeds the waiting requests to the decode thread, oldest first, one at a time."""
-        while self.waiting:
-            _, job = self.waiting.popitem(last=False)
-            await self._serve(job)
 
     async def _serve(self, job: Assignment) -> None:
         loop = asyncio.get_running_loop()
@@ -176,8 +201,10 @@ class InferenceWorker(AsyncConsumer):
             except RuntimeError:  # the event loop has closed (shutdown): nobody is listening
                 job.cancelled.set()
 
-        executor = resources().quick_thread if job.quick else resources().decode_thread
-        decoding = loop.run_in_executor(executor, _serve_job, job, emit)
+        if job.quick:
+            working: asyncio.Future[Any] = loop.run_in_executor(resources().quick_thread, _serve_job, job, emit)
+        else:
+            working = asyncio.ensure_future(_submit_generation(job, emit))
         try:
             while (event := await events.get()) is not _END:
                 await self.channel_layer.send(
@@ -186,23 +213,12 @@ class InferenceWorker(AsyncConsumer):
             await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id, job.lease, self.channel_name))
         except Exception:  # noqa: BLE001 — e.g. the consumer's channel is full or Redis is gone
             log.warning("could not pass on the events of request %s; cancelling it", job.request_id, exc_info=True)
+            job.cancelled.set()  # nobody hears this run any more: stop it within one token
         finally:
             if self.jobs.get(job.key) is job:  # (a resubmission may hold the key now)
                 del self.jobs[job.key]
-            if not decoding.done():
-                job.cancelled.set()  # nobody hears this run any more: stop it within one token
-            await asyncio.shield(decoding)
-
-    async def _send_all(self, job: Assignment, last_events: list[dict[str, Any]]) -> None:
-        """Sends a request's last events and frees its id, outside the decode thread."""
-        try:
-            for event in last_events:
-                await self.channel_layer.send(
-                    job.reply_channel, messages.event(job.request_id, event, job.lease, self.channel_name)
-                )
-            await self.channel_layer.send(job.reply_channel, messages.finished(job.request_id, job.lease, self.channel_name))
-        except Exception:  # noqa: BLE001 — the consumer may be gone: nobody to tell
-            log.warning("could not answer the cancelled request %s", job.request_id, exc_info=True)
+            intake_gate().release(job.key)
+            await asyncio.shield(working)
 
 
 def _serve_job(job: Assignment, emit: Callable[[Any], None]) -> None:
@@ -214,12 +230,12 @@ def _serve_job(job: Assignment, emit: Callable[[Any], None]) -> None:
         command = job.command
         model = resources().runtime()
         if isinstance(command, frames.Tokenize):
-            ids = model.codec.encode(command.text, command.mode, command.system)  # type: ignore[arg-type]
+            ids = model.codec.encode(command.text, command.mode, command.system, command.chat)  # type: ignore[arg-type]
             emit(events.tokens_event(request_id, ids, model.codec, model.shape.context_window, command.offset, command.limit))
         elif isinstance(command, frames.Inspect):
             emit(_inspect(model, command, job.cancelled.is_set))
-        elif isinstance(command, frames.Generate):
-            _generate(model, command, job, emit)
+        elif isinstance(command, frames.Score):
+            emit(prompt_scores.answer(model, command, job.cancelled.is_set))
     except ParamError as error:
         emit(events.param_error_event(error, request_id))
     except Cancelled:
@@ -231,36 +247,71 @@ def _serve_job(job: Assignment, emit: Callable[[Any], None]) -> None:
         emit(_END)
 
 
-def _generate(model: Runtime, command: frames.Generate, job: Assignment, emit: Callable[[Any], None]) -> None:
-    """Streams one generation. Every event also goes to the run's recorder, which saves the run
-    when it ends (finished, cancelled, or failed after it started) and puts its id into ``done``."""
-    from playground.runs.recording import RunRecorder  # the app registry is ready by now
-
-    request_id = command.request_id
-    recorder = RunRecorder(request_id, frames.record_fields(command))
-
-    def record(event: dict[str, Any]) -> None:
-        emit(recorder.observe(event))
-
+async def _submit_generation(job: Assignment, emit: Callable[[Any], None]) -> None:
+    """Hands a generation to the decode loop (loading the model first if need be, off the event loop)."""
     try:
-        for item in generation.run(model, command.request, job.cancelled.is_set):  # Cancelled before Started
-            if isinstance(item, generation.Started):
-                record(events.started_event(request_id, item, model.codec, model.info))
-            elif isinstance(item, generation.TokenStep):
-                record(events.token_event(request_id, item, model.codec))
-            elif isinstance(item, BeamStep):
-                record(events.beam_step_event(request_id, item, model.codec))
-            else:
-                emit(recorder.finish(events.done_event(request_id, item)))
-    except Cancelled:
-        raise  # before ``started``: nothing to save
-    except ParamError as error:
-        failure = events.param_error_event(error, request_id)
-        emit(_with_run_id(failure, recorder.fail(failure)))  # saves what a run that failed midway made
-    except Exception as error:  # noqa: BLE001
-        log.exception("generation %s failed", request_id)
-        failure = events.error_event("generation_failed", f"the model failed during this run: {error}", None, request_id)
-        emit(_with_run_id(failure, recorder.fail(failure)))
+        scheduler = await asyncio.to_thread(resources().scheduler)
+        scheduler.submit(GenerationListener(job, resources().runtime(), emit, lambda: emit(_END)).ticket())
+    except Exception as error:  # noqa: BLE001 — e.g. no model: the client must hear about it
+        log.exception("request %s could not start", job.request_id)
+        emit(events.error_event("generation_failed", f"the model failed during this request: {error}", None, job.request_id))
+        emit(_END)
+
+
+class GenerationListener:
+    """Turns what the decode loop delivers for one generation into websocket events. Every event
+    also goes to the run's recorder, which saves the run when it ends (finished, cancelled, or
+    failed after it started) and puts its id into ``done``. Called on the decode loop's thread."""
+
+    def __init__(self, job: Assignment, model: Runtime, emit: Callable[[Any], None], ended: Callable[[], None]) -> None:
+        from playground.runs.recording import RunRecorder  # the app registry is ready by now
+
+        assert isinstance(job.command, frames.Generate)
+        self.job = job
+        self.command = job.command
+        self.model = model
+        self.emit = emit
+        self.ended = ended  # after the last event
+        self.recorder = RunRecorder(job.request_id, frames.record_fields(job.command))
+
+    def ticket(self) -> Ticket:
+        return Ticket(self.command.request, self.job.cancelled.is_set, self.deliver, self.fail)
+
+    def deliver(self, item: Any, info: Slots | BatchStep | None) -> None:
+        request_id, codec = self.job.request_id, self.model.codec
+        if isinstance(item, generation.Started):
+            slots = info if isinstance(info, Slots) else None
+            self.emit(self.recorder.observe(events.started_event(request_id, item, codec, self.model.info, slots)))
+        elif isinstance(item, generation.TokenStep):
+            batch = info if isinstance(info, BatchStep) else None
+            self.emit(self.recorder.observe(events.token_event(request_id, item, codec, batch)))
+        elif isinstance(item, BeamStep):
+            self.emit(self.recorder.observe(events.beam_step_event(request_id, item, codec)))
+        else:
+            self.emit(self.recorder.finish(events.done_event(request_id, item)))
+            self.ended()
+
+    def fail(self, error: BaseException) -> None:
+        request_id = self.job.request_id
+        if isinstance(error, Cancelled):  # before ``started``: nothing to save
+            self.emit(events.not_started_event(request_id))
+        elif isinstance(error, ParamError):
+            failure = events.param_error_event(error, request_id)
+            self.emit(_with_run_id(failure, self.recorder.fail(failure)))  # saves what a run that failed midway made
+        else:
+            log.error("generation %s failed: %s", request_id, error, exc_info=error)
+            failure = events.error_event("generation_failed", f"the model failed during this run: {error}", None, request_id)
+            self.emit(_with_run_id(failure, self.recorder.fail(failure)))
+        self.ended()
+
+
+def _generate(model: Runtime, command: frames.Generate, job: Assignment, emit: Callable[[Any], None]) -> None:
+    """Serves one generation on this thread, alone, through a decode loop of its own: the worker's
+    own path (listener, recorder, scheduler) without the channel layer, for tests and tools."""
+    scheduler = Scheduler(model, max_batch=max(command.request.loop.n, command.request.loop.num_beams))
+    scheduler.submit(GenerationListener(job, model, emit, lambda: None).ticket())
+    while not scheduler.idle():
+        scheduler.step()
 
 
 def _with_run_id(event: dict[str, Any], run_id: str | None) -> dict[str, Any]:
@@ -270,7 +321,7 @@ def _with_run_id(event: dict[str, Any], run_id: str | None) -> dict[str, Any]:
 
 def _inspect(model: Runtime, command: frames.Inspect, is_cancelled: Callable[[], bool]) -> dict[str, Any]:
     """The distribution at one position under each setting asked for, from the real logits."""
-    prompt_ids = model.codec.encode(command.prompt, command.mode, command.system)  # type: ignore[arg-type]
+    prompt_ids = model.codec.encode(command.prompt, command.mode, command.system, command.chat)  # type: ignore[arg-type]
     prefix = list(command.prefix_tokens)
     ids = prompt_ids + prefix
     if len(ids) > model.shape.context_window:
@@ -292,6 +343,86 @@ def _inspect(model: Runtime, command: frames.Inspect, is_cancelled: Callable[[],
     return events.inspection_event(command.request_id, len(prefix), results, model.codec)
 
 
+class IntakeGate:
+    """How many generations this worker holds, against the room it has: ``MAX_BATCH`` rows decoding
+    plus ``INTAKE_BACKLOG`` taken in advance. The intake waits for room before it reads the shared
+    channel."""
+
+    def __init__(self) -> None:
+        self.held: set[tuple[str, str]] = set()
+        self._changed = asyncio.Event()
+        self.freeing = waiting_line.FreeingRate()  # the line's pace, told to waiting connections
+        self.name = secrets.token_hex(6)  # names this worker's rate in the line's messages
+
+    def take(self, message: dict[str, Any]) -> None:
+        if message.get("type") == "inference.request":
+            self.held.add((message["reply_channel"], message["request_id"]))
+
+    def release(self, key: tuple[str, str]) -> None:
+        if key in self.held:
+            self.held.discard(key)
+            self.freeing.freed()
+        self._changed.set()
+
+    @property
+    def room(self) -> int:
+        config = settings.INFERENCE
+        return int(config["MAX_BATCH"]) + int(config["INTAKE_BACKLOG"])
+
+    async def wait_for_room(self) -> None:
+        while len(self.held) >= self.room:
+            self._changed.clear()
+            await self._changed.wait()
+
+
+_gates: WeakKeyDictionary[asyncio.AbstractEventLoop, IntakeGate] = WeakKeyDictionary()
+
+
+def intake_gate() -> IntakeGate:
+    """This event loop's gate (one worker per process, or per test's event loop)."""
+    loop = asyncio.get_running_loop()
+    gate = _gates.get(loop)
+    if gate is None:
+        gate = _gates[loop] = IntakeGate()
+    return gate
+
+
+class IntakeWorker(Worker):
+    """channels' ``Worker`` that reads the shared ``inference`` channel only while this worker has
+    room (``IntakeGate``), and the ``inference-quick`` channel all the time, into the same
+    application instance; ``manage.py runworker`` and the embedded worker both run it."""
+
+    def __init__(self, application: Any, channels: list[str], channel_layer: Any, **kwargs: Any) -> None:
+        channels = list(channels)
+        if INFERENCE_CHANNEL in channels and QUICK_CHANNEL not in channels:
+            channels.append(QUICK_CHANNEL)  # so `runworker inference` serves quick jobs too
+        super().__init__(application, channels, channel_layer, **kwargs)
+
+    async def listener(self, channel: str) -> None:
+        gate = intake_gate()
+        # quick jobs go to the inference channel's instance: one worker, one set of held jobs
+        served = INFERENCE_CHANNEL if channel == QUICK_CHANNEL else channel
+        while True:
+            if channel == INFERENCE_CHANNEL:
+                await gate.wait_for_room()
+            message = await self.channel_layer.receive(channel)
+            if not message.get("type", None):
+                raise ValueError("Worker received message with no type.")
+            if channel == INFERENCE_CHANNEL:
+                if not message.get("quick"):
+                    gate.take(message)
+                await self._announce_taken(message, gate)  # the line moved (a request, ping or cancel left it)
+            instance_queue = self.get_or_create_application_instance(served, {"type": "channel", "channel": served})
+            await instance_queue.put(message)
+
+    async def _announce_taken(self, message: dict[str, Any], gate: IntakeGate) -> None:
+        taken = waiting_line.taken(message.get("ticket"), gate.freeing.per_second(), gate.name)
+        try:
+            await self.channel_layer.group_send(waiting_line.LINE_GROUP, taken)
+        except Exception as error:  # noqa: BLE001 — the line's positions are a courtesy; serving goes on
+            log.warning("could not tell the waiting line: %s", error)
+
+
 _embedded: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[Any]] = WeakKeyDictionary()
 
 
@@ -303,7 +434,7 @@ def ensure_embedded_worker() -> None:
     running = _embedded.get(loop)
     if running is not None and not running.done():
         return
-    worker = Worker(
+    worker = IntakeWorker(
         application=ChannelNameRouter({INFERENCE_CHANNEL: InferenceWorker.as_asgi()}),
         channels=[INFERENCE_CHANNEL],
         channel_layer=get_channel_layer(),

@@ -20,8 +20,13 @@ def client() -> AsyncClient:
 
 
 async def test_liveness(client):
+    health._health_cache.clear()
     response = await client.get("/health")
-    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    body = response.json()
+    assert response.status_code == 200 and body["status"] == "ok"
+    assert body["model"] == {"built": True, "name": "SmolLM2-135M-Instruct"}
+    assert body["workers"]["reachable"] is True and body["workers"]["host"] == socket.gethostname()
+    assert body["queue"] == {"waiting": 0}
     assert response["Cache-Control"] == "no-store"
 
 

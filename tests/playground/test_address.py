@@ -10,8 +10,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from playground.address import decode_address, encode_address, param_text, run_texts
+from playground.address import decode_address, encode_address, param_text, run_texts, turns_text, turns_value
 from playground.param_facts import params_schema
+from playground.runs.conversation import page_fields
 from tests.js import module_url, run_js
 
 CASES = json.loads((Path(__file__).parent / "address_cases.json").read_text(encoding="utf-8"))
@@ -19,17 +20,20 @@ SCHEMA = params_schema()
 
 JS_CODEC = f"""
     import * as address from "{module_url("playground/js/address.js")}";
-    const {{ schema, values, addresses, decode }} = INPUT;
+    const {{ schema, values, addresses, decode, turns = [], turnTexts = [], settings = [] }} = INPUT;
     console.log(JSON.stringify({{
       texts: values.map(({{ key, value }}) => address.paramText(schema, key, value)),
       queries: addresses.map((texts) => address.encodeAddress(schema, texts)),
       decoded: decode.map((query) => address.decodeAddress(schema, query)),
+      turnTexts: turns.map((list) => address.turnsText(list)),
+      turns: turnTexts.map((text) => address.turnsValue(text)),
+      settings: settings.map((query) => address.settingsFromAddress(schema, query)),
     }}));
 """
 
 
-def js_codec(values: list[dict], addresses: list[dict], decode: list[str]) -> dict:
-    return run_js(JS_CODEC, {"schema": SCHEMA, "values": values, "addresses": addresses, "decode": decode})
+def js_codec(values: list[dict], addresses: list[dict], decode: list[str], **more: list) -> dict:
+    return run_js(JS_CODEC, {"schema": SCHEMA, "values": values, "addresses": addresses, "decode": decode, **more})
 
 
 def test_both_codecs_write_each_value_as_its_control_shows_it():
@@ -58,7 +62,7 @@ def _random_text(rng: random.Random) -> str:
 
 def test_the_codecs_agree_byte_for_byte_on_random_texts():
     rng = random.Random(8)
-    keys = ["prompt", "mode", "system", "top_n", "no_cache", *SCHEMA["properties"]]
+    keys = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", *SCHEMA["properties"]]
     cases = [{key: _random_text(rng) for key in rng.sample(keys, rng.randrange(1, 8))} for _ in range(300)]
     cases.append({"prompt": "a lone surrogate \ud800 reads as U+FFFD"})
     js = js_codec([], cases, [encode_address(case) for case in cases])
@@ -86,3 +90,69 @@ def test_a_runs_texts_set_every_control_a_fresh_page_would_not_show(use_cache, s
     assert ("no_cache" in texts) is (not use_cache) and ("system" in texts) is (system is not None)
     query = parse_qs(urlsplit("/?" + encode_address(texts)).query, keep_blank_values=True)
     assert query["stop"] == ["END"] and query["mode"] == ["chat"]
+
+
+def test_both_codecs_write_and_read_chat_turns_alike():
+    written, decoded = CASES["turns"], CASES["turns_decoded"]
+    js = js_codec([], [], [], turns=[c["turns"] for c in written], turnTexts=[c["text"] for c in written + decoded])
+    for case, from_js in zip(written, js["turnTexts"]):
+        assert turns_text(case["turns"]) == case["text"] == from_js
+    for case, from_js in zip(written + decoded, js["turns"]):
+        assert turns_value(case["text"]) == case["turns"] == from_js, case["text"]
+
+
+def test_the_page_reads_a_conversation_from_its_address_and_old_addresses_have_none():
+    conversation = next(c for c in CASES["addresses"] if "turns" in c["texts"])
+    old = [c["query"] for c in CASES["addresses"] if "turns" not in c["texts"]]
+    js = js_codec([], [], [], settings=[conversation["query"], *old])
+    read = js["settings"][0]
+    assert read["turns"] == CASES["turns"][0]["turns"] and read["prefix"] == "The capital of Italy is"
+    assert "turns" not in read["values"] and "assistant_prefix" not in read["values"]
+    assert read["values"]["prompt"] == "And of Italy?" and read["values"]["system"] == "Be brief."
+    for settings in js["settings"][1:]:
+        assert settings["turns"] == [] and settings["prefix"] == ""
+
+
+CONVERSATIONS = [
+    # (messages, continue_final_message) → the page's system, turns, prompt and answer start
+    (
+        [
+            {"role": "system", "content": "S"},
+            {"role": "user", "content": "Q1"},
+            {"role": "assistant", "content": "A1"},
+            {"role": "user", "content": "Q2"},
+            {"role": "assistant", "content": "The answer"},
+        ],
+        True,
+        {"system": "S", "turns": [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"}]}
+        | {"prompt": "Q2", "assistant_prefix": "The answer"},
+    ),
+    (
+        [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"}, {"role": "user", "content": "Q2"}],
+        False,
+        {"system": None, "turns": [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"}]}
+        | {"prompt": "Q2", "assistant_prefix": ""},
+    ),
+    (  # a blank system message stays a turn: the page would leave its blank box out
+        [{"role": "system", "content": " "}, {"role": "user", "content": "Q1"}],
+        False,
+        {"system": None, "turns": [{"role": "system", "content": " "}], "prompt": "Q1", "assistant_prefix": ""},
+    ),
+    (  # ends with the assistant's turn, not continued: the page cannot drop its own last user turn
+        [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"}],
+        False,
+        {"system": None, "turns": [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"}]}
+        | {"prompt": "", "assistant_prefix": ""},
+    ),
+]
+
+
+@pytest.mark.parametrize(("messages", "continued", "fields"), CONVERSATIONS)
+def test_a_conversation_becomes_the_pages_fields_and_its_address(messages, continued, fields):
+    assert page_fields(messages, continued) == fields
+    request = {"mode": "chat", "top_n": 5, **fields}
+    texts = run_texts(request, {})
+    assert ("turns" in texts) is bool(fields["turns"]) and ("assistant_prefix" in texts) is bool(fields["assistant_prefix"])
+    decoded = decode_address(encode_address(texts))
+    assert turns_value(decoded.get("turns", "")) == fields["turns"]
+    assert decoded.get("assistant_prefix", "") == fields["assistant_prefix"] and decoded["prompt"] == fields["prompt"]

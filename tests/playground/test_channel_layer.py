@@ -10,7 +10,7 @@ from playground.channel_layer import BLOCKING_READ_SECONDS, RedisLayerError, red
 
 
 def test_the_read_timeout_outlasts_the_layers_blocking_read():
-    (host,) = redis_channel_layer("redis://redis:6379/0")["CONFIG"]["hosts"]
+    (host,) = redis_channel_layer("redis://redis:6379/0", 300)["CONFIG"]["hosts"]
     assert RedisChannelLayer.brpop_timeout == BLOCKING_READ_SECONDS
     assert host["socket_timeout"] > RedisChannelLayer.brpop_timeout
     assert host["socket_keepalive"] is True and host["health_check_interval"] > 0
@@ -18,14 +18,14 @@ def test_the_read_timeout_outlasts_the_layers_blocking_read():
 
 def test_the_connections_redis_makes_carry_the_settings():
     """What the layer actually hands redis-py, not just what the dict says."""
-    (host,) = redis_channel_layer("redis://redis:6379/0")["CONFIG"]["hosts"]
+    (host,) = redis_channel_layer("redis://redis:6379/0", 300)["CONFIG"]["hosts"]
     kwargs = create_pool(host).connection_kwargs
     assert kwargs["socket_timeout"] == host["socket_timeout"] > BLOCKING_READ_SECONDS
     assert kwargs["host"] == "redis" and kwargs["port"] == 6379 and kwargs["db"] == 0
 
 
 def test_a_longer_read_timeout_in_the_url_wins():
-    (host,) = redis_channel_layer("redis://redis:6379/0?socket_timeout=30")["CONFIG"]["hosts"]
+    (host,) = redis_channel_layer("redis://redis:6379/0?socket_timeout=30", 300)["CONFIG"]["hosts"]
     assert create_pool(host).connection_kwargs["socket_timeout"] == 30
 
 
@@ -39,4 +39,11 @@ def test_a_longer_read_timeout_in_the_url_wins():
 )
 def test_urls_that_would_break_the_layer_are_refused(url, message):
     with pytest.raises(RedisLayerError, match=message):
-        redis_channel_layer(url)
+        redis_channel_layer(url, 300)
+
+
+def test_the_layers_keep_messages_longer_than_the_longest_wait_in_line():
+    from playground.channel_layer import in_memory_channel_layer, message_expiry
+
+    assert redis_channel_layer("redis://redis:6379/0", 300)["CONFIG"]["expiry"] == message_expiry(300) > 300
+    assert in_memory_channel_layer(900)["CONFIG"]["expiry"] > 900

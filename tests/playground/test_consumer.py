@@ -818,7 +818,7 @@ async def test_a_request_taken_by_two_workers_is_answered_by_the_first_only(monk
     from playground import channel_messages as messages
     from playground import consumers
 
-    monkeypatch.setattr(consumers, "INFERENCE_CHANNEL", "inference-taken-twice")
+    monkeypatch.setattr(consumers, "QUICK_CHANNEL", "inference-taken-twice")  # (a tokenize: the quick channel)
     layer = get_channel_layer()
     communicator = await connect()
     await communicator.send_json_to({"type": "tokenize", "request_id": "twice", "text": "Hi"})

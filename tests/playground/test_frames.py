@@ -202,7 +202,22 @@ def test_tokenize_pages_default_to_the_first_page():
             params={"temperature": 0.7, "logit_bias": {"42": -3}, "stop": "x", "seed": 2**63 - 1, "n": 2, "max_tokens": 9},
         ),
         generate(),
+        {
+            "type": "generate",
+            "request_id": "c",
+            "mode": "chat",
+            "messages": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A is"}],
+            "continue_final_message": True,
+            "save": False,
+        },
         {"type": "tokenize", "request_id": "t", "text": "hello", "mode": "plain", "offset": 3, "limit": 10},
+        {"type": "tokenize", "request_id": "t", "messages": [{"role": "user", "content": "hi"}]},
+        {
+            "type": "inspect",
+            "request_id": "i",
+            "messages": [{"role": "assistant", "content": "a"}],
+            "continue_final_message": True,
+        },
         {
             "type": "inspect",
             "request_id": "i",
@@ -221,7 +236,7 @@ def test_a_job_crosses_the_channel_layer_as_plain_data_and_comes_back_the_same(f
     message = channel_messages.request(job, "reply")
     carried = msgpack.unpackb(msgpack.packb(message), raw=False)
     assert frames.job_from_dict(carried["job"]) == job
-    assert carried["quick"] is (frame["type"] == "tokenize")
+    assert carried["quick"] is (frame["type"] in ("tokenize", "inspect", "score"))  # no decode slot needed
 
 
 def test_the_recorder_gets_the_branch_from_the_typed_job():
@@ -233,4 +248,38 @@ def test_the_recorder_gets_the_branch_from_the_typed_job():
         "prefix_tokens": [1, 2],
         "parent_run": "b" * 22,
         "branch_index": 3,
+        "messages": None,
+        "continue_final_message": False,
+        "save": True,
     }
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"messages": []}, "messages"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "messages.0.role"),
+        ({"messages": [{"role": "user", "content": 3}]}, "messages.0.content"),
+        ({"messages": [{"role": "user", "content": "x", "name": "n"}]}, "messages.0.name"),
+        ({"messages": [{"role": "user", "content": "x"}], "prompt": "p"}, "prompt"),
+        ({"messages": [{"role": "user", "content": "x"}], "continue_final_message": True}, "continue_final_message"),
+        ({"messages": [{"role": "user", "content": "x"}], "mode": "completion"}, "mode"),
+        ({"messages": [{"role": "user", "content": "x"}], "save": "no"}, "save"),
+    ],
+)
+def test_chat_messages_are_checked_naming_the_field(fields, param):
+    frame = {"type": "generate", "request_id": "c", **fields}
+    with pytest.raises(ProtocolError) as caught:
+        parse_client_frame(json.dumps(frame))
+    assert caught.value.param == param
+
+
+def test_a_messages_frame_is_a_chat_request_with_its_turns():
+    turns = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]
+    job = parse_client_frame(json.dumps({"type": "generate", "request_id": "c", "messages": turns}))
+    assert job.request.mode == "chat" and job.request.chat.to_list() == turns
+    assert job.request.prompt == "Q" and frames.record_fields(job)["messages"] == turns
+    assert frames.record_fields(job)["continue_final_message"] is False
+    continued = {"type": "generate", "request_id": "c", "messages": [*turns, {"role": "assistant", "content": "A"}]}
+    continued["continue_final_message"] = True
+    assert frames.record_fields(parse_client_frame(json.dumps(continued)))["continue_final_message"] is True

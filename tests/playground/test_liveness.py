@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from channels.layers import InMemoryChannelLayer
 
+from playground import channel_messages
 from playground.liveness import NO_WORKER, WORKER_LOST, Timing, Watchdog, WorkerHeartbeat, heartbeats
 
 FAST = {"HEARTBEAT_SECONDS": 0.1, "LEASE_SECONDS": 0.4, "ACK_TIMEOUT_SECONDS": 0.6}
@@ -42,6 +43,10 @@ class Connection:
         return self.watchdog.accepts(
             {"type": "inference.queued", "request_id": request_id, "worker_channel": worker, "lease": token}
         )
+
+    def started(self, token: str, request_id: str = "r", worker: str = "worker!1") -> bool:
+        started = {"type": "started", "request_id": request_id}  # (no run id: nothing to save)
+        return self.watchdog.accepts(channel_messages.event(request_id, started, token, worker))
 
 
 def test_timing_refuses_a_lease_one_late_heartbeat_would_break():
@@ -96,13 +101,14 @@ async def test_a_silent_worker_loses_its_requests_and_is_told_to_cancel(fast):
     connection = Connection()
     token = connection.submit()
     connection.queued(token)
+    connection.started(token)
     lost_after = time.monotonic()
     while not connection.delivered:
         await asyncio.sleep(0.02)
     waited = time.monotonic() - lost_after
     (error,) = connection.delivered
     assert error["type"] == "error" and error["request_id"] == "r" and error["error"]["code"] == WORKER_LOST
-    assert "run_id" not in error  # it had not started
+    assert "run_id" not in error  # no run was announced
     assert fast.lease_seconds <= waited < fast.lease_seconds + 3 * fast.watch_interval + 0.3
     cancel = await asyncio.wait_for(connection.layer.receive("worker!1"), 1)
     assert cancel == {"type": "inference.cancel", "request_id": "r", "reply_channel": "reply!1"}
@@ -113,6 +119,7 @@ async def test_heartbeats_keep_a_quiet_request_alive(fast):
     connection = Connection()
     token = connection.submit()
     connection.queued(token)
+    connection.started(token)
     for _ in range(int(3 * fast.lease_seconds / fast.heartbeat_seconds)):
         await asyncio.sleep(fast.heartbeat_seconds)
         connection.watchdog.heartbeat({"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", token]]})
@@ -120,6 +127,23 @@ async def test_heartbeats_keep_a_quiet_request_alive(fast):
     connection.watchdog.heartbeat({"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", "other"]]})
     await asyncio.sleep(fast.lease_seconds + 3 * fast.watch_interval)
     assert [e["error"]["code"] for e in connection.delivered] == [WORKER_LOST]  # a foreign lease renews nothing
+
+
+async def test_a_request_its_lost_worker_never_started_goes_back_to_the_channel_under_a_new_lease(fast):
+    connection = Connection()
+    token = connection.submit()
+    connection.queued(token)  # taken into a worker's backlog, which then dies without a word
+    resubmitted = await asyncio.wait_for(connection.layer.receive("inference"), fast.lease_seconds + 2)
+    assert connection.delivered == []  # not failed
+    assert resubmitted["request_id"] == "r" and resubmitted["job"] == JOB["job"] and resubmitted["lease"] != token
+    cancel = await asyncio.wait_for(connection.layer.receive("worker!1"), 1)  # should the old one come back
+    assert cancel == {"type": "inference.cancel", "request_id": "r", "reply_channel": "reply!1"}
+    assert not connection.queued(token)  # the lost worker's old lease is not listened to any more
+    assert connection.queued(resubmitted["lease"], worker="worker!2")  # another worker takes it
+    assert connection.started(resubmitted["lease"], worker="worker!2")
+    done = channel_messages.event("r", {"type": "done", "request_id": "r"}, resubmitted["lease"], "worker!2")
+    await connection._deliver(done)
+    assert [e["type"] for e in connection.delivered] == ["done"] and connection.watchdog.leases == {}
 
 
 async def test_a_request_no_worker_takes_is_refused_after_the_ack_timeout(fast):

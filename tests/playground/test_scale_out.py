@@ -26,8 +26,11 @@ LONG_RUN = {"prompt": "Once upon a time", "params": {"temperature": 0, "max_toke
 
 @pytest.fixture(scope="module")
 def scaled_out(tmp_path_factory):
-    """Redis, one runworker process and one daphne without an embedded worker."""
-    stack = ScaleOut(tmp_path_factory.mktemp("scale-out"), PLAYGROUND_WORKER_ACK_TIMEOUT=str(ACK_TIMEOUT))
+    """Redis, one runworker process and one daphne without an embedded worker. The worker decodes one
+    row at a time, so a second request it takes is held but not started (the killed-worker test)."""
+    stack = ScaleOut(
+        tmp_path_factory.mktemp("scale-out"), PLAYGROUND_WORKER_ACK_TIMEOUT=str(ACK_TIMEOUT), PLAYGROUND_MAX_BATCH="1"
+    )
     try:
         worker, worker_log = stack.start_worker()
         web, web_log = stack.start_web()
@@ -111,41 +114,50 @@ def test_idle_worker_and_idle_websocket_outlive_every_timeout(scaled_out):
 
 
 def test_a_killed_worker_is_noticed_its_ids_freed_and_its_partial_run_saved(scaled_out):
-    """SIGKILL of the `runworker` mid-stream: its clients hear within 5 s (heartbeats and leases,
-    playground/liveness.py), the ids are free, the partial run is saved as failed with the tokens
-    its client saw; with no worker running at all, a request is refused after the bounded wait.
+    """SIGKILL of the `runworker` mid-stream: its running client hears within 5 s (heartbeats and
+    leases, playground/liveness.py) and the partial run is saved as failed with the tokens its client
+    saw; the request it held in its backlog but had not started goes to the second worker, which
+    serves it to the end. With no worker running at all, a request is refused after the bounded wait.
     Ends with a fresh worker serving, so the other tests find the stack as they expect."""
     stack, worker = scaled_out["stack"], scaled_out["worker"]
     with connect(stack.url, origin=stack.origin) as ws:
         ws.send(json.dumps({"type": "generate", "request_id": "long", **LONG_RUN}))
-        # queued behind "long" on the same worker's decode thread: held, not started
+        # taken by the same worker (its backlog) but waiting for its only row: held, not started
         ws.send(json.dumps({"type": "generate", "request_id": "waiting", "prompt": "Hi", "params": {"max_tokens": 4}}))
         seen: dict[str, list[dict]] = {"long": [], "waiting": []}
         while sum(e["type"] == "token" for e in seen["long"]) < 8:
             event = json.loads(ws.recv(timeout=120))
             seen[event["request_id"]].append(event)
+        first_log = scaled_out["logs"][0]
+        assert "took request waiting" in first_log.read_text()  # held by the first worker
+        second, second_log = stack.start_worker()  # alive, with room, when the first dies
         worker.kill()  # SIGKILL: no goodbye, no cleanup
         killed_at = time.monotonic()
         heard_at: dict[str, float] = {}
         while len(heard_at) < 2:
-            event = json.loads(ws.recv(timeout=NOTICE_DEADLINE + 5))
+            event = json.loads(ws.recv(timeout=120))
             seen[event["request_id"]].append(event)
-            if event["type"] == "error":
+            if event["type"] in ("error", "done"):
                 heard_at[event["request_id"]] = time.monotonic() - killed_at
         worker.wait(timeout=10)
-        print(f"heard of the killed worker after {heard_at['long']:.2f} s (running) and {heard_at['waiting']:.2f} s (queued)")
+        print(
+            f"heard of the killed worker after {heard_at['long']:.2f} s (running); the held request ended after "
+            f"{heard_at['waiting']:.2f} s on the second worker"
+        )
 
-        for request_id in ("long", "waiting"):
-            error = seen[request_id][-1]
-            assert error["error"]["code"] == "worker_lost", error
-            assert error["error"]["message"] and error["error"]["param"] is None
-            assert heard_at[request_id] < NOTICE_DEADLINE, heard_at
-        assert [e["type"] for e in seen["waiting"]] == ["error"]
-        assert "run_id" not in seen["waiting"][-1]  # it never started: nothing to save
+        error = seen["long"][-1]
+        assert error["error"]["code"] == "worker_lost", error
+        assert error["error"]["message"] and error["error"]["param"] is None
+        assert heard_at["long"] < NOTICE_DEADLINE, heard_at
+        resumed = seen["waiting"]
+        assert [e["type"] for e in resumed] == ["started", "token", "token", "token", "token", "done"], resumed
+        assert "took request waiting" in second_log.read_text()  # resubmitted, same id, served by the other
 
         started, *tokens, error = seen["long"]
         assert started["type"] == "started" and all(e["type"] == "token" for e in tokens)
         assert error["run_id"] == started["run_id"]  # the permalink announced in `started` holds
+        second.kill()  # idle: now no worker runs at all
+        second.wait(timeout=10)
 
         # The ids are free: reusing them is no `duplicate_request`. No worker runs now (none at all),
         # so each is refused after the documented wait; a worker started later serves the same id.
@@ -153,7 +165,8 @@ def test_a_killed_worker_is_noticed_its_ids_freed_and_its_partial_run_saved(scal
         ws.send(json.dumps({"type": "generate", "request_id": "long", "prompt": "Hi", "params": {"max_tokens": 2}}))
         ws.send(json.dumps({"type": "tokenize", "request_id": "waiting", "text": "hi"}))
         for _ in range(2):
-            refused = json.loads(ws.recv(timeout=ACK_TIMEOUT + 10))
+            while (refused := json.loads(ws.recv(timeout=ACK_TIMEOUT + 10)))["type"] == "queued":
+                assert refused["request_id"] == "long" and refused["position"] == 1  # the generation waits in line
             waited = time.monotonic() - sent_at
             assert refused["type"] == "error" and refused["error"]["code"] == "no_worker", refused
             assert "runworker" in refused["error"]["message"]
@@ -170,8 +183,12 @@ def test_a_killed_worker_is_noticed_its_ids_freed_and_its_partial_run_saved(scal
             },
             timeout=60,
         )
-        assert [e["type"] for e in served] == ["started", "token", "token", "token", "done"], served  # nothing of the old ones
-        assert served[1]["text"] == " Paris" and served[-1]["reason"] == "max_tokens"
+        # (it may wait in line behind the refused request the new worker takes off the channel and drops first)
+        waiting = [e for e in served if e["type"] == "queued"]
+        answer = served[len(waiting) :]
+        assert all(e["type"] == "queued" for e in served[: len(waiting)]), served  # waiting only before it starts
+        assert [e["type"] for e in answer] == ["started", "token", "token", "token", "done"], served  # nothing of the old ones
+        assert answer[1]["text"] == " Paris" and answer[-1]["reason"] == "max_tokens"
 
     saved = stack.get_json(f"/r/{started['run_id']}.json")["run"]
     assert saved["status"] == "failed"
@@ -180,3 +197,60 @@ def test_a_killed_worker_is_noticed_its_ids_freed_and_its_partial_run_saved(scal
     assert [(t["index"], t["id"], t["text"]) for t in saved["tokens"]] == [(t["index"], t["id"], t["text"]) for t in tokens]
     assert saved["result"]["text"] == "".join(t["text"] for t in tokens)
     assert LONG_RUN["prompt"] in stack.get(f"/r/{started['run_id']}")  # its page shows (urlopen raises on 4xx/5xx)
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory):
+    """Redis, two runworker processes of one row each and no backlog, and one daphne."""
+    stack = ScaleOut(
+        tmp_path_factory.mktemp("two-workers"),
+        PLAYGROUND_MAX_BATCH="1",
+        PLAYGROUND_WORKER_BACKLOG="0",
+        PLAYGROUND_WORKER_ACK_TIMEOUT=str(ACK_TIMEOUT),
+    )
+    try:
+        workers = [stack.start_worker() for _ in range(2)]
+        stack.start_web()
+        yield stack, workers
+    finally:
+        stack.close()
+
+
+def test_two_workers_share_the_load_and_a_full_worker_leaves_requests_to_the_other(two_workers):
+    """Capacity-aware intake: a worker with no room does not read the shared channel, so the
+    second stream goes to the idle worker (not into the busy one's queue), and a third waits in
+    the channel until a row frees, then starts: past the ack timeout, since the workers answer
+    pings (all full, not gone)."""
+    stack, workers = two_workers
+    with connect(stack.url, origin=stack.origin) as ws:
+        for request_id in ("a", "b", "c"):
+            ws.send(json.dumps({"type": "generate", "request_id": request_id, **LONG_RUN}))
+            time.sleep(0.5)  # in this order
+        tokens: dict[str, int] = {"a": 0, "b": 0, "c": 0}
+        while tokens["a"] < 5 or tokens["b"] < 5:
+            event = json.loads(ws.recv(timeout=120))
+            tokens[event["request_id"]] += event["type"] == "token"
+        waited_from = time.monotonic()
+        while time.monotonic() - waited_from < ACK_TIMEOUT + 2:  # past the ack timeout: c still waits
+            event = json.loads(ws.recv(timeout=120))
+            assert event["request_id"] != "c", event  # no `no_worker`: the workers are alive, only full
+            tokens[event["request_id"]] += event["type"] == "token"
+        assert tokens["c"] == 0  # neither worker has room for it
+        logs = [log.read_text() for _, log in workers]
+        assert sorted(sum(f"took request {r}" in log for r in "ab") for log in logs) == [1, 1], logs  # one each
+        assert not any("took request c" in log for log in logs)
+        ws.send(json.dumps({"type": "cancel", "request_id": "a"}))
+        ends: dict[str, dict] = {}
+        while "a" not in ends or tokens["c"] < 3:
+            event = json.loads(ws.recv(timeout=120))
+            tokens[event["request_id"]] += event["type"] == "token"
+            if event["type"] in ("done", "error"):
+                ends[event["request_id"]] = event
+        assert ends["a"]["reason"] == "cancelled"
+        for request_id in ("b", "c"):
+            ws.send(json.dumps({"type": "cancel", "request_id": request_id}))
+        while len(ends) < 3:
+            event = json.loads(ws.recv(timeout=120))
+            if event["type"] in ("done", "error"):
+                ends[event["request_id"]] = event
+    assert all(end["type"] == "done" and end["reason"] == "cancelled" for end in ends.values()), ends

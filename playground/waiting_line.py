@@ -1,0 +1,138 @@
+"""The line of generations waiting for a worker's room, as each waiting connection sees it.
+
+Generations wait in the shared ``inference`` channel, which the layer serves first in, first out,
+until a worker with room reads one (``playground.worker.IntakeWorker``). Every request carries a
+``ticket`` (its submit time). When a worker takes a request off the channel it tells the
+``inference-line`` group (``inference.taken``: the taken request's ticket and the worker's recent
+rate of freed rows), which every connection with a waiting request joins. So a connection knows
+its request's place exactly: the requests in the channel when it sent its own were all ahead of
+it (requests, and the pings and cancels that also sit there), and each message taken since with an
+earlier ticket or none (a ping, a cancel) moves it one place up. Its ``queued`` events carry
+``position`` (1 = next) and ``estimated_wait_s`` (position over the workers' freeing rate; null
+until a worker has reported one).
+
+The line is bounded: a generation that finds ``MAX_WAITING`` requests already in the channel is
+refused at once with ``busy`` and a retry hint, and none waits longer than ``MAX_WAIT_SECONDS``
+(the channel layer keeps messages a margin longer: ``playground.channel_layer``). Both live in
+``settings.WAITING_LINE``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from playground.channel_messages import INFERENCE_CHANNEL
+
+LINE_GROUP = "inference-line"
+TAKEN = "inference.taken"
+RATE_WINDOW_SECONDS = 60.0  # a worker's freeing rate counts the rows freed this far back
+
+
+def max_waiting() -> int:
+    return int(settings.WAITING_LINE["MAX_WAITING"])
+
+
+def is_full(ahead: int | None) -> bool:
+    """Whether a generation that finds ``ahead`` requests in line (None: the layer cannot tell) is
+    refused with ``busy``."""
+    return ahead is not None and ahead >= max_waiting()
+
+
+def max_wait_seconds() -> float:
+    return float(settings.WAITING_LINE["MAX_WAIT_SECONDS"])
+
+
+async def requests_in_line(layer: Any) -> int | None:
+    """Messages on the ``inference`` channel that no worker has taken yet (None: the layer cannot tell)."""
+    from channels.layers import InMemoryChannelLayer
+
+    if isinstance(layer, InMemoryChannelLayer):
+        queue = layer.channels.get(INFERENCE_CHANNEL)
+        return 0 if queue is None else queue.qsize()
+    if hasattr(layer, "ring_size") and hasattr(layer, "connection"):  # channels_redis: a sorted set per channel
+        total = 0
+        for index in range(layer.ring_size):
+            total += int(await layer.connection(index).zcard(layer.prefix + INFERENCE_CHANNEL))
+        return total
+    return None
+
+
+def taken(ticket: float | None, freed_per_s: float, worker: str) -> dict[str, Any]:
+    """The worker's word to the line: it took the request with this ticket, and frees rows this fast."""
+    return {"type": TAKEN, "ticket": ticket, "freed_per_s": freed_per_s, "worker": worker}
+
+
+class FreeingRate:
+    """How many rows a worker freed per second over the last ``RATE_WINDOW_SECONDS``."""
+
+    def __init__(self) -> None:
+        self._freed: deque[float] = deque()
+
+    def freed(self) -> None:
+        self._freed.append(time.monotonic())
+
+    def per_second(self) -> float:
+        now = time.monotonic()
+        while self._freed and self._freed[0] < now - RATE_WINDOW_SECONDS:
+            self._freed.popleft()
+        if not self._freed:
+            return 0.0
+        return len(self._freed) / max(now - self._freed[0], 1.0)
+
+
+@dataclass
+class Place:
+    """One waiting request of this connection."""
+
+    ticket: float
+    ahead: int  # requests in the channel before it that no worker has taken yet
+
+    @property
+    def position(self) -> int:
+        return self.ahead + 1
+
+
+class Line:
+    """A connection's waiting requests and what the workers said about the line's pace."""
+
+    def __init__(self) -> None:
+        self.places: dict[str, Place] = {}
+        self.rates: dict[str, float] = {}  # worker → rows it frees per second
+
+    def join(self, request_id: str, ticket: float, ahead: int) -> Place:
+        place = self.places[request_id] = Place(ticket, ahead)
+        return place
+
+    def leave(self, request_id: str) -> None:
+        self.places.pop(request_id, None)
+
+    def taken(self, message: dict[str, Any]) -> list[str]:
+        """A worker took a request: the ids of this connection's requests that moved up."""
+        self.rates[str(message.get("worker"))] = float(message.get("freed_per_s") or 0.0)
+        ticket = message.get("ticket")  # None: a ping or a cancel, which also held a place
+        moved = []
+        for request_id, place in self.places.items():
+            # first in, first out: what is taken while this one waits was ahead of it (but itself)
+            if (ticket is None or ticket < place.ticket) and place.ahead > 0:
+                place.ahead -= 1
+                moved.append(request_id)
+        return moved
+
+    def estimated_wait_s(self, place: Place) -> float | None:
+        rate = sum(self.rates.values())
+        return None if rate <= 0 else round(place.position / rate, 1)
+
+    def event(self, request_id: str) -> dict[str, Any]:
+        """The ``queued`` websocket event for a waiting request."""
+        place = self.places[request_id]
+        return {
+            "type": "queued",
+            "request_id": request_id,
+            "position": place.position,
+            "estimated_wait_s": self.estimated_wait_s(place),
+        }

@@ -1,0 +1,16 @@
+"""Fixtures for the playground's tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from playground.worker import resources
+
+
+@pytest.fixture
+def decode_loop() -> None:
+    """The process's decode loop is made once, with the settings of that moment. Made here, before
+    a test narrows ``MAX_BATCH`` with ``override_settings``, it has the suite's rows in whatever
+    order the tests run (the narrowed tests limit the worker's intake, which reads the settings
+    each time)."""
+    resources().scheduler()

@@ -20,6 +20,7 @@ from typing import Any
 from django.db import models
 from django.utils import timezone
 
+from playground.runs.conversation import messages_from_stored
 from playground.runs.errors import UnencodableText
 from playground.runs.text_check import first_unencodable
 from playground.runs.token_rows import TokenRow
@@ -85,10 +86,15 @@ class Run(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.LIVE)
     imported_from = models.CharField(max_length=43, blank=True, default="", help_text="the export's own run id")
 
-    # What was asked.
+    # What was asked: ``prompt`` and ``system``, or a chat conversation (``messages``, whose last user
+    # message is also ``prompt``: see playground.runs.conversation).
     prompt = models.TextField()
     mode = models.CharField(max_length=16)
     system = models.TextField(null=True, blank=True)
+    messages = models.JSONField(
+        null=True, blank=True, help_text="[[role, content], …]: a chat request's whole conversation; null for a prompt"
+    )
+    continue_final_message = models.BooleanField(default=False, help_text="the last (assistant's) message was continued")
     prompt_tokens = models.JSONField(help_text="[[id, text], …]: the exact sequence fed to the model")
     params = models.JSONField(help_text="the normalized parameters, defaults filled in")
     seed = models.PositiveBigIntegerField(help_text="0 … 2^63−1")
@@ -128,6 +134,11 @@ class Run(models.Model):
     def __str__(self) -> str:
         return f"run {self.id} ({self.status})"
 
+    def conversation(self) -> list[dict[str, str]] | None:
+        """The chat messages the run was asked with (``[{role, content}, …]``), or None when it was
+        asked with ``prompt`` (and ``system``)."""
+        return messages_from_stored(self.messages)
+
     def check_delete_token(self, token: str) -> bool:
         return secrets.compare_digest(self.delete_token_hash, hash_delete_token(token))
 
@@ -162,3 +173,32 @@ class Run(models.Model):
         be stored or shown again."""
         self.refuse_unencodable_text()
         super().save(*args, **kwargs)
+
+
+API_KEY_PREFIX = "pg-"  # every key starts so; the next 8 characters name it in listings
+
+
+def hash_api_key(key: str) -> str:
+    """An API key as stored: its sha256 (a key has 256 random bits, so no salt or stretching is needed)."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+class ApiKey(models.Model):
+    """A bearer token for the OpenAI-compatible API; only its hash is kept (``manage.py apikey``)."""
+
+    name = models.CharField(max_length=100, help_text="what the key is for (shown in listings)")
+    key_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the key, hex")
+    prefix = models.CharField(max_length=16, help_text="the key's first characters, to recognise it")
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    @classmethod
+    def create(cls, name: str) -> tuple[ApiKey, str]:
+        """A new key and its secret, which is shown once and never stored."""
+        secret = API_KEY_PREFIX + secrets.token_urlsafe(32)
+        key = cls.objects.create(name=name, key_hash=hash_api_key(secret), prefix=secret[: len(API_KEY_PREFIX) + 8])
+        return key, secret
+
+    @classmethod
+    def valid(cls, secret: str) -> bool:
+        return cls.objects.filter(key_hash=hash_api_key(secret), revoked_at__isnull=True).exists()

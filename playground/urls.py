@@ -4,6 +4,9 @@ from playground import views
 
 urlpatterns = [
     path("", views.index, name="index"),
+    path("v1/", include("playground.openai_api.urls")),  # the OpenAI-compatible API (docs/openai-api.md)
+    path("batch", views.batch, name="batch"),
     path("api/params.schema.json", views.params_schema_view, name="params_schema"),
+    path("api/load", views.load_view, name="load"),
     path("", include("playground.runs.urls")),  # saved runs: /r/<id>, /compare/<ids>, /history, /api/runs/…
 ]

@@ -1,6 +1,7 @@
 """Saved runs: recording a run as it streams, storing it, the export schema, comparison and pages.
 
 - ``recording``: the worker's recorder; turns a request's events into a saved ``Run``.
+- ``conversation``: a chat run's messages, stored compactly, and their page fields.
 - ``token_rows``: a saved token with named fields (``TokenRow``) ↔ its compact stored row.
 - ``schema``: the versioned JSON export of a run or a comparison, and its validating import.
 - ``errors``: ``NotFound``, ``BadRequest``, ``SchemaError``, ``UnencodableText``: one shape.

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from playground.models import Run
+from playground.runs.conversation import conversation_text
 from playground.runs.token_rows import TokenRow, sample_rows
 
 METRIC = {
@@ -31,7 +32,7 @@ METRIC = {
     ),
 }
 
-# Settings shown in the table of differences, besides every key of ``params``.
+# Settings shown in the table of differences, besides every key of ``params`` and the conversation.
 REQUEST_FIELDS = ("prompt", "mode", "system", "top_n", "use_cache")
 MODEL_FIELDS = ("model_name", "manifest_sha256", "onnxruntime_version", "execution_provider")
 
@@ -79,6 +80,8 @@ def differing_settings(runs: Sequence[Run]) -> list[dict[str, Any]]:
 
     for field in REQUEST_FIELDS:
         add(field, [getattr(r, field) for r in runs])
+    add("messages", [conversation_text(r.conversation()) for r in runs])
+    add("continue_final_message", [r.continue_final_message for r in runs])
     keys = sorted({k for r in runs for k in r.params} - {"seed"})
     add("seed", [int(r.seed) for r in runs])
     for key in keys:

@@ -14,6 +14,7 @@ from typing import Any
 from django.db import connections, router, transaction
 
 from playground.models import Run, hash_delete_token, new_delete_token, new_run_id
+from playground.runs.conversation import shown_prompt, stored_messages
 from playground.runs.errors import UnencodableText
 from playground.runs.token_rows import sample_text, stored_row_from_event
 
@@ -23,7 +24,9 @@ log = logging.getLogger(__name__)
 class RunRecorder:
     def __init__(self, request_id: str, request_data: dict[str, Any]) -> None:
         self.request_id = request_id
-        self.request_data = request_data  # the prompt and system text: ``started`` has only tokens
+        # ``frames.record_fields`` of the typed job: the prompt and system text, or the chat
+        # messages and continue_final_message (``started`` has only the prompt's tokens)
+        self.request_data = request_data
         self.started: dict[str, Any] | None = None
         self.tokens: list[list[Any]] = []
         self.beam_steps: list[dict[str, Any]] = []
@@ -31,13 +34,16 @@ class RunRecorder:
         # Known from the start, so the client holds the permalink even if it never sees ``done``.
         self.run_id = new_run_id()
         self.delete_token = new_delete_token()
+        self.save = request_data.get("save", True)  # false: the request asked not to be saved
 
     def observe(self, event: dict[str, Any]) -> dict[str, Any]:
         """Keeps what a ``started``, ``token`` or ``beam_step`` event says about the run; returns
         the event to emit (``started`` gains the run's future ``run_id`` and its ``delete_token``)."""
         try:
             kind = event["type"]
-            if kind == "started":
+            if kind == "started" and not self.save:
+                self.started = event
+            elif kind == "started":
                 event = event | {"run_id": self.run_id, "delete_token": self.delete_token}
                 self.started = event
             elif kind == "token":
@@ -51,6 +57,8 @@ class RunRecorder:
 
     def finish(self, done: dict[str, Any]) -> dict[str, Any]:
         """Saves the finished run; returns the ``done`` event to emit, with ``run_id`` or ``save_error``."""
+        if not self.save:
+            return done | {"run_id": None}
         status = Run.Status.CANCELLED if done["reason"] == "cancelled" else Run.Status.COMPLETE
         result = {
             "reason": done["reason"],
@@ -75,7 +83,7 @@ class RunRecorder:
 
     def fail(self, error_event: dict[str, Any]) -> str | None:
         """Saves a run that failed after it started, with what it generated; returns its id."""
-        if self.started is None:
+        if self.started is None or not self.save:
             return None
         result = {
             "reason": "",
@@ -104,15 +112,18 @@ class RunRecorder:
             raise RuntimeError("the run never started")
         started = self.started
         model = started["model"]
+        messages = self.request_data.get("messages")  # a chat conversation, as the typed job gave it
         delete_token = self.delete_token
         run = Run(
             id=self.run_id,
             delete_token_hash=hash_delete_token(delete_token),
             status=status,
             source=Run.Source.LIVE,
-            prompt=self.request_data["prompt"],
+            prompt=shown_prompt(messages) if messages else self.request_data["prompt"],
             mode=started["mode"],
-            system=self.request_data.get("system"),
+            system=None if messages else self.request_data.get("system"),
+            messages=stored_messages(messages) if messages else None,
+            continue_final_message=bool(messages) and self.request_data.get("continue_final_message", False),
             prompt_tokens=[[t["id"], t["text"]] for t in started["prompt_tokens"]],
             params=started["params"],
             seed=started["seed"],

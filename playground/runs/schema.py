@@ -7,9 +7,16 @@ tables below; tokens are ``TokenRow``s, exported with ``to_event`` and imported 
 export → import → export gives the same file again (only ``id``, ``source`` and
 ``imported_from`` say that it is a copy).
 
-Versions: 2 (written now) has every field of every part, tokens included (``removed_by`` and
-``forced`` on each token). Version 1 files (written before) may leave out what version 1 left out;
-``_upgrade_v1`` fills in the defaults, and they import as they always should have.
+Versions: 3 (written now) has every field of every part, tokens included (``removed_by`` and
+``forced`` on each token), and a chat run's whole conversation (``request.messages``,
+``request.continue_final_message``). Version 2 files are version 3 without the conversation
+(``_upgrade_v2``: ``messages`` null, ``continue_final_message`` false). Version 1 files may leave
+out what version 1 left out; ``_upgrade_v1`` fills in the defaults, then they are version 2 files.
+
+``request``: either ``prompt`` (and ``system``) with ``messages`` null and
+``continue_final_message`` false, or ``messages`` (``[{role, content}, …]``, checked by the
+websocket's own parser) with ``system`` null and ``prompt`` equal to the last user message's text
+(``conversation.shown_prompt``).
 
 ``parse_export`` checks every field of an uploaded file and raises ``SchemaError`` naming the first
 bad field by its path (``run.tokens[3].alternatives[0].prob``).
@@ -26,9 +33,11 @@ from typing import Any
 
 from django.utils import timezone
 
+from inference.generation import GenerationRequest
 from inference.sampling.params import MAX_SEED
 from playground import protocol
 from playground.models import RUN_ID_PATTERN, Run
+from playground.runs.conversation import messages_from_stored, shown_prompt, stored_messages
 from playground.runs.errors import SchemaError
 from playground.runs.text_check import excerpt, first_unencodable
 from playground.runs.token_rows import Alternative, Stage, TokenRow
@@ -52,8 +61,8 @@ __all__ = [
 
 RUN_SCHEMA = "token-playground.run"
 COMPARISON_SCHEMA = "token-playground.comparison"
-VERSION = 2
-READABLE_VERSIONS = (1, 2)
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 MAX_TOKENS_PER_RUN = 200_000
 MAX_COMPARED = 4
 MAX_INT = 2**31 - 1  # token ids, positions, counts: what every database column holds
@@ -74,7 +83,19 @@ RUN_KEYS = (
     "tokens",
     "beam_steps",
 )
-REQUEST_KEYS = ("prompt", "mode", "system", "params", "seed", "top_n", "use_cache", "prefix_tokens")
+REQUEST_KEYS = (
+    "prompt",
+    "mode",
+    "system",
+    "messages",
+    "continue_final_message",
+    "params",
+    "seed",
+    "top_n",
+    "use_cache",
+    "prefix_tokens",
+)
+CONVERSATION_KEYS = ("messages", "continue_final_message")  # new in version 3
 PROMPT_TOKEN_KEYS = ("id", "text")
 BEAM_STEP_KEYS = ("index", "beams", "pruned", "finished", "elapsed_ms")
 PROPOSAL_KEYS = ("parent", "id", "token", "logprob", "cum_logprob")
@@ -296,6 +317,8 @@ def run_to_dict(run: Run) -> dict[str, Any]:
             "prompt": run.prompt,
             "mode": run.mode,
             "system": run.system,
+            "messages": messages_from_stored(run.messages),
+            "continue_final_message": run.continue_final_message,
             "params": run.params,
             "seed": int(run.seed),
             "top_n": run.top_n,
@@ -373,7 +396,19 @@ def _header(data: Any, schema: str, keys: tuple[str, ...]) -> int:
 
 
 def _upgraded(run: Any, version: int, path: str) -> Any:
-    return _upgrade_v1(run, path) if version == 1 else run
+    if version == 1:
+        run = _upgrade_v1(run, path)
+    return _upgrade_v2(run, path) if version <= 2 else run
+
+
+def _upgrade_v2(run: Any, path: str) -> Any:
+    """A version 2 run as version 3: asked with ``prompt`` (and ``system``), no conversation."""
+    if not isinstance(run, dict) or not isinstance(run.get("request"), dict):
+        return run
+    for key in CONVERSATION_KEYS:
+        if key in run["request"]:
+            raise SchemaError(f"{path}.request.{key}", "is not a field of versions 1 and 2 (it is of version 3)")
+    return run | {"request": run["request"] | {"messages": None, "continue_final_message": False}}
 
 
 def _upgrade_v1(run: Any, path: str) -> Any:
@@ -441,12 +476,7 @@ def _run(data: Any, path: str) -> ImportedRun:
 
     request = _object(data["request"], f"{path}.request", REQUEST_KEYS)
     seed = _int(request["seed"], f"{path}.request.seed", 0, MAX_SEED)
-    generate = {k: v for k, v in request.items() if k != "seed" and v is not None}
-    try:
-        parsed = protocol.parse_generate(generate)  # what a replay will send must be a valid request
-    except protocol.ProtocolError as error:
-        where = f"{path}.request.{error.param}" if error.param else f"{path}.request"
-        raise SchemaError(where, error.message) from None
+    parsed = _generate_request(request, f"{path}.request")
     if not isinstance(request["params"], dict) or request["params"].get("seed") != seed:
         raise SchemaError(f"{path}.request.params.seed", f"must equal request.seed ({seed})")
 
@@ -471,9 +501,11 @@ def _run(data: Any, path: str) -> ImportedRun:
     fields = {
         "status": status,
         "created_at": created_at,
-        "prompt": parsed.prompt,
+        "prompt": request["prompt"] if parsed.chat is not None else parsed.prompt,
         "mode": parsed.mode,
         "system": parsed.system,
+        "messages": None if parsed.chat is None else stored_messages(parsed.chat.to_list()),
+        "continue_final_message": parsed.chat is not None and parsed.chat.continue_final_message,
         "prompt_tokens": prompt_rows,
         "params": parsed.params_dict(),  # normalized, as live runs store them
         "seed": seed,
@@ -488,6 +520,39 @@ def _run(data: Any, path: str) -> ImportedRun:
         "beam_steps": beam_steps,
     }
     return ImportedRun(fields, original, parent)
+
+
+def _generate_request(request: dict[str, Any], path: str) -> GenerationRequest:
+    """The export's request as the ``generate`` frame a replay sends, parsed by the websocket's own
+    parser: ``prompt`` (and ``system``), or the conversation in ``messages`` (see the module's
+    docstring for the rules of the two)."""
+    continued = _bool(request["continue_final_message"], f"{path}.continue_final_message")
+    skipped = {"seed", "messages", "continue_final_message"}
+    if request["messages"] is None:
+        if continued:
+            raise SchemaError(f"{path}.continue_final_message", "must be false when messages is null")
+    else:
+        _list(request["messages"], f"{path}.messages", 1)
+        if request["system"] is not None:
+            raise SchemaError(f"{path}.system", "must be null when messages is given (a system message is a turn)")
+        if request["prompt"] is None:
+            raise SchemaError(f"{path}.prompt", "is required (the last user message's text when messages is given)")
+        skipped |= {"prompt", "system"}
+    generate = {k: v for k, v in request.items() if k not in skipped and v is not None}
+    if request["messages"] is not None:
+        generate |= {"messages": request["messages"], "continue_final_message": continued}
+    try:
+        parsed = protocol.parse_generate(generate)  # what a replay will send must be a valid request
+    except protocol.ProtocolError as error:
+        param = re.sub(r"\.(\d+)", r"[\1]", error.param) if error.param else None  # messages.1.role → messages[1].role
+        raise SchemaError(f"{path}.{param}" if param else path, error.message) from None
+    if parsed.chat is not None:
+        expected = shown_prompt(parsed.chat.to_list())
+        if request["prompt"] != expected:
+            raise SchemaError(
+                f"{path}.prompt", f"must be the last user message's text when messages is given ({_shown(expected)})"
+            )
+    return parsed
 
 
 def _created_at(value: Any, path: str) -> datetime:

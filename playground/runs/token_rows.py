@@ -25,8 +25,9 @@ from typing import Any
 
 StoredRow = list[Any]  # the JSON array kept in ``Run.tokens``
 
-# The ``token`` event's keys that carry no data of the run: they are not stored.
-ENVELOPE_KEYS = frozenset({"type", "request_id"})
+# The ``token`` event's keys that carry no data of the run: they are not stored (``batch`` says how
+# the worker batched the step, which no replay or export needs).
+ENVELOPE_KEYS = frozenset({"type", "request_id", "batch"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,12 +24,13 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_safe
 
-from playground.address import encode_address, run_texts
+from playground.address import encode_address, run_texts, turns_text
 from playground.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
 from playground.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
 from playground.protocol import parse_json
 from playground.runs import schema
 from playground.runs.compare import compare
+from playground.runs.conversation import page_fields
 from playground.runs.errors import BadRequest, NotFound, RunsError
 from playground.runs.text_check import excerpt, first_unencodable, repaired
 from playground.runs.token_rows import sample_rows
@@ -113,20 +114,32 @@ def get_runs(ids: str) -> list[Run]:
 
 
 def playground_query(run: Run) -> str:
-    """The playground's address with this run's prompt and settings, in the page's own address
-    format (playground/address.py)."""
+    """The playground's address with this run's prompt (or its chat turns and the answer it
+    continued) and settings, in the page's own address format (playground/address.py)."""
     request = {"prompt": run.prompt, "mode": run.mode, "system": run.system, "top_n": run.top_n, "use_cache": run.use_cache}
+    messages = run.conversation()
+    if messages is not None:
+        request |= page_fields(messages, run.continue_final_message)
     return f"{reverse('index')}?{encode_address(run_texts(request, run.params))}"
 
 
 def live_query(runs: list[Run]) -> str:
-    """The live comparison's address with these runs' settings: run 1's prompt, mode, system and
-    seed, and per run the settings that are not the defaults."""
+    """The live comparison's address with these runs' settings: run 1's prompt, mode, system (or
+    its chat conversation: earlier turns and the answer's start, as the playground's address
+    writes them) and seed, and per run the settings that are not the defaults."""
     first = runs[0]
     defaults = default_params()
-    query: dict[str, str] = {"prompt": first.prompt, "mode": first.mode}
-    if first.system is not None:
-        query["system"] = first.system
+    request = {"prompt": first.prompt, "system": first.system}
+    messages = first.conversation()
+    if messages is not None:
+        request |= page_fields(messages, first.continue_final_message)
+    query: dict[str, str] = {"prompt": request["prompt"], "mode": first.mode}
+    if request["system"] is not None:
+        query["system"] = request["system"]
+    if request.get("turns"):
+        query["turns"] = turns_text(request["turns"])
+    if request.get("assistant_prefix"):
+        query["assistant_prefix"] = request["assistant_prefix"]
     query["seed"] = str(int(first.seed))
     query["max_tokens"] = str(first.params.get("max_tokens", defaults["max_tokens"]))
     query["columns"] = str(len(runs))
@@ -165,6 +178,7 @@ def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
         {
             "run": run,
             "data": data,
+            "conversation": run.conversation(),
             "seed": str(int(run.seed)),
             "playground_url": playground_query(run),
             **settings_rows(run.params),
@@ -194,6 +208,12 @@ def compare_page(request: HttpRequest, ids: str) -> HttpResponse:
             "ids": ids,
             "run_data": [schema.run_to_dict(r) for r in runs],
             "live_url": live_query(runs),
+            "conversations": [
+                {"messages": r.conversation(), "continued": r.continue_final_message, "system": r.system, "prompt": r.prompt}
+                for r in runs
+            ]
+            if any(r.messages is not None for r in runs)
+            else None,
         },
     )
 
@@ -325,6 +345,7 @@ def _summary(run: Run) -> dict[str, Any]:
         "source": run.source,
         "prompt": run.prompt[:300],
         "mode": run.mode,
+        "turns": None if run.messages is None else len(run.messages),  # a chat conversation's messages
         "reason": run.reason or None,
         "text": run.text[:300],
         "seed": int(run.seed),

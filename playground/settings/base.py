@@ -6,6 +6,8 @@ import os
 import socket
 from pathlib import Path
 
+from inference.batch_params import DEFAULT_MAX_BATCH, PREFILL_CHUNK_BESIDE_DECODE
+
 BASE_DIR = Path(__file__).resolve().parents[2]
 STATE_DIR = Path(os.environ.get("PLAYGROUND_STATE_DIR", BASE_DIR / ".state"))
 
@@ -13,8 +15,8 @@ INSTALLED_APPS = [
     "daphne",  # first: its runserver serves ASGI, websockets included
     "django.contrib.contenttypes",
     "django.contrib.staticfiles",
+    "playground",  # before channels: its runworker (capacity-aware intake) replaces channels' own
     "channels",
-    "playground",
 ]
 
 MIDDLEWARE = [
@@ -73,20 +75,28 @@ DATABASES = {
 # Embedded default: the in-memory layer (one process). Scale-out: PLAYGROUND_REDIS_URL points every
 # web process and every `manage.py runworker inference` worker at the same Redis, with connection
 # settings made for the layer's blocking reads (see playground/channel_layer.py).
+# The waiting line (playground/waiting_line.py): a generation that finds MAX_WAITING requests already
+# waiting for a worker is refused at once with `busy`; none waits longer than MAX_WAIT_SECONDS (the
+# channel layer keeps messages a margin longer, so a waiting request is never dropped silently).
+WAITING_LINE = {
+    "MAX_WAITING": int(os.environ.get("PLAYGROUND_MAX_WAITING", "64")),
+    "MAX_WAIT_SECONDS": float(os.environ.get("PLAYGROUND_MAX_WAIT_SECONDS", "300")),
+}
+from playground.channel_layer import in_memory_channel_layer, redis_channel_layer  # noqa: E402
+
 _REDIS_URL = os.environ.get("PLAYGROUND_REDIS_URL", "")
 if _REDIS_URL:
-    from playground.channel_layer import redis_channel_layer  # noqa: E402
-
-    CHANNEL_LAYERS = {"default": redis_channel_layer(_REDIS_URL)}
+    CHANNEL_LAYERS = {"default": redis_channel_layer(_REDIS_URL, WAITING_LINE["MAX_WAIT_SECONDS"])}
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
+    CHANNEL_LAYERS = {"default": in_memory_channel_layer(WAITING_LINE["MAX_WAIT_SECONDS"])}
 
 # Worker liveness (playground/liveness.py): a worker holding requests beats this often; a request
 # whose worker has said nothing for LEASE_SECONDS fails with `worker_lost` (so a dead worker is
 # noticed within LEASE_SECONDS plus a tenth of it); one that no worker acknowledged within
 # ACK_TIMEOUT_SECONDS fails with `no_worker`. A worker acknowledges as it takes a request off the
-# channel, before loading its model, so the wait covers only a worker (re)starting; it stays below
-# the Redis layer's 60 s message expiry, after which an untaken request is gone anyway.
+# channel, before loading its model, so the wait covers only a worker (re)starting. A request
+# that waits because every worker is full (they answer pings) waits up to WAITING_LINE's
+# MAX_WAIT_SECONDS instead, then is refused with `busy`.
 WORKER_LIVENESS = {
     "HEARTBEAT_SECONDS": 1.0,
     "LEASE_SECONDS": 2.5,
@@ -119,6 +129,14 @@ INFERENCE = {
     # Run an inference worker inside the server process (the embedded default). Set to 0 when
     # `manage.py runworker inference` processes serve the channel layer instead.
     "EMBEDDED_WORKER": os.environ.get("PLAYGROUND_EMBEDDED_WORKER", "1") == "1",
+    # Continuous batching (inference/batching.py): rows decoded as one batch per step in each
+    # worker process (n samples and beams take one row each), the prompt tokens a joining request
+    # prefills per step while others decode, and the generations a worker takes off the shared
+    # channel beyond its rows (it reads the channel only while it holds fewer than MAX_BATCH +
+    # INTAKE_BACKLOG, so requests go to workers with room).
+    "MAX_BATCH": int(os.environ.get("PLAYGROUND_MAX_BATCH", str(DEFAULT_MAX_BATCH))),
+    "PREFILL_CHUNK": int(os.environ.get("PLAYGROUND_PREFILL_CHUNK", str(PREFILL_CHUNK_BESIDE_DECODE))),
+    "INTAKE_BACKLOG": int(os.environ.get("PLAYGROUND_WORKER_BACKLOG", "2")),
     # Requests one websocket connection may have running or queued at once.
     "MAX_REQUESTS_PER_CONNECTION": 8,
     # Per client address, across its connections (per web process): requests running or queued at
@@ -134,6 +152,18 @@ INFERENCE = {
 # Besides these, a page of the server's own origin may: the Origin's scheme, host and port equal
 # the socket's own (its Host header, a host in ALLOWED_HOSTS, and http for ws / https for wss).
 WEBSOCKET_ALLOWED_ORIGINS = [o for o in os.environ.get("PLAYGROUND_ALLOWED_ORIGINS", "").split(",") if o.strip()]
+
+# The OpenAI-compatible API under /v1/ (docs/openai-api.md): bearer keys (made by
+# `manage.py apikey create`) required only when asked for, and the browser origins (scheme://host[:port],
+# comma-separated) that may call it cross-origin.
+OPENAI_API = {
+    "API_KEYS_REQUIRED": os.environ.get("PLAYGROUND_API_KEYS_REQUIRED", "0") == "1",
+    "CORS_ALLOWED_ORIGINS": [o.strip() for o in os.environ.get("PLAYGROUND_API_CORS_ORIGINS", "").split(",") if o.strip()],
+    # A streamed request still waiting for a worker's room after this long gets its response's
+    # headers and then an SSE comment line this often until its run starts (proxies cut quiet
+    # connections; clients ignore comments).
+    "SSE_KEEPALIVE_SECONDS": float(os.environ.get("PLAYGROUND_API_SSE_KEEPALIVE_SECONDS", "10")),
+}
 
 # Plain lines in development; prod.py switches the same handler to one JSON object per line.
 LOG_LEVEL = os.environ.get("PLAYGROUND_LOG_LEVEL", "INFO").upper()

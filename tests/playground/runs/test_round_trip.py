@@ -1,27 +1,39 @@
 """Export → import → export gives the same file back, for runs of every kind made by the real
 worker code (``playground.worker``: the protocol's events, the recorder, the database) on the tiny
-model: plain, chat, ``n`` samples, beam search, a branch, cancelled, failed. Only ``id``,
-``source`` and ``imported_from`` say that the copy is a copy. Files of version 1 still import."""
+model: plain, chat, a multi-turn conversation with an answer to continue, ``n`` samples, beam
+search, a branch, cancelled, failed. Only ``id``, ``source`` and ``imported_from`` say that the copy
+is a copy. Files of versions 1 and 2 still import."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import html
 import json
+import re
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from playground import frames, worker
+from playground.address import turns_value
 from playground.models import Run
 from playground.runs import schema
-from playground.runs.token_rows import load_rows
+from playground.runs.token_rows import ENVELOPE_KEYS, load_rows
 
 pytestmark = pytest.mark.django_db(databases=["default", "postgres"])
 
 PROMPT = "The capital of France is"
 PARAMS = {"temperature": 0.9, "top_p": 0.95, "max_tokens": 4, "seed": 11}
 IDENTITY = ("id", "source", "imported_from")  # what an import changes, on purpose
+CONVERSATION = [
+    {"role": "system", "content": "Answer briefly."},
+    {"role": "user", "content": "Capital of France?"},
+    {"role": "assistant", "content": "Paris."},
+    {"role": "user", "content": "And of Italy?"},
+    {"role": "assistant", "content": "The capital of Italy is"},
+]
 
 
 class FailingDecoder:
@@ -33,6 +45,12 @@ class FailingDecoder:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._decoder, name)
+
+    def run_rows(self, *args: Any, **kwargs: Any) -> Any:  # the worker's decode loop calls this
+        self._calls += 1
+        if self._calls >= self._fail_at:
+            raise RuntimeError("the decoder failed (injected)")
+        return self._decoder.run_rows(*args, **kwargs)
 
     def new_state(self, *args: Any, **kwargs: Any) -> Any:
         state = self._decoder.new_state(*args, **kwargs)
@@ -54,6 +72,7 @@ class FailingDecoder:
 def generate(model, request_id: str, cancel_after: int | None = None, **frame: Any) -> list[dict[str, Any]]:
     """One ``generate`` frame served by the worker's own generation path; its events."""
     body = {"type": "generate", "request_id": request_id, "prompt": PROMPT, "params": PARAMS, "top_n": 3} | frame
+    body = {key: value for key, value in body.items() if value is not None}
     command = frames.parse_client_frame(json.dumps(body))
     job = worker.Assignment(request_id, "test-reply", command, quick=False)
     events: list[dict[str, Any]] = []
@@ -85,6 +104,8 @@ def runs_of_every_kind(tiny_runtime, db_alias) -> dict[str, str]:
             system="Answer briefly.",
             params=PARAMS | {"stop": ["\n\n"], "repetition_penalty": 1.2},
         ),
+        "conversation": generate(tiny_runtime, "conversation", prompt=None, messages=CONVERSATION, continue_final_message=True),
+        "turns": generate(tiny_runtime, "turns", prompt=None, messages=CONVERSATION[1:4]),
         "samples": generate(tiny_runtime, "samples", params=PARAMS | {"n": 3}),
         "beams": generate(tiny_runtime, "beams", params={"num_beams": 3, "max_tokens": 3, "seed": 5}),
         "cancelled": generate(tiny_runtime, "cancelled", cancel_after=2, params=PARAMS | {"max_tokens": 50}),
@@ -113,7 +134,50 @@ def test_the_runs_are_of_the_kinds_they_claim(runs_of_every_kind):
     assert exported[0]["forced"] is True and exported[1]["forced"] is False
 
 
-KINDS = ("plain", "chat", "samples", "beams", "branch", "cancelled", "failed")
+KINDS = ("plain", "chat", "conversation", "turns", "samples", "beams", "branch", "cancelled", "failed")
+
+
+def test_a_conversation_is_saved_whole(client, runs_of_every_kind):
+    run = Run.objects.get(pk=runs_of_every_kind["conversation"])
+    assert run.conversation() == CONVERSATION and run.continue_final_message is True
+    assert run.prompt == "And of Italy?" and run.system is None  # its last user message: what history searches
+    fed = "".join(text for _, text in run.prompt_tokens)
+    assert fed.endswith("And of Italy?<|im_end|>\n<|im_start|>assistant\nThe capital of Italy is")
+    assert fed.count("Capital of France?") == 1 and fed.count("Paris.") == 1
+    request = client.get(f"/r/{run.id}.json").json()["run"]["request"]
+    assert request["messages"] == CONVERSATION and request["continue_final_message"] is True
+    assert (request["prompt"], request["system"], request["mode"]) == ("And of Italy?", None, "chat")
+
+    turns = Run.objects.get(pk=runs_of_every_kind["turns"])
+    assert turns.conversation() == CONVERSATION[1:4] and turns.continue_final_message is False
+    assert "".join(text for _, text in turns.prompt_tokens).endswith("<|im_start|>assistant\n")
+
+    body = json.dumps({"ids": [run.id, runs_of_every_kind["chat"]], "q": "of italy"})
+    summaries = client.post("/api/runs/summaries", data=body, content_type="application/json").json()["runs"]
+    assert [(s["id"], s["prompt"], s["turns"]) for s in summaries] == [(run.id, "And of Italy?", 5)]
+
+    single = client.get(f"/r/{runs_of_every_kind['chat']}.json").json()["run"]["request"]
+    assert single["messages"] is None and single["continue_final_message"] is False  # one turn: prompt + system
+    assert Run.objects.get(pk=runs_of_every_kind["chat"]).messages is None
+
+
+def test_a_conversation_is_shown_on_its_page_and_in_a_comparison(client, runs_of_every_kind):
+    run_id = runs_of_every_kind["conversation"]
+    page = client.get(f"/r/{run_id}").content.decode()
+    for message in CONVERSATION:
+        assert f'data-role="{message["role"]}"' in page and message["content"] in page
+    compared = client.get(f"/compare/{runs_of_every_kind['chat']},{run_id}").content.decode()
+    assert "The capital of Italy is" in compared and "Capital of France?" in compared
+    assert 'data-setting="messages"' in compared  # the conversations differ
+    live = client.get(f"/compare/{run_id},{runs_of_every_kind['chat']}").content.decode()
+    link = html.unescape(re.search(r'href="([^"]*)" data-action="live-compare"', live).group(1))
+    texts = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
+    assert turns_value(texts["turns"]) == CONVERSATION[1:3]  # run 1's conversation, as the playground's address
+    assert (texts["system"], texts["prompt"], texts["assistant_prefix"]) == (
+        "Answer briefly.",
+        "And of Italy?",
+        "The capital of Italy is",
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -148,7 +212,7 @@ def test_every_token_field_the_worker_sends_is_a_field_of_the_schema(runs_of_eve
     """The protocol and the export's token must not drift apart (the cause of the broken import)."""
     events = generate(tiny_runtime, "fields", params=PARAMS | {"max_tokens": 2})
     token = next(e for e in events if e["type"] == "token")
-    assert set(token) - {"type", "request_id"} == set(schema.TokenRow.EVENT_KEYS)
+    assert set(token) - ENVELOPE_KEYS == set(schema.TokenRow.EVENT_KEYS)
 
 
 def test_a_comparison_of_a_branch_and_its_parent_imports_as_a_branch_of_the_new_parent(client, runs_of_every_kind):
@@ -173,7 +237,7 @@ def test_a_version_1_file_still_imports(client, runs_of_every_kind):
     for kind in ("branch", "samples"):
         original_id = runs_of_every_kind[kind]
         current = client.get(f"/r/{original_id}.json").json()
-        as_written = current | {"version": 1}
+        as_written = as_version(current, 1)
         older = copy.deepcopy(as_written)
         for token in older["run"]["tokens"]:
             del token["removed_by"], token["forced"]
@@ -190,9 +254,65 @@ def test_a_version_1_file_still_imports(client, runs_of_every_kind):
             assert again["run"] == expected
 
 
-def test_a_version_2_file_must_have_every_field(client, runs_of_every_kind):
+def as_version(exported: dict[str, Any], version: int) -> dict[str, Any]:
+    """A version 3 export of a one-turn run as the older version wrote it (without the conversation)."""
+    older = copy.deepcopy(exported) | {"version": version}
+    for key in schema.CONVERSATION_KEYS:
+        del older["run"]["request"][key]
+    return older
+
+
+@pytest.mark.parametrize("kind", ("chat", "samples"))
+def test_a_version_2_file_still_imports(client, runs_of_every_kind, kind):
+    original_id = runs_of_every_kind[kind]
+    current = client.get(f"/r/{original_id}.json").json()
+    answer = client.post("/api/runs/import", data=json.dumps(as_version(current, 2)), content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    copy_id = answer.json()["runs"][0]["id"]
+    again = client.get(f"/r/{copy_id}.json").json()
+    assert again == current | {"run": current["run"] | {"id": copy_id, "source": "imported", "imported_from": original_id}}
+
+
+def test_a_version_2_file_cannot_hold_a_conversation(client, runs_of_every_kind):
+    current = client.get(f"/r/{runs_of_every_kind['conversation']}.json").json() | {"version": 2}
+    answer = client.post("/api/runs/import", data=json.dumps(current), content_type="application/json")
+    assert answer.status_code == 400
+    assert answer.json()["error"]["param"] == "run.request.messages"
+
+
+BROKEN_REQUESTS = [
+    ({"system": "S"}, "run.request.system"),
+    ({"prompt": "Capital of France?"}, "run.request.prompt"),
+    ({"prompt": None}, "run.request.prompt"),
+    ({"messages": []}, "run.request.messages"),
+    ({"messages": "hi"}, "run.request.messages"),
+    ({"messages": [*CONVERSATION[:4], {"role": "tool", "content": "x"}]}, "run.request.messages[4].role"),
+    ({"messages": [*CONVERSATION[:4], {"role": "user", "content": 5}]}, "run.request.messages[4].content"),
+    ({"messages": [{"role": "user", "content": "x", "name": "n"}]}, "run.request.messages[0].name"),
+    ({"messages": CONVERSATION[:4]}, "run.request.continue_final_message"),  # the last is the user's
+    ({"continue_final_message": "yes"}, "run.request.continue_final_message"),
+    ({"mode": "completion"}, "run.request.mode"),
+    ({"messages": None, "prompt": "Hi", "continue_final_message": True}, "run.request.continue_final_message"),
+]
+
+
+@pytest.mark.parametrize(("change", "param"), BROKEN_REQUESTS)
+def test_the_prompt_and_messages_rules_are_enforced_by_name(client, runs_of_every_kind, change, param):
+    exported = client.get(f"/r/{runs_of_every_kind['conversation']}.json").json()
+    exported["run"]["request"].update(change)
+    answer = client.post("/api/runs/import", data=json.dumps(exported), content_type="application/json")
+    assert answer.status_code == 400, answer.content
+    error = answer.json()["error"]
+    assert (error["code"], error["param"]) == ("invalid_export", param), error
+
+
+def test_a_version_3_file_must_have_every_field(client, runs_of_every_kind):
     current = client.get(f"/r/{runs_of_every_kind['plain']}.json").json()
     del current["run"]["tokens"][1]["forced"]
     answer = client.post("/api/runs/import", data=json.dumps(current), content_type="application/json")
     assert answer.status_code == 400
     assert answer.json()["error"] == {"code": "invalid_export", "param": "run.tokens[1].forced", "message": "is required"}
+    current = client.get(f"/r/{runs_of_every_kind['conversation']}.json").json()
+    del current["run"]["request"]["continue_final_message"]
+    answer = client.post("/api/runs/import", data=json.dumps(current), content_type="application/json")
+    assert answer.json()["error"]["param"] == "run.request.continue_final_message"

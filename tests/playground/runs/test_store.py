@@ -11,6 +11,7 @@ from django.db import OperationalError
 
 from playground.models import Run
 from playground.runs import schema
+from playground.runs.token_rows import ENVELOPE_KEYS
 from tests.playground.runs import helpers
 
 pytestmark = pytest.mark.django_db(databases=["default", "postgres"])
@@ -52,7 +53,7 @@ def test_recorder_saves_everything_and_done_carries_the_id(db_alias):
     assert done["delete_token"] not in run.delete_token_hash and run.check_delete_token(done["delete_token"])
     # Every token's trace comes back exactly as it was sent.
     exported = [schema.expand_token(row) for row in run.tokens]
-    sent = [{k: v for k, v in e.items() if k not in ("type", "request_id")} for e in evts[1:-1]]
+    sent = [{k: v for k, v in e.items() if k not in ENVELOPE_KEYS} for e in evts[1:-1]]
     assert exported == sent
     assert run.parent is None and run.branch_index is None
 
@@ -126,8 +127,9 @@ def test_run_page_lists_the_settings_that_differ_from_the_defaults_as_json(clien
 def test_run_json_is_the_versioned_export(client, db_alias):
     run, _ = saved()
     body = client.get(f"/r/{run.id}.json").json()
-    assert body["schema"] == "token-playground.run" and body["version"] == 2
+    assert body["schema"] == "token-playground.run" and body["version"] == 3
     assert body["run"]["id"] == run.id and body["run"]["request"]["seed"] == 42
+    assert body["run"]["request"]["messages"] is None and body["run"]["request"]["continue_final_message"] is False
     assert body["run"]["tokens"][0]["alternatives"][2]["removed_by"] == "top_p"
 
 
@@ -260,7 +262,7 @@ def _bad(export, path, value):
 @pytest.mark.parametrize(
     "path, value, field",
     [
-        ("version", 3, "version"),
+        ("version", 4, "version"),
         ("schema", "other", "schema"),
         ("run.status", "done", "run.status"),
         ("run.request.prompt", "", "run.request.prompt"),

@@ -16,10 +16,12 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qsl
 
+from inference.chat_template import ROLES as TURN_ROLES
 from playground.param_facts import params_schema
 
-#: The request's own settings, before the parameters.
-REQUEST_KEYS = ("prompt", "mode", "system", "top_n", "no_cache")
+#: The request's own settings, before the parameters: chat mode's earlier turns (``turns``, JSON
+#: ``[[role, content], …]``) and the answer's start to continue (``assistant_prefix``) among them.
+REQUEST_KEYS = ("prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache")
 
 # Bytes application/x-www-form-urlencoded leaves as they are (the URL standard's serializer).
 _PLAIN = frozenset(b"*-._0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -94,6 +96,28 @@ def param_text(key: str, value: Any) -> str:
     return str(value)
 
 
+def turns_text(turns: list[Mapping[str, str]]) -> str:
+    """Chat turns (``[{role, content}, …]``) as the address holds them: JSON ``[[role, content], …]``
+    as ``JSON.stringify`` writes it; no turns: ""."""
+    return _json([[turn["role"], turn["content"]] for turn in turns]) if turns else ""
+
+
+def turns_value(text: str) -> list[dict[str, str]]:
+    """The address's ``turns`` text back to ``[{role, content}, …]``; malformed entries are left
+    out (an address is typed by people), malformed text gives none."""
+    try:
+        parsed = json.loads(text or "[]")
+    except ValueError:
+        return []
+    if not isinstance(parsed, list):
+        return []
+    return [
+        {"role": entry[0], "content": entry[1]}
+        for entry in parsed
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] in TURN_ROLES and isinstance(entry[1], str)
+    ]
+
+
 def _usv(text: str) -> str:
     """The text as a URL holds it: a lone surrogate becomes U+FFFD, as in a browser."""
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
@@ -116,11 +140,16 @@ def decode_address(query: str) -> dict[str, str]:
 
 def run_texts(request: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, str]:
     """A run's settings as the page's control texts: its prompt, mode, system (when it had one),
-    top_n, no_cache, and every parameter whose control would not already show it on a fresh page
-    (a parameter is left out only when its text is empty, like its default's)."""
+    a conversation's earlier ``turns`` and ``assistant_prefix`` (when given and not empty), top_n,
+    no_cache, and every parameter whose control would not already show it on a fresh page (a
+    parameter is left out only when its text is empty, like its default's)."""
     texts: dict[str, str] = {"prompt": request["prompt"], "mode": request["mode"], "top_n": str(request["top_n"])}
     if request.get("system") is not None:
         texts["system"] = request["system"]
+    if request.get("turns"):
+        texts["turns"] = turns_text(request["turns"])
+    if request.get("assistant_prefix"):
+        texts["assistant_prefix"] = request["assistant_prefix"]
     if not request.get("use_cache", True):
         texts["no_cache"] = "1"
     properties = params_schema()["properties"]

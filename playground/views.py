@@ -1,14 +1,28 @@
-from django.http import HttpRequest, HttpResponse
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.views.decorators.cache import cache_control
+from django.views.decorators.cache import cache_control, never_cache
 from django.views.decorators.http import etag, require_GET
 
+from playground import load
 from playground.param_facts import params_schema, params_schema_json
+
+BATCH_LANES = 8  # the batch view's most prompts (issue 9), within one connection's limit of requests at once
 
 
 def index(request: HttpRequest) -> HttpResponse:
     """The playground page; everything after the first paint happens over the websocket."""
     return render(request, "playground/index.html", {"param_facts": params_schema()})
+
+
+def batch(request: HttpRequest) -> HttpResponse:
+    """The batch view: up to eight prompts, each with its own settings, decoded together."""
+    return render(request, "playground/batch.html", {"param_facts": params_schema(), "batch_lanes": batch_lanes()})
+
+
+def batch_lanes() -> int:
+    """The batch view's lanes at most: eight, or fewer when one connection may run fewer requests."""
+    return min(BATCH_LANES, settings.INFERENCE["MAX_REQUESTS_PER_CONNECTION"])
 
 
 @require_GET
@@ -18,3 +32,11 @@ def params_schema_view(request: HttpRequest) -> HttpResponse:
     """Every parameter's type, range, default and "off" value, and the stage on/off rule, as a
     JSON Schema (docs/params-schema.md)."""
     return HttpResponse(params_schema_json()[0], content_type="application/schema+json")
+
+
+@require_GET
+@never_cache
+async def load_view(request: HttpRequest) -> HttpResponse:
+    """The inference workers' load (requests decoding, rows in use, requests waiting), from their
+    ping answers, at most a second old (playground/load.py)."""
+    return JsonResponse(await load.current_load())

@@ -19,9 +19,11 @@ PAGES = [
     "/",
     "/history",
     "/compare/live",
+    "/batch",
     "/r/" + "x" * 22,
     "/compare/aaaaaaaaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbbbbbbbb",
     "/api/params.schema.json",
+    "/api/load",
 ]
 
 
@@ -49,7 +51,7 @@ def test_every_page_carries_the_one_policy(daphne_server, path):
     assert headers["content-security-policy"] == CONTENT_SECURITY_POLICY
 
 
-@pytest.mark.parametrize("path", ["/", "/history", "/compare/live"])
+@pytest.mark.parametrize("path", ["/", "/history", "/compare/live", "/batch"])
 def test_pages_load_without_violating_it(page: Page, daphne_server, path):
     errors = page_errors(page)
     page.add_init_script(

@@ -5,6 +5,8 @@
 // a value of each kind is written. Pure functions: no DOM, no history.
 //
 //   prompt, mode, system, top_n, no_cache=1    the request's own settings
+//   turns=[["user","Hi"],["assistant","Hello"]] chat mode's earlier turns, JSON
+//   assistant_prefix=The+answer+is             the answer's start for the model to continue
 //   temperature=0.7, top_p=0.9, seed=…         numbers as typed
 //   ignore_eos=1                               a box that is ticked
 //   stop=END%0A%5Cn                            one entry per line, \n \t \\ written as escapes
@@ -12,7 +14,30 @@
 //   logit_bias=[[id,bias,"text"],…]            JSON
 
 /** The request's own settings, before the parameters. */
-export const REQUEST_KEYS = ["prompt", "mode", "system", "top_n", "no_cache"];
+export const REQUEST_KEYS = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache"];
+
+/** The roles a chat turn may have (the server's inference.chat_template.ROLES). */
+export const TURN_ROLES = ["system", "user", "assistant"];
+
+/** Chat turns ([{role, content}]) as the address holds them: JSON [[role, content], …]; none: "". */
+export function turnsText(turns) {
+  return turns.length ? JSON.stringify(turns.map(({ role, content }) => [role, content])) : "";
+}
+
+/** The address's `turns` text back to [{role, content}]; malformed entries are left out,
+ *  malformed text gives none. */
+export function turnsValue(text) {
+  let parsed;
+  try {
+    parsed = JSON.parse(text || "[]");
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(parsed)) return [];
+  return parsed
+    .filter((e) => Array.isArray(e) && e.length === 2 && TURN_ROLES.includes(e[0]) && typeof e[1] === "string")
+    .map(([role, content]) => ({ role, content }));
+}
 
 /** Every key the address may hold, in the order it is written. */
 export function addressKeys(schema) {
@@ -80,22 +105,30 @@ export function decodeAddress(schema, search) {
 }
 
 /** The page's address for its settings: the control texts (`values`) that differ from a fresh
- *  page's (`initial`), the stage order when it is not the default, the logit-bias entries. */
-export function settingsToAddress(schema, values, initial, { order = null, bias = [] } = {}) {
+ *  page's (`initial`), the stage order when it is not the default, the logit-bias entries, chat
+ *  mode's earlier turns and the answer's start (`prefix`) when there are any. */
+export function settingsToAddress(schema, values, initial, { order = null, bias = [], turns = [], prefix = "" } = {}) {
   const texts = {};
   for (const [key, text] of Object.entries(values)) if (text !== initial[key]) texts[key] = text;
   if (order) texts.sampler_order = paramText(schema, "sampler_order", order);
   if (bias.length) texts.logit_bias = paramText(schema, "logit_bias", bias);
+  if (turns.length) texts.turns = turnsText(turns);
+  if (prefix !== "") texts.assistant_prefix = prefix;
   return encodeAddress(schema, texts);
 }
 
-/** {values, order, bias} from the page's address: control texts by key, the stage order (null:
- *  the default) and the logit-bias entries. */
+/** {values, order, bias, turns, prefix} from the page's address: control texts by key, the stage
+ *  order (null: the default), the logit-bias entries, chat turns ([{role, content}]) and the
+ *  answer's start (""). An address without turns (any older one) gives none. */
 export function settingsFromAddress(schema, search) {
-  const { sampler_order: orderText, logit_bias: biasText, ...values } = decodeAddress(schema, search);
+  const {
+    sampler_order: orderText, logit_bias: biasText, turns: turnsTextValue, assistant_prefix: prefix, ...values
+  } = decodeAddress(schema, search);
   return {
     values,
     order: orderText ? listValue(schema, "sampler_order", orderText) : null,
     bias: biasText ? listValue(schema, "logit_bias", biasText) : [],
+    turns: turnsValue(turnsTextValue ?? ""),
+    prefix: prefix ?? "",
   };
 }

@@ -59,14 +59,27 @@ export function whatIfRun(run, index, sampling) {
   return new Run({ ...run.request, params, prefix_tokens: run.ids(index), ...savedParent(run, index) });
 }
 
+// What a request feeds the model before its tokens: one prompt (and system message), or a chat
+// conversation (`messages`).
+const PROMPT_KEYS = ["prompt", "mode", "system", "messages", "continue_final_message"];
+
+function promptOf(request) {
+  const out = {};
+  for (const key of PROMPT_KEYS) if (request[key] !== undefined && request[key] !== null) out[key] = request[key];
+  return out;
+}
+
+function samePrompt(a, b) {
+  return JSON.stringify(promptOf(a)) === JSON.stringify(promptOf(b));
+}
+
 /** Step: one token more on `current` (the run on screen) with the form's `request`. Returns
  *  {run, extends}: `extends` when it continues `current`'s text (same prompt and mode, finished,
  *  not beams); otherwise a new one-token run. {ended: true} when the model already ended that text. */
 export function stepRun(current, request) {
-  if (current?.done?.reason === "eos" && current.request.prompt === request.prompt) return { ended: true };
+  if (current?.done?.reason === "eos" && samePrompt(current.request, request)) return { ended: true };
   const extendable = Boolean(current && current.finished && !current.error && !current.isBeam &&
-    current.request.prompt === request.prompt && current.request.mode === request.mode &&
-    current.tokens.length > 0);
+    samePrompt(current.request, request) && current.tokens.length > 0);
   const wanted = {
     max: request.params.max_tokens ?? DEFAULTS.max_tokens,
     min: request.params.min_tokens ?? DEFAULTS.min_tokens,
@@ -76,8 +89,9 @@ export function stepRun(current, request) {
   let run;
   if (extendable) {
     if (params.seed === null && current.started) params.seed = wireSeed(current.started.seed); // the same draws
-    run = new Run({ ...request, prompt: current.request.prompt, system: current.request.system,
-      mode: current.request.mode, params, prefix_tokens: prefix });
+    const base = { ...request };
+    for (const key of PROMPT_KEYS) delete base[key];
+    run = new Run({ ...base, ...promptOf(current.request), params, prefix_tokens: prefix });
     delete run.request.parent_run;
     delete run.request.branch_index;
   } else {

@@ -9,7 +9,7 @@
 // Settings as strings (`values()` / `apply()`) are what the URL and the presets keep: exactly what
 // was typed, so a 19-digit seed survives.
 
-import { el } from "./dom.js";
+import { clearFieldErrors, el } from "./dom.js";
 import { listValue, paramText } from "./address.js";
 import { GROUPS, PARAMS, PARAM_BY_KEY, SCHEMA, controlId, initialValue } from "./params-schema.js";
 import { seedValue } from "./socket.js";
@@ -89,7 +89,8 @@ export class ParamsForm {
   }
 
   /** {request} ready for the socket, or {errors: [{param, message}]} for what cannot be sent.
-   *  `extra.logit_bias` / `extra.sampler_order` come from their editors. */
+   *  `extra.logit_bias` / `extra.sampler_order` come from their editors, `extra.chat` is chat
+   *  mode's conversation (chat-turns.js). */
   read(extra = {}) {
     const errors = [];
     const params = {};
@@ -107,6 +108,14 @@ export class ParamsForm {
     };
     const system = this.control("system");
     if (request.mode === "chat" && system && system.value.trim() !== "") request.system = system.value;
+    const conversation = request.mode === "chat" ? extra.chat?.conversation(request.prompt, system?.value ?? "") : null;
+    if (conversation) {
+      // several turns, or an answer to continue: `messages` in place of `prompt` and `system`
+      delete request.prompt;
+      delete request.system;
+      request.messages = conversation.messages;
+      if (conversation.continue_final_message) request.continue_final_message = true;
+    }
     const topN = this.#number(this.control("top-n"), "top_n", errors);
     if (topN !== undefined) request.top_n = topN;
     const noCache = this.control("no-cache");
@@ -222,12 +231,7 @@ export class ParamsForm {
   }
 
   clearErrors() {
-    for (const slot of this.form.querySelectorAll(".field-error")) {
-      slot.textContent = "";
-      slot.hidden = true;
-    }
-    for (const field of this.form.querySelectorAll("[aria-invalid]")) field.removeAttribute("aria-invalid");
-    for (const field of this.form.querySelectorAll(".has-error")) field.classList.remove("has-error");
+    clearFieldErrors(this.form);
     this.generalError.textContent = "";
     this.generalError.hidden = true;
   }

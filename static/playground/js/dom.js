@@ -30,3 +30,14 @@ export function barCell(kind, p, { cellClass = `num ${kind}` } = {}) {
   cell.append(track, el("span", "value", formatProb(p)));
   return cell;
 }
+
+/** Empties and hides every `.field-error` under `root` and drops the invalid marks (`aria-invalid`,
+ * `.has-error`) a form's failed check left. */
+export function clearFieldErrors(root) {
+  for (const slot of root.querySelectorAll(".field-error")) {
+    slot.textContent = "";
+    slot.hidden = true;
+  }
+  for (const node of root.querySelectorAll("[aria-invalid]")) node.removeAttribute("aria-invalid");
+  for (const node of root.querySelectorAll(".has-error")) node.classList.remove("has-error");
+}

@@ -55,3 +55,9 @@ const REASONS = {
 export function describeReason(reason) {
   return REASONS[reason] ? `${reason} — ${REASONS[reason]}` : String(reason);
 }
+
+/** A `queued` event in words: the run's place in line (1 = next) and the estimate, if any. */
+export function describeQueued(event) {
+  const estimate = event.estimated_wait_s == null ? "" : `, about ${Math.ceil(event.estimated_wait_s)} s`;
+  return `Waiting in line: ${event.position === 1 ? "next" : `position ${event.position}`}${estimate}…`;
+}

@@ -4,11 +4,13 @@
 
 import { BeamView } from "./beam-view.js";
 import { BranchTree, BranchTreeView } from "./branches.js";
+import { ChatTurns } from "./chat-turns.js";
 import { branchRun, stepRun, whatIfRun } from "./continuation.js";
 import { renderLegend } from "./colors.js";
 import { ParamsForm } from "./controls.js";
 import { Inspector, InspectorController } from "./inspector.js";
 import { LatencyChart } from "./latency-chart.js";
+import { LoadIndicator } from "./load-indicator.js";
 import { LogitBiasEditor } from "./logit-bias.js";
 import { settingsFromAddress, settingsToAddress } from "./address.js";
 import { SCHEMA, enabledStages } from "./params-schema.js";
@@ -44,8 +46,10 @@ const order = new StageOrder($("stage-order"), document.querySelector("[data-ord
 const bias = new LogitBiasEditor($("logit-bias-editor"), tokenize);
 const presets = new Presets($("presets"), (text) => stats.status(text, "idle"));
 // The system message is chat mode's only: the server refuses it with any other mode.
+const chatTurns = new ChatTurns($("chat-turns"), $("assistant-prefix"));
 const promptTokens = new LivePromptTokens($("prompt-tokens"), $("prompt-token-count"), () => ({
   text: form.control("prompt").value, mode: form.mode, system: form.mode === "chat" ? form.control("system").value : "",
+  conversation: form.mode === "chat" ? chatTurns.conversation(form.control("prompt").value, form.control("system").value) : null,
 }), tokenize);
 
 const inspector = new Inspector($("inspector"), { onBranch: branchFrom });
@@ -67,6 +71,8 @@ new BranchTreeView($("branches"), tree, (node) => {
 });
 
 renderLegend($("legend"));
+const workerLoad = new LoadIndicator($("worker-load")); // why a run waits: the workers' load
+workerLoad.refresh();
 clearPromptTokens($("prompt-tokens"), $("prompt-token-count"));
 
 // Settings: restored from the address, written back on every change.
@@ -80,17 +86,19 @@ function settingsChanged() {
   presets.markActive(params);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
-    const query = settingsToAddress(SCHEMA, values, ParamsForm.initialValues(), { order: order.value, bias: bias.entriesList });
+    const query = settingsToAddress(SCHEMA, values, ParamsForm.initialValues(), {
+      order: order.value, bias: bias.entriesList, turns: chatTurns.turns, prefix: chatTurns.prefix.value,
+    });
     history.replaceState(null, "", query ? `?${query}` : location.pathname);
   }, 150);
 }
 form.form.addEventListener("input", (e) => {
   settingsChanged();
-  if (e.target.id === "prompt" || e.target.id === "system") promptTokens.schedule();
+  if (e.target.id === "prompt" || e.target.id === "system" || e.target.closest("[data-chat-only]")) promptTokens.schedule();
 });
 form.form.addEventListener("change", (e) => {
   settingsChanged();
-  if (e.target.name === "mode") promptTokens.schedule();
+  if (e.target.name === "mode" || e.target.closest("[data-chat-only]")) promptTokens.schedule();
 });
 form.form.addEventListener("settingschange", () => {
   settingsChanged();
@@ -103,7 +111,8 @@ settingsChanged();
 if (form.control("prompt").value) promptTokens.schedule();
 
 function restoreFromUrl() {
-  const { values, order: savedOrder, bias: savedBias } = settingsFromAddress(SCHEMA, location.search);
+  const { values, order: savedOrder, bias: savedBias, turns, prefix } = settingsFromAddress(SCHEMA, location.search);
+  if (turns.length || prefix) chatTurns.set(turns, prefix); // before the form's settingschange reads them
   if (Object.keys(values).length) form.apply(values);
   if (savedOrder) order.set(savedOrder);
   if (savedBias.length) bias.setEntries(savedBias);
@@ -181,7 +190,7 @@ $("show-whitespace").addEventListener("change", (e) => output.classList.toggle("
 /** Reads the form; shows what cannot be sent. Returns the request or null. */
 function readForm() {
   form.clearErrors();
-  const read = form.read({ logit_bias: bias.value, sampler_order: order.value });
+  const read = form.read({ logit_bias: bias.value, sampler_order: order.value, chat: chatTurns });
   if (read.errors) {
     let target = null;
     for (const { param, message } of read.errors) target ??= form.showError(param, message);
@@ -250,6 +259,7 @@ async function launch(run, node, { keepView = false } = {}) {
   beamView.clear();
   reuseSeed.hidden = true;
   stats.waiting();
+  workerLoad.watchWhile(() => active === run && run.state === "waiting");
   form.setRunning(true);
   output.setAttribute("aria-busy", "true");
   // A step keeps the text on screen until its first token replaces it.
@@ -291,6 +301,9 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
   if (event.run_id) remember(event);
   const onScreen = run === null || run === shown();
   switch (event.type) {
+    case "queued":
+      if (onScreen) stats.queued(event);
+      break;
     case "started":
       if (!onScreen) break;
       promptTokens.showStarted(event.prompt_tokens, event.model?.context_window);

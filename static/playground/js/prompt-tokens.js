@@ -29,7 +29,7 @@ export function clearPromptTokens(list, countEl) {
 
 /** Re-tokenizes the prompt as the user types (debounced); only the latest answer is shown. */
 export class LivePromptTokens {
-  /** @param read  () → {text, mode, system}; @param tokenize  body → Promise<tokens event> */
+  /** @param read  () → {text, mode, system, conversation}; @param tokenize  body → Promise<tokens event> */
   constructor(list, countEl, read, tokenize, delay = 250) {
     this.list = list;
     this.countEl = countEl;
@@ -49,17 +49,18 @@ export class LivePromptTokens {
   }
 
   async refresh() {
-    const { text, mode, system } = this.read();
+    const { text, mode, system, conversation } = this.read();
     const ticket = ++this.sequence;
     if (text === "" && mode === "completion") {
       clearPromptTokens(this.list, this.countEl);
       return;
     }
     try {
-      const body = { text, mode };
+      let body = { text, mode };
       // As `generate` gets it (controls.js): chat mode only (the server refuses it elsewhere), and
-      // a blank one means the default system message.
+      // a blank one means the default system message; several turns go as `messages`.
       if (mode === "chat" && system && system.trim() !== "") body.system = system;
+      if (mode === "chat" && conversation) body = { mode, ...conversation };
       const answer = await this.tokenize(body);
       if (ticket !== this.sequence) return;
       renderPromptTokens(this.list, this.countEl, answer.tokens, answer.context_window, " (live, as you type)");

@@ -2,7 +2,7 @@
 // stopped, and the model that ran. The status line is an aria-live region; it announces state
 // changes, not every token.
 
-import { describeReason, formatMs, formatRate } from "./format.js";
+import { describeQueued, describeReason, formatMs, formatRate } from "./format.js";
 
 export class RunStats {
   constructor(root, statusEl) {
@@ -28,6 +28,11 @@ export class RunStats {
   waiting() {
     this.reset();
     this.status("Waiting for the model…", "waiting");
+  }
+
+  /** A `queued` event: the run waits for a worker's room; its place in line and the estimate. */
+  queued(event) {
+    this.status(describeQueued(event), "waiting");
   }
 
   started(event, requestedSeed) {

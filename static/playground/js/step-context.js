@@ -27,6 +27,12 @@ export function samplingParams(run) {
 
 /** The body of an `inspect` for step `index` of `run` (without params/variants). */
 export function inspectBase(run, index, topN = 10) {
+  if (run.request.messages) {
+    // a chat conversation of several turns: sent as the run sent it
+    const body = { mode: "chat", messages: run.request.messages, prefix_tokens: run.ids(index), top_n: topN };
+    if (run.request.continue_final_message) body.continue_final_message = true;
+    return body;
+  }
   const body = {
     prompt: run.request.prompt,
     mode: run.request.mode ?? "completion",

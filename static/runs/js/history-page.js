@@ -56,6 +56,7 @@ function row(run) {
   const link = el("a", null, run.prompt.length > 80 ? `${run.prompt.slice(0, 80)}…` : run.prompt);
   link.href = run.url;
   promptCell.append(link);
+  if (run.turns) promptCell.append(el("span", { className: "muted" }, ` (${run.turns} messages)`));
   const output = el("td", null, run.text.length > 80 ? `${run.text.slice(0, 80)}…` : run.text);
   const settings = el("td", null, `${settingsText(run.params)}; seed ${run.seed}; ${run.status}${run.reason ? ` (${run.reason})` : ""}`);
   const saved = el("td", null, new Date(run.created_at).toLocaleString());

@@ -1,6 +1,7 @@
 // The live comparison's form: the server renders four columns of fields, this shows 2–4 of them,
 // reads and writes the settings' texts, and puts errors next to the field they name.
 
+import { clearFieldErrors, el } from "../../playground/js/dom.js";
 import { LABELS } from "../../playground/js/param-labels.js";
 import { emptyColumn, fieldFor, MAX_COLUMNS, MIN_COLUMNS, SHARED } from "./live-settings.js";
 
@@ -18,6 +19,12 @@ export class LiveForm {
     this.addButton.addEventListener("click", () => this.#setCount(this.count + 1, true));
     this.removeButton.addEventListener("click", () => this.#setCount(this.count - 1, true));
     this.#field("mode").addEventListener("change", () => this.#showSystem());
+    this.turns = []; // a chat conversation's earlier turns, [{role, content}]: shown, not edited
+    this.turnsField = form.querySelector("[data-live-turns]");
+    form.querySelector("[data-action=drop-turns]").addEventListener("click", () => {
+      this.#setTurns([]);
+      this.form.dispatchEvent(new Event("input", { bubbles: true })); // the address follows
+    });
     this.#setCount(this.fieldsets.filter((f) => !f.hidden).length);
     this.#showSystem();
   }
@@ -49,7 +56,22 @@ export class LiveForm {
   }
 
   #showSystem() {
-    this.form.querySelector("[data-chat-only]").hidden = this.#field("mode").value !== "chat";
+    const chat = this.#field("mode").value === "chat";
+    for (const node of this.form.querySelectorAll("[data-chat-only]")) node.hidden = !chat;
+    this.turnsField.hidden = !chat || !this.turns.length;
+  }
+
+  #setTurns(turns) {
+    this.turns = turns.map(({ role, content }) => ({ role, content }));
+    const list = this.turnsField.querySelector("[data-turns]");
+    list.replaceChildren(
+      ...this.turns.map(({ role, content }) => {
+        const item = el("li", { className: `turn turn-${role}`, "data-role": role });
+        item.append(el("p", "turn-head", role), el("pre", "prompt-text", content));
+        return item;
+      }),
+    );
+    this.#showSystem();
   }
 
   /** The settings' texts, for the visible columns. */
@@ -62,12 +84,15 @@ export class LiveForm {
     }
     const value = (name) => this.#field(name).value;
     const settings = { prompt: value("prompt"), mode: value("mode"), system: value("system"), columns };
+    settings.turns = this.turns;
+    settings.assistant_prefix = value("assistant_prefix");
     for (const key of SHARED) settings[key] = value(key);
     return settings;
   }
 
   write(settings) {
-    for (const name of ["prompt", "mode", "system", ...SHARED]) this.#field(name).value = settings[name];
+    for (const name of ["prompt", "mode", "system", "assistant_prefix", ...SHARED]) this.#field(name).value = settings[name] ?? "";
+    this.#setTurns(settings.turns ?? []);
     this.#setCount(settings.columns.length);
     settings.columns.forEach((column, i) => {
       for (const [key, text] of Object.entries(column)) this.#input(i + 1, key).value = text;
@@ -89,11 +114,7 @@ export class LiveForm {
   }
 
   clearErrors() {
-    for (const el of this.form.querySelectorAll(".field-error")) {
-      el.hidden = true;
-      el.textContent = "";
-    }
-    for (const el of this.form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+    clearFieldErrors(this.form);
   }
 
   /** Shows an error of column n (1-based) next to the field its `param` names, or on the column.

@@ -2,12 +2,17 @@
 // into one `generate` body per column, and a server error's `param` mapped to the field it names.
 // Pure functions: no DOM, no socket.
 //
-// Settings are the texts typed in the form: {prompt, mode, system, seed, max_tokens,
-// columns: [{temperature, top_p, top_k, min_p, other}]} (the shared and column fields are the
-// server's, live-fields.js). In the address each is one query key
+// Settings are the texts typed in the form: {prompt, mode, system, turns, assistant_prefix, seed,
+// max_tokens, columns: [{temperature, top_p, top_k, min_p, other}]} (the shared and column fields
+// are the server's, live-fields.js). In the address each is one query key
 // (`prompt`, `seed`, …, `columns=3`, `c1.temperature=0.2`, `c2.other={"typical_p":0.9}`), empty
 // ones left out, so a copied address restores the form exactly (a 19-digit seed included).
+// A chat conversation (a saved chat run's, from "Run these settings again, live") adds its earlier
+// turns and the answer's start as the playground's address writes them (`turns`, JSON
+// [[role, content], …], and `assistant_prefix`): every column then sends the same `messages`.
 
+import { turnsText, turnsValue } from "../../playground/js/address.js";
+import { chatConversation } from "../../playground/js/chat-turns.js";
 import { seedValue } from "../../playground/js/socket.js";
 import { FIELDS, SHARED } from "./live-fields.js";
 
@@ -40,6 +45,8 @@ export function settingsFromQuery(search) {
     prompt: query.get("prompt") ?? "",
     mode: query.get("mode") === "chat" ? "chat" : "completion",
     system: query.get("system") ?? "",
+    turns: turnsValue(query.get("turns") ?? ""),
+    assistant_prefix: query.get("assistant_prefix") ?? "",
     columns,
   };
   for (const key of SHARED) settings[key] = query.get(key) ?? "";
@@ -52,6 +59,8 @@ export function settingsToQuery(settings) {
   query.set("prompt", settings.prompt);
   query.set("mode", settings.mode);
   if (settings.mode === "chat" && settings.system) query.set("system", settings.system);
+  if (settings.mode === "chat" && settings.turns?.length) query.set("turns", turnsText(settings.turns));
+  if (settings.mode === "chat" && settings.assistant_prefix) query.set("assistant_prefix", settings.assistant_prefix);
   for (const key of SHARED) if (settings[key].trim()) query.set(key, settings[key].trim());
   query.set("columns", String(settings.columns.length));
   settings.columns.forEach((column, i) => {
@@ -118,10 +127,20 @@ export function generateBodies(settings) {
       if (key === "seed") params.seed = seedValue(settings.seed); // exactly, even 19 digits
       else if (settings[key].trim()) params[key] = numberOrText(settings[key]);
     }
-    const body = { prompt: settings.prompt, mode: settings.mode, params, top_n: TOP_N };
-    if (settings.mode === "chat" && settings.system) body.system = settings.system;
+    const conversation = chatMessages(settings);
+    const body = conversation ? { mode: "chat", ...conversation, params, top_n: TOP_N }
+      : { prompt: settings.prompt, mode: settings.mode, params, top_n: TOP_N };
+    if (!conversation && settings.mode === "chat" && settings.system) body.system = settings.system;
     return { body };
   });
+}
+
+/** {messages, continue_final_message} of a chat conversation with earlier turns or an answer's
+ *  start, as the playground sends it (system, turns, the prompt as the last user turn, the start);
+ *  null otherwise (the body keeps `prompt` and `system`). */
+export function chatMessages(settings) {
+  if (settings.mode !== "chat") return null;
+  return chatConversation(settings.turns ?? [], settings.prompt, settings.system, settings.assistant_prefix ?? "");
 }
 
 /** The form field (its id) for an error's dotted `param` in column n (1-based); null when none
@@ -129,6 +148,7 @@ export function generateBodies(settings) {
 export function fieldFor(param, n) {
   if (!param) return null;
   if (["prompt", "mode", "system"].includes(param)) return `live-${param}`;
+  if (param === "continue_final_message" || param.startsWith("messages")) return "live-prompt"; // the conversation's
   const [head, key] = param.split(".");
   if (head !== "params") return null;
   if (SHARED.includes(key)) return `live-${key}`;

@@ -3,17 +3,23 @@
 
 import { GenerateClient, seedValue } from "../../playground/js/socket.js";
 
-/** The `generate` body that reproduces a saved run; `seed` is the exact decimal string. */
+/** The `generate` body that reproduces a saved run; `seed` is the exact decimal string. A chat
+ *  run's conversation (`messages`, `continue_final_message`) is sent whole, in place of `prompt`. */
 export function replayRequest(run, seed) {
   const request = run.request;
   const body = {
-    prompt: request.prompt,
     mode: request.mode,
     params: { ...request.params, seed: seedValue(seed) },
     top_n: request.top_n,
     use_cache: request.use_cache,
   };
-  if (request.system !== null && request.system !== undefined) body.system = request.system;
+  if (request.messages) {
+    body.messages = request.messages.map(({ role, content }) => ({ role, content }));
+    body.continue_final_message = request.continue_final_message === true;
+  } else {
+    body.prompt = request.prompt;
+    if (request.system !== null && request.system !== undefined) body.system = request.system;
+  }
   if (request.prefix_tokens?.length) body.prefix_tokens = request.prefix_tokens;
   return body;
 }

@@ -333,11 +333,8 @@ class Scheduler:
         run = runs[0]
         assert run.solo is not None
         run.began = time.perf_counter()
-        feed = run.program.feed()
-        if feed.parents is not None:
-            run.solo.state.reorder(feed.parents)
-        run.logits = run.solo.state.append_tokens(feed.tokens[:, None])
-        run.active = len(feed.tokens)
+        run.logits = run.solo.next_logits()
+        run.active = len(run.logits)
 
     def _fresh_group(self, prefilling: list[_Run], budget: int) -> list[_Run]:
         """The oldest prefilling runs, in order, that are worth starting together in one decoder
@@ -388,11 +385,10 @@ class Scheduler:
         start from it, and it has started."""
         run.length = len(run.prompt)
         rows = run.program.rows_after_prefill
-        if rows > 1:  # every sample starts from the prompt's cache
-            if run.solo is not None:
-                run.solo.state.reorder([0] * rows)
-            else:
-                self._cache.copy_rows(run.slots[1:rows], [run.slots[0]] * (rows - 1), run.length)
+        if run.solo is not None:
+            logits = run.solo.spread(logits)
+        elif rows > 1:  # every sample starts from the prompt's cache
+            self._cache.copy_rows(run.slots[1:rows], [run.slots[0]] * (rows - 1), run.length)
             logits = np.repeat(logits, rows, axis=0)
         run.active = rows
         run.logits = logits

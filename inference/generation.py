@@ -236,6 +236,14 @@ class Feed:
     parents: list[int] | None = None
 
 
+def encode_prompt(runtime: Runtime, request: GenerationRequest) -> list[int]:
+    """The prompt's ids as the model reads them; ``ParamError`` when they and the forced prefix
+    leave no room for ``max_tokens`` in the context window."""
+    ids = runtime.codec.encode(request.prompt, request.mode, request.system, request.chat)
+    request.loop.check_context(len(ids) + len(request.prefix_tokens), runtime.shape.context_window)
+    return ids
+
+
 class Generation:
     """Sampling: ``n`` samples of one prompt, each with its own chain, seed and stopping rules."""
 
@@ -254,17 +262,13 @@ class Generation:
         self._prepared = False
         self._pending: list[int] | None = None  # chosen but not yet fed to the decoder
         self._clock = StepClock()
-        self._solo: SoloDriver | None = None
 
     # -- the program: logits in, tokens out
 
     def prepare(self) -> list[int]:
         """Encodes the prompt and checks it fits; returns the ids to prefill."""
         self._clock = StepClock()
-        self.prompt_ids = self.runtime.codec.encode(
-            self.request.prompt, self.request.mode, self.request.system, self.request.chat
-        )
-        self.request.loop.check_context(len(self.prompt_ids) + len(self.request.prefix_tokens), self.runtime.shape.context_window)
+        self.prompt_ids = encode_prompt(self.runtime, self.request)
         self._prepared = True
         return self.prompt_ids
 
@@ -319,18 +323,6 @@ class Generation:
             **self._clock.timing(),
         )
 
-    # -- driven on a decoder state of its own
-
-    def start(self, is_cancelled: Callable[[], bool] = lambda: False) -> Started:
-        """Prefills on a state of this run's own (``Cancelled`` if asked to stop)."""
-        self._solo = SoloDriver(self.runtime, self)
-        return self._solo.start(is_cancelled)
-
-    def step(self) -> list[TokenStep]:
-        if self._solo is None or self.is_done():
-            raise RuntimeError("step() after the run ended or before start()")
-        return self._solo.step()  # type: ignore[return-value]
-
 
 class BeamRun:
     """Beam search as a program: the prompt and any forced prefix are prefilled, the search starts after them."""
@@ -350,10 +342,7 @@ class BeamRun:
 
     def prepare(self) -> list[int]:
         self._clock = StepClock()
-        self.prompt_ids = self.runtime.codec.encode(
-            self.request.prompt, self.request.mode, self.request.system, self.request.chat
-        )
-        self.request.loop.check_context(len(self.prompt_ids) + len(self.request.prefix_tokens), self.runtime.shape.context_window)
+        self.prompt_ids = encode_prompt(self.runtime, self.request)
         return self.prompt_ids + list(self.request.prefix_tokens)
 
     def started(self) -> Started:
@@ -409,22 +398,31 @@ class SoloDriver:
         """Prefills the program's prompt in chunks (``Cancelled`` between them); the cache is then
         copied to every row the program starts with."""
         logits = prefill(self.state, self.program.prepare(), is_cancelled)  # [1, V]
-        rows = self.program.rows_after_prefill
-        if rows > 1:
-            self.state.reorder([0] * rows)
-            logits = np.repeat(logits, rows, axis=0)
-        self._logits = logits
+        self._logits = self.spread(logits)
         return self.program.started()
+
+    def spread(self, logits: np.ndarray) -> np.ndarray:
+        """The prompt's cache and last ``logits`` [1, V] copied to every row the program starts
+        with: [rows, V]."""
+        rows = self.program.rows_after_prefill
+        if rows == 1:
+            return logits
+        self.state.reorder([0] * rows)
+        return np.repeat(logits, rows, axis=0)
+
+    def next_logits(self) -> np.ndarray:
+        """Feeds what the program chose last (each beam continuing its parent's row): [rows, V]."""
+        feed = self.program.feed()
+        if feed.parents is not None:
+            self.state.reorder(feed.parents)
+        return self.state.append_tokens(feed.tokens[:, None])
 
     def step(self) -> list[TokenStep] | list[BeamStep]:
         """Feeds what the program chose last (not on the first step) and hands it the logits."""
         began = time.perf_counter()
         logits, self._logits = self._logits, None
         if logits is None:
-            feed = self.program.feed()
-            if feed.parents is not None:
-                self.state.reorder(feed.parents)
-            logits = self.state.append_tokens(feed.tokens[:, None])
+            logits = self.next_logits()
         return self.program.advance(logits, began)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from inference import generation as generation_module
 from inference.errors import Cancelled, ParamError
-from inference.generation import Finished, Generation, GenerationRequest, Started, StepClock, TokenStep, run
+from inference.generation import Finished, Generation, GenerationRequest, SoloDriver, Started, StepClock, TokenStep, run
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
 
@@ -66,16 +66,17 @@ def test_chat_mode_wraps_the_message_in_the_chat_template(tiny_runtime):
 
 def test_the_lifecycle_refuses_steps_out_of_order(tiny_runtime):
     generation = Generation(tiny_runtime, request(max_tokens=2))
+    driver = SoloDriver(tiny_runtime, generation)
     with pytest.raises(RuntimeError):
-        generation.step()  # before start()
-    generation.start()
+        driver.step()  # before start()
+    driver.start()
     with pytest.raises(RuntimeError):
         generation.finish()  # before the end
     assert not generation.is_done()
-    assert [len(generation.step()) for _ in range(2)] == [1, 1]
+    assert [len(driver.step()) for _ in range(2)] == [1, 1]
     assert generation.is_done()
     with pytest.raises(RuntimeError):
-        generation.step()  # after the end
+        driver.step()  # after the end
     assert generation.finish().reason == "max_tokens"
 
 
@@ -361,9 +362,10 @@ def test_cancel_ends_within_one_token_and_releases_held_back_text(tiny_runtime, 
 
 def test_a_cancel_ends_every_sample_of_a_batch(tiny_runtime):
     generation = Generation(tiny_runtime, request(temperature=1.0, seed=1, n=3, max_tokens=50))
-    generation.start()
-    generation.step()
-    generation.step()
+    driver = SoloDriver(tiny_runtime, generation)
+    driver.start()
+    driver.step()
+    driver.step()
     generation.cancel()
     assert generation.is_done()
     finished = generation.finish()
@@ -431,10 +433,10 @@ def test_prompt_too_long_is_refused_naming_the_field(tiny_runtime):
     for req, param in cases:
         generation = Generation(tiny_runtime, req)
         with pytest.raises(ParamError) as raised:
-            generation.start()
+            generation.prepare()
         assert raised.value.code == "prompt_too_long" and raised.value.param == param
-    assert Generation(tiny_runtime, request(prompt, max_tokens=room)).start().prompt_ids
-    assert Generation(tiny_runtime, request(prompt, max_tokens=room - 20, prefix_tokens=[5] * 20)).start().prompt_ids
+    assert Generation(tiny_runtime, request(prompt, max_tokens=room)).prepare()
+    assert Generation(tiny_runtime, request(prompt, max_tokens=room - 20, prefix_tokens=[5] * 20)).prepare()
 
 
 # -- StepClock -------------------------------------------------------------------------------------

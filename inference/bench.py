@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import sys
 import time
@@ -48,6 +47,7 @@ import numpy as np
 
 from inference import bench_concurrency, peer_models
 from inference.batch_params import DEFAULT_MAX_BATCH
+from inference.bench_concurrency import TOP_N, peak_rss_mb, rss_mb
 from inference.engine import CPU
 from inference.generation import Finished, GenerationRequest, run
 from inference.loop_params import LoopParams
@@ -58,15 +58,8 @@ from inference.sampling import SamplingParams
 from inference.sampling import bench as sampling_bench
 
 PROMPT = "The capital of France is"
-TOP_N = 20  # alternatives a websocket run traces per token
 CONTEXT_STEPS = 32  # decode steps measured at each context length
 DEFAULT_GENAI_MODEL = peer_models.DEFAULT_OUT
-
-
-def rss_mb() -> float:
-    """Resident memory of this process now, in MB."""
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
 def random_ids(length: int, seed: int = 0) -> list[int]:
@@ -292,7 +285,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             label: {name: spread(v, 3 if "prefill" in label else 1) for name, v in by.items()} for label, by in figures.items()
         },
         "ratios_ours_to_peer": {},
-        "memory_mb": {**memory, "peak": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)},
+        "memory_mb": {**memory, "peak": round(peak_rss_mb())},
         "sampler_chain_ms_per_token": sampling_bench.figures(),
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
     }

@@ -65,7 +65,6 @@ class Timing:
 class Level:
     """One concurrency level's clients, running until each has sent its requests."""
 
-    runtime: Runtime
     scheduler: Scheduler
     concurrency: int
     requests_per_stream: int
@@ -104,7 +103,7 @@ class Level:
             "ttft_joining_ms_p50": percentile(joining, 50),
             "ttft_joining_ms_p95": percentile(joining, 95),
             "rss_mb": round(rss_mb()),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "peak_rss_mb": round(peak_rss_mb()),
         }
 
     def _send(self, client: int, sent: int) -> None:
@@ -149,8 +148,14 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def rss_mb() -> float:
+    """Resident memory of this process now, in MB."""
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def peak_rss_mb() -> float:
+    """The most resident memory this process has had, in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def measure(
@@ -164,10 +169,10 @@ def measure(
     _, stop = serve_in_thread(scheduler, "bench-decode")
     taken: dict[int, list[dict[str, Any]]] = {c: [] for c in levels}
     try:
-        Level(runtime, scheduler, 1, 1, 8).run()  # warm-up: first runs allocate and pre-pack
+        Level(scheduler, 1, 1, 8).run()  # warm-up: first runs allocate and pre-pack
         for _ in range(rounds):
             for c in levels:
-                taken[c].append(Level(runtime, scheduler, c, requests_per_stream, tokens).run())
+                taken[c].append(Level(scheduler, c, requests_per_stream, tokens).run())
     finally:
         stop.set()
     report: dict[str, Any] = {

@@ -8,6 +8,7 @@ import { clearFieldErrors, el } from "./dom.js";
 import { paramText } from "./address.js";
 import { PARAM_BY_KEY, SCHEMA, initialValue } from "./params-schema.js";
 import { seedValue } from "./socket.js";
+import { FieldError, numberOrText, paramsFromJsonBox } from "./typed-params.js";
 
 /** The settings each lane has a field for; any other parameter goes in the lane's JSON box. */
 export const LANE_KEYS = ["temperature", "top_p", "max_tokens", "seed"];
@@ -22,14 +23,6 @@ export const START_LANES = [
 ];
 const NEW_LANE = { prompt: "Once upon a time", mode: "completion", max_tokens: "32" };
 const TOP_N = 5;
-
-/** A problem found before sending, named like a server error. */
-class LaneError extends Error {
-  constructor(param, message) {
-    super(message);
-    this.param = param;
-  }
-}
 
 function field(n, key, labelText, control, hintText) {
   const id = `lane${n}-${key}`;
@@ -50,13 +43,6 @@ function paramField(n, key, text) {
   control.value = text ?? paramText(SCHEMA, key, initialValue(spec));
   const hint = key === "seed" ? `${spec.range}; empty: drawn at random.` : `${spec.range}; off: ${spec.offText}.`;
   return field(n, key, spec.label, control, hint);
-}
-
-/** A typed number as a JSON number; anything else as the text, for the server to judge. */
-function numberOrText(text) {
-  const trimmed = text.trim();
-  const number = Number(trimmed);
-  return trimmed !== "" && Number.isFinite(number) ? number : trimmed;
 }
 
 export class LaneForm {
@@ -120,30 +106,14 @@ export class LaneForm {
           if (key === "seed") params.seed = text.trim() === "" ? null : seedValue(text);
           else if (text.trim() !== "") params[key] = numberOrText(text);
         }
-        Object.assign(params, this.#other(value("other")));
+        const elsewhere = Object.fromEntries(LANE_KEYS.map((key) => [key, "has its own field above; set it there"]));
+        Object.assign(params, paramsFromJsonBox(value("other"), "other", '{"min_p": 0.05}', elsewhere));
         return { body: { prompt: value("prompt"), mode: value("mode"), params, top_n: TOP_N } };
       } catch (error) {
-        if (error instanceof LaneError) return { error: { param: error.param, message: error.message } };
+        if (error instanceof FieldError) return { error: { param: error.param, message: error.message } };
         throw error;
       }
     });
-  }
-
-  #other(text) {
-    if (!text.trim()) return {};
-    let other;
-    try {
-      other = JSON.parse(text);
-    } catch (error) {
-      throw new LaneError("other", `not valid JSON: ${error.message}`);
-    }
-    if (other === null || typeof other !== "object" || Array.isArray(other)) {
-      throw new LaneError("other", 'must be a JSON object, like {"min_p": 0.05}');
-    }
-    for (const key of Object.keys(other)) {
-      if (LANE_KEYS.includes(key)) throw new LaneError("other", `${key} has its own field above; set it there`);
-    }
-    return other;
   }
 
   /** The field for an error's dotted `param` in lane n: a lane field, the JSON box for another

@@ -14,6 +14,7 @@
 import { turnsText, turnsValue } from "../../playground/js/address.js";
 import { chatConversation } from "../../playground/js/chat-turns.js";
 import { seedValue } from "../../playground/js/socket.js";
+import { FieldError, numberOrText, paramsFromJsonBox } from "../../playground/js/typed-params.js";
 import { FIELDS, SHARED } from "./live-fields.js";
 
 export { FIELDS, SHARED };
@@ -77,50 +78,25 @@ export function drawSeed(exact = typeof JSON.rawJSON === "function") {
   return ((BigInt(high >>> 2) << 32n) | BigInt(low)).toString();
 }
 
-/** A typed number as a JSON number; anything else as the text, for the server to judge. */
-function numberOrText(text) {
-  const trimmed = text.trim();
-  const number = Number(trimmed);
-  return trimmed !== "" && Number.isFinite(number) ? number : trimmed;
-}
-
-/** A problem found before sending, named like a server error (`param` is a field's wire path). */
-export class SettingsError extends Error {
-  constructor(param, message) {
-    super(message);
-    this.param = param;
-  }
-}
-
-/** One column's params (without the shared ones). Throws SettingsError for a bad JSON box. */
+/** One column's params (without the shared ones). Throws FieldError for a bad JSON box. */
 export function columnParams(column) {
   const params = {};
   for (const key of FIELDS) if (column[key].trim()) params[key] = numberOrText(column[key]);
-  if (!column.other.trim()) return params;
-  let other;
-  try {
-    other = JSON.parse(column.other);
-  } catch (error) {
-    throw new SettingsError("params", `not valid JSON: ${error.message}`);
-  }
-  if (other === null || typeof other !== "object" || Array.isArray(other)) {
-    throw new SettingsError("params", 'must be a JSON object, like {"typical_p": 0.9}');
-  }
-  for (const key of Object.keys(other)) {
-    if (FIELDS.includes(key)) throw new SettingsError("params", `${key} has its own field above; set it there`);
-    if (SHARED.includes(key)) throw new SettingsError("params", `${key} is shared by every column; set it above`);
-  }
-  return { ...params, ...other };
+  const elsewhere = Object.fromEntries([
+    ...FIELDS.map((key) => [key, "has its own field above; set it there"]),
+    ...SHARED.map((key) => [key, "is shared by every column; set it above"]),
+  ]);
+  return { ...params, ...paramsFromJsonBox(column.other, "params", '{"typical_p": 0.9}', elsewhere) };
 }
 
-/** One entry per column: {body} to send, or {error: SettingsError}. The seed goes out exactly. */
+/** One entry per column: {body} to send, or {error: FieldError}. The seed goes out exactly. */
 export function generateBodies(settings) {
   return settings.columns.map((column) => {
     let params;
     try {
       params = columnParams(column);
     } catch (error) {
-      if (error instanceof SettingsError) return { error };
+      if (error instanceof FieldError) return { error };
       throw error;
     }
     for (const key of SHARED) {

@@ -123,8 +123,7 @@ class KVCache:
         """Rows ``index`` (repeats allowed) become the batch, each with its cache (in place when the
         batch keeps its size and the buffers live in host memory: only the first ``length`` positions move)."""
         if len(index) == self.batch_size and self.device == "cpu":
-            for buffer in self.buffers:
-                buffer[:, :, :length] = buffer[index, :, :length]  # the right side is a copy: no aliasing
+            self.copy_rows(range(self.batch_size), index, length)
             return
         self._replace(lambda old: old[index, :, :length], self.capacity, batch_size=len(index))
 

@@ -184,9 +184,7 @@ async def answer_ping(worker: Any, message: dict[str, Any]) -> None:
     """The worker's handler for ``inference.ping`` (``InferenceWorker.inference_ping``): says who
     answers, whether its model is built and its ``load`` (``InferenceWorker.load``: requests
     decoding, rows in use, requests waiting, ``max_batch``), on the ping's reply channel."""
-    answer: dict[str, Any] = {"type": PONG, "host": socket.gethostname(), "pid": os.getpid()}
-    if hasattr(worker, "load"):
-        answer["load"] = worker.load()
+    answer: dict[str, Any] = {"type": PONG, "host": socket.gethostname(), "pid": os.getpid(), "load": worker.load()}
     try:
         manifest = read_manifest(default_model_dir())
         answer |= {"model_built": True, "model": manifest.get("model_name", "?")}

@@ -104,9 +104,8 @@ class Line:
         self.places: dict[str, Place] = {}
         self.rates: dict[str, float] = {}  # worker → rows it frees per second
 
-    def join(self, request_id: str, ticket: float, ahead: int) -> Place:
-        place = self.places[request_id] = Place(ticket, ahead)
-        return place
+    def join(self, request_id: str, ticket: float, ahead: int) -> None:
+        self.places[request_id] = Place(ticket, ahead)
 
     def leave(self, request_id: str) -> None:
         self.places.pop(request_id, None)

@@ -2,6 +2,7 @@
 
     python -m inference.modelbuild.quality [MODEL] --reference FP32.onnx
     python -m inference.modelbuild.quality [MODEL] --export-reference DIR   # exports the fp32 model into DIR once (~70 s)
+    python -m inference.modelbuild.quality [MODEL] --reference FP32.onnx --llama-cpp   # the peer judged too
 
 MODEL defaults to the configured model directory's ``model.onnx``. Prints JSON:
 
@@ -11,7 +12,10 @@ MODEL defaults to the configured model directory's ``model.onnx``. Prints JSON:
 - ``greedy``: the greedy continuation of :data:`GREEDY_PROMPT` with nothing, ``<|endoftext|>`` and
   ``<|im_start|>`` in front, for both models;
 - ``decode_tokens_per_s``: a plain loop (numpy KV cache, 2 threads), 64 tokens after the prompt,
-  for both models, measured in the same run (the machine is shared: compare the ratio).
+  for both models, measured in the same run (the machine is shared: compare the ratio);
+- with ``--llama-cpp`` (the ``peers`` extra): ``llama.cpp``, the same agreement and KL for
+  llama.cpp on the very GGUF both models come from, its logits read token by token as its decode
+  computes them: how far the peer itself is from the fp32 export, against the same bound.
 """
 
 from __future__ import annotations
@@ -119,7 +123,7 @@ def divergence(reference: np.ndarray, logits: np.ndarray) -> dict[str, float]:
     }
 
 
-def evaluate(model: Path, reference: Path, tokenizer_path: Path) -> dict[str, Any]:
+def evaluate(model: Path, reference: Path, tokenizer_path: Path, llama_cpp: bool = False) -> dict[str, Any]:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
@@ -129,6 +133,8 @@ def evaluate(model: Path, reference: Path, tokenizer_path: Path) -> dict[str, An
     prompt = tokenizer.encode(GREEDY_PROMPT, add_special_tokens=False).ids
     result: dict[str, Any] = {"model": str(model), "reference": str(reference)}
     result.update(divergence(logits["fp32"], logits["model"]))
+    if llama_cpp:
+        result["llama.cpp"] = divergence(logits["fp32"], llama_cpp_logits(text_ids))
     result["greedy"] = {
         f"{name}/{prefix}": tokenizer.decode(greedy(s, PREFIXES[prefix] + prompt, 8)[0])
         for prefix in PREFIXES
@@ -136,6 +142,21 @@ def evaluate(model: Path, reference: Path, tokenizer_path: Path) -> dict[str, An
     }
     result["decode_tokens_per_s"] = {name: round(greedy(s, prompt, 64)[1], 1) for name, s in sessions.items()}
     return result
+
+
+def llama_cpp_logits(ids: list[int], threads: int = 2) -> np.ndarray:
+    """llama.cpp's logits ``[len(ids), vocab]`` over ``ids`` (no BOS added), on the GGUF our model
+    is built from, fed one token at a time as its decode runs."""
+    import llama_cpp
+
+    from .source import locate_gguf
+
+    llm = llama_cpp.Llama(model_path=str(locate_gguf()), n_threads=threads, n_threads_batch=threads, n_ctx=1024, verbose=False)
+    rows = []
+    for token in ids:
+        llm.eval([token])
+        rows.append(np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)).copy())
+    return np.stack(rows)  # [n, V]
 
 
 def export_reference(out_dir: Path) -> Path:
@@ -157,13 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--reference", type=Path, help="the fp32 export's model.onnx")
     group.add_argument("--export-reference", type=Path, metavar="DIR", help="export the fp32 model into DIR (once) and use it")
+    parser.add_argument("--llama-cpp", action="store_true", help="judge llama.cpp on the same GGUF too (the peers extra)")
     args = parser.parse_args(argv)
     model = args.model or md.default_model_dir() / md.MODEL_FILE
     reference = args.reference or export_reference(args.export_reference)
     tokenizer = model.parent / md.TOKENIZER_FILE
     if not tokenizer.is_file():
         tokenizer = md.default_model_dir() / md.TOKENIZER_FILE
-    json.dump(evaluate(model, reference, tokenizer), sys.stdout, indent=2, ensure_ascii=False)
+    json.dump(evaluate(model, reference, tokenizer, llama_cpp=args.llama_cpp), sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0
 

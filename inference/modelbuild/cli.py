@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--variant",
         choices=sorted(VARIANTS),
         default=None,
-        help=f"how the 4-bit and 8-bit kernels compute (default: {DEFAULT_VARIANT}, the fastest within the "
-        "quality bound; see docs/model.md)",
+        help=f"how the 4-bit and 8-bit kernels compute (default: {DEFAULT_VARIANT}, which computes what the "
+        "fp32 export computes; see docs/model.md)",
     )
     parser.add_argument(
         "--tiny",

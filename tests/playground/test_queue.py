@@ -55,13 +55,15 @@ async def test_a_tokenize_is_answered_while_every_slot_is_full_and_generations_w
 
 async def test_waiting_generations_hear_their_place_in_line_and_a_full_line_refuses_at_once():
     """One row, no backlog, a line of two: `a` decodes, `b` and `c` wait and hear their positions
-    (c behind b), `d` finds the line full and is refused with `busy` at once; when `a` ends, `b` is
-    taken and `c` moves up to first with an estimate from the worker's freeing rate."""
+    (c behind b), `d` finds the line full and is refused with `busy` at once; when `a` ends (a
+    cancel, once `b` has heard its place: however fast the machine, `a` outlasts the first in
+    line's grace), `b` is taken and `c` moves up to first with an estimate from the worker's
+    freeing rate."""
     inference = settings.INFERENCE | {"MAX_BATCH": 1, "INTAKE_BACKLOG": 0}
     line = settings.WAITING_LINE | {"MAX_WAITING": 2}
     with override_settings(INFERENCE=inference, WAITING_LINE=line):
         communicator = await connect()
-        await communicator.send_json_to(generation("a", 30))
+        await communicator.send_json_to(generation("a", 2000))
         while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
             pass
         await communicator.send_json_to(generation("b", 3))
@@ -71,11 +73,13 @@ async def test_waiting_generations_hear_their_place_in_line_and_a_full_line_refu
         while not all(seen[r] and seen[r][-1]["type"] in ("done", "error") for r in "abcd"):
             event = await communicator.receive_json_from(timeout=TIMEOUT)
             seen[event["request_id"]].append(event)
+            if event["request_id"] == "b" and event["type"] == "queued":
+                await communicator.send_json_to({"type": "cancel", "request_id": "a"})
         await communicator.disconnect()
 
     (refused,) = seen["d"]
     assert refused["type"] == "error" and refused["error"]["code"] == "busy" and refused["error"]["retry_after"] > 0
-    assert seen["a"][-1]["type"] == "done"
+    assert seen["a"][-1]["type"] == "done" and seen["a"][-1]["reason"] == "cancelled"
     b_queued = [e for e in seen["b"] if e["type"] == "queued"]
     c_queued = [e for e in seen["c"] if e["type"] == "queued"]
     assert [e["position"] for e in b_queued] == [1]  # first in line until a's row freed

@@ -52,7 +52,6 @@ from inference.engine import CPU
 from inference.generation import Finished, GenerationRequest, run
 from inference.loop_params import LoopParams
 from inference.model_dir import default_model_dir, read_manifest
-from inference.modelbuild.source import locate_gguf
 from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
 from inference.sampling import bench as sampling_bench
@@ -99,15 +98,8 @@ class LlamaCpp:
     name = "llama.cpp"
 
     def __init__(self, threads: int, context: int) -> None:
-        import llama_cpp
-        from llama_cpp import Llama
-
-        self.logits_of_last = lambda: np.ctypeslib.as_array(  # [V]: what the last eval left for its last token
-            llama_cpp.llama_get_logits_ith(self.llm.ctx, -1), shape=(self.llm.n_vocab(),)
-        )
-        self.llm = Llama(
-            model_path=str(locate_gguf()), n_threads=threads, n_threads_batch=threads, n_ctx=context, n_batch=512, verbose=False
-        )
+        self.model = peer_models.LlamaCppModel(threads, context)
+        self.llm = self.model.llm
         self.prompt = self.llm.tokenize(PROMPT.encode(), add_bos=False)
 
     def _greedy(self, prompt: list[int], tokens: int) -> float:
@@ -115,7 +107,7 @@ class LlamaCpp:
         self.llm.eval(prompt)
         began = time.perf_counter()
         for _ in range(tokens):
-            token = int(np.argmax(self.logits_of_last()))
+            token = int(np.argmax(self.model.last_logits()))
             self.llm.eval([token])
         return tokens / (time.perf_counter() - began)
 

@@ -1,4 +1,6 @@
-"""The model the onnxruntime-genai peer of ``python -m inference.bench`` runs, built by genai's own builder.
+"""The peers' models: the one the onnxruntime-genai peer of ``python -m inference.bench`` runs, built
+by genai's own builder, and llama.cpp opened on the very GGUF our model is built from
+(:class:`LlamaCppModel`, read by the bench and by ``inference.modelbuild.quality --llama-cpp``).
 
     python -m inference.peer_models [--out .models/peers/genai-int4]
 
@@ -22,6 +24,8 @@ import runpy
 import shutil
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from inference.model_dir import MODELS_ROOT
 
@@ -82,6 +86,25 @@ def build_genai_model(out: Path = DEFAULT_OUT) -> Path:
         sys.argv = argv
         shutil.rmtree(out.parent / f".{out.name}-cache", ignore_errors=True)
     return out
+
+
+class LlamaCppModel:
+    """llama.cpp (``llama-cpp-python``, the ``peers`` extra: ImportError without it) on the GGUF our
+    model is built from, with ``threads`` threads and a context of ``context`` tokens."""
+
+    def __init__(self, threads: int, context: int) -> None:
+        import llama_cpp
+
+        from inference.modelbuild.source import locate_gguf
+
+        self._logits_ith = llama_cpp.llama_get_logits_ith
+        self.llm = llama_cpp.Llama(
+            model_path=str(locate_gguf()), n_threads=threads, n_threads_batch=threads, n_ctx=context, n_batch=512, verbose=False
+        )
+
+    def last_logits(self) -> np.ndarray:
+        """[V]: the logits the last ``llm.eval`` left for its last token (a view: copy to keep)."""
+        return np.ctypeslib.as_array(self._logits_ith(self.llm.ctx, -1), shape=(self.llm.n_vocab(),))
 
 
 def main(argv: list[str] | None = None) -> int:

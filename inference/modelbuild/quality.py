@@ -21,6 +21,7 @@ MODEL defaults to the configured model directory's ``model.onnx``. Prints JSON:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -147,15 +148,13 @@ def evaluate(model: Path, reference: Path, tokenizer_path: Path, llama_cpp: bool
 def llama_cpp_logits(ids: list[int], threads: int = 2) -> np.ndarray:
     """llama.cpp's logits ``[len(ids), vocab]`` over ``ids`` (no BOS added), on the GGUF our model
     is built from, fed one token at a time as its decode runs."""
-    import llama_cpp
+    from inference.peer_models import LlamaCppModel
 
-    from .source import locate_gguf
-
-    llm = llama_cpp.Llama(model_path=str(locate_gguf()), n_threads=threads, n_threads_batch=threads, n_ctx=1024, verbose=False)
+    model = LlamaCppModel(threads, context=len(ids) + 1)
     rows = []
     for token in ids:
-        llm.eval([token])
-        rows.append(np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)).copy())
+        model.llm.eval([token])
+        rows.append(model.last_logits().copy())
     return np.stack(rows)  # [n, V]
 
 
@@ -180,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--export-reference", type=Path, metavar="DIR", help="export the fp32 model into DIR (once) and use it")
     parser.add_argument("--llama-cpp", action="store_true", help="judge llama.cpp on the same GGUF too (the peers extra)")
     args = parser.parse_args(argv)
+    if args.llama_cpp and importlib.util.find_spec("llama_cpp") is None:
+        parser.error("--llama-cpp needs llama-cpp-python, the peers extra (pip install '.[peers]')")
     model = args.model or md.default_model_dir() / md.MODEL_FILE
     reference = args.reference or export_reference(args.export_reference)
     tokenizer = model.parent / md.TOKENIZER_FILE

@@ -786,27 +786,24 @@ async def test_per_client_limits_hold_across_connections(settings):
     settings.INFERENCE = settings.INFERENCE | {
         "CLIENT_LIMITS": {"MAX_ACTIVE_REQUESTS": 2, "REQUESTS_PER_SECOND": 0.01, "BURST": 4}
     }
-    client_limits.client_limits.cache_clear()
-    try:
-        first, second = await connect(), await connect()
-        slow = {"type": "generate", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}}
-        await first.send_json_to(slow | {"request_id": "a"})
-        await second.send_json_to(slow | {"request_id": "b"})
-        event = await expect_error(second, slow | {"request_id": "c"}, "too_many_requests", None)
-        assert event["request_id"] == "c" and event["error"]["retry_after"] is None
-        for communicator, request_id in ((first, "a"), (second, "b")):
-            await communicator.send_json_to({"type": "cancel", "request_id": request_id})
-            await events_until_end(communicator, request_id)
-        await first.send_json_to({"type": "tokenize", "request_id": "t1", "text": "x"})
-        await events_until_end(first, "t1", "tokens")
-        await first.send_json_to({"type": "tokenize", "request_id": "t2", "text": "x"})
-        await events_until_end(first, "t2", "tokens")
-        event = await expect_error(second, {"type": "tokenize", "request_id": "t3", "text": "x"}, "rate_limited", None)
-        assert event["request_id"] == "t3" and event["error"]["retry_after"] > 0
-        await first.disconnect()
-        await second.disconnect()
-    finally:
-        client_limits.client_limits.cache_clear()
+    client_limits.client_limits.cache_clear()  # made again with the narrowed settings (cleared after by the conftest)
+    first, second = await connect(), await connect()
+    slow = {"type": "generate", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}}
+    await first.send_json_to(slow | {"request_id": "a"})
+    await second.send_json_to(slow | {"request_id": "b"})
+    event = await expect_error(second, slow | {"request_id": "c"}, "too_many_requests", None)
+    assert event["request_id"] == "c" and event["error"]["retry_after"] is None
+    for communicator, request_id in ((first, "a"), (second, "b")):
+        await communicator.send_json_to({"type": "cancel", "request_id": request_id})
+        await events_until_end(communicator, request_id)
+    await first.send_json_to({"type": "tokenize", "request_id": "t1", "text": "x"})
+    await events_until_end(first, "t1", "tokens")
+    await first.send_json_to({"type": "tokenize", "request_id": "t2", "text": "x"})
+    await events_until_end(first, "t2", "tokens")
+    event = await expect_error(second, {"type": "tokenize", "request_id": "t3", "text": "x"}, "rate_limited", None)
+    assert event["request_id"] == "t3" and event["error"]["retry_after"] > 0
+    await first.disconnect()
+    await second.disconnect()
 
 
 async def test_a_request_taken_by_two_workers_is_answered_by_the_first_only(monkeypatch):

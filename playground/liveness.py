@@ -271,9 +271,10 @@ class Watchdog:
             expected = now + interval
             for lease in list(self.leases.values()):
                 try:
-                    if lease.acknowledged and now >= lease.expires_at and not lease.started:
-                        await self._resubmit(lease)  # held but never started: another worker takes it
-                    elif lease.acknowledged and now >= lease.expires_at:
+                    if lease.acknowledged and now >= lease.expires_at:  # its worker went silent
+                        if not lease.started:
+                            await self._resubmit(lease)  # held but never started: another worker takes it
+                            continue
                         await self._give_up(
                             lease,
                             WORKER_LOST,

@@ -7,7 +7,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.deploy.helpers import REPO
+from tests.servers import free_port
 
 COMPOSE_FILE = REPO / "docker" / "compose.yaml"
 BASE_IMAGE_ENV = "PLAYGROUND_DOCKER_BASE_IMAGE"  # a base image to build on; made with debootstrap if unset
@@ -95,12 +95,6 @@ def prepare_build_context() -> None:
 def _build_requirements() -> list[str]:
     result = run([sys.executable, str(REPO / "docker" / "requirements.py"), "build"])
     return result.stdout.split()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass

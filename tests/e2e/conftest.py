@@ -7,15 +7,7 @@ model is a failure, not a skip: the test command builds it first.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,8 +15,8 @@ from playwright.sync_api import Page
 
 from inference.model_dir import MANIFEST_FILE, default_model_dir
 from tests.e2e.playground_page import PlaygroundPage
+from tests.servers import REPO, Daphne, http_status, running_daphne
 
-REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -35,89 +27,19 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SERVER_START_TIMEOUT_S = 60
-
-
-@dataclass
-class LiveServer:
-    url: str
-    process: subprocess.Popen
-    log_path: Path
-
-    def log_tail(self, lines: int = 80) -> str:
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _status(url: str) -> int | None:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
-    except OSError:
-        return None
 
 
 @pytest.fixture(scope="session")
-def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """A real daphne serving playground.asgi on a free port; yields its base URL's holder."""
+def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daphne]:
+    """A real daphne serving playground.asgi on a free port, with its static files."""
     model_dir = default_model_dir()
     if not (model_dir / MANIFEST_FILE).is_file():
         pytest.fail(f"no built model in {model_dir}: run `python -m inference.modelbuild` (the test command does)")
-
-    state = tmp_path_factory.mktemp("playground-state")
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "playground.settings.dev", "PLAYGROUND_STATE_DIR": str(state)}
-    migrate = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if migrate.returncode != 0:
-        pytest.fail(f"manage.py migrate failed:\n{migrate.stdout}\n{migrate.stderr}")
-
-    port = _free_port()
-    log_path = state / "daphne.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "playground.asgi:application"],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while _status(server.url + "/") != 200:
-            if process.poll() is not None:
-                pytest.fail(f"daphne exited with {process.returncode}:\n{server.log_tail()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"daphne did not answer / within {SERVER_START_TIMEOUT_S} s:\n{server.log_tail()}")
-            time.sleep(0.2)
-        static = _status(server.url + "/static/playground/js/main.js")
+    with running_daphne(tmp_path_factory.mktemp("playground-state")) as server:
+        static = http_status(server.url + "/static/playground/js/main.js")
         if static != 200:
             pytest.fail(f"the ASGI app does not serve /static/ (GET /static/playground/js/main.js → {static})")
         yield server
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -150,7 +72,7 @@ def artifacts() -> Path:
 
 
 @pytest.fixture
-def playground(page: Page, daphne_server: LiveServer, artifacts: Path) -> Iterator[PlaygroundPage]:
+def playground(page: Page, daphne_server: Daphne, artifacts: Path) -> Iterator[PlaygroundPage]:
     """The playground page, open and connected; fails the test on any JavaScript error."""
     view = PlaygroundPage(page, daphne_server.url, artifacts).open()
     yield view

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import LiveServer
 from tests.e2e.playground_page import PlaygroundPage
+from tests.servers import Daphne
 
 pytestmark = pytest.mark.e2e
 
@@ -58,7 +58,7 @@ class BatchPage(PlaygroundPage):
 
 
 @pytest.fixture
-def batch(page: Page, daphne_server: LiveServer, artifacts: Path) -> Iterator[BatchPage]:
+def batch(page: Page, daphne_server: Daphne, artifacts: Path) -> Iterator[BatchPage]:
     page.add_init_script(
         "window.__violations = [];"
         "document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective));"
@@ -69,7 +69,7 @@ def batch(page: Page, daphne_server: LiveServer, artifacts: Path) -> Iterator[Ba
     assert page.evaluate("window.__violations") == [], "the page broke its Content-Security-Policy"
 
 
-def get_json(server: LiveServer, path: str) -> tuple[dict[str, Any], dict[str, str]]:
+def get_json(server: Daphne, path: str) -> tuple[dict[str, Any], dict[str, str]]:
     with urllib.request.urlopen(server.url + path, timeout=30) as response:
         return json.loads(response.read()), dict(response.headers)
 
@@ -201,7 +201,7 @@ def test_the_batch_view_is_linked_from_the_main_page(playground: PlaygroundPage)
     expect(playground.page.get_by_role("heading", name="Batched generation")).to_be_visible()
 
 
-def test_api_load_reports_what_the_workers_answer(daphne_server: LiveServer) -> None:
+def test_api_load_reports_what_the_workers_answer(daphne_server: Daphne) -> None:
     load, headers = get_json(daphne_server, "/api/load")
     assert "no-cache" in headers.get("Cache-Control", "") or "no-store" in headers.get("Cache-Control", "")
     assert load["workers"], load  # the embedded worker answered its ping
@@ -215,7 +215,7 @@ def test_api_load_reports_what_the_workers_answer(daphne_server: LiveServer) -> 
         pytest.fail("the worker's ping answer has no `load` (needs the batching worker)")
 
 
-def test_the_main_page_shows_the_workers_load_when_a_run_is_sent(playground: PlaygroundPage, daphne_server: LiveServer) -> None:
+def test_the_main_page_shows_the_workers_load_when_a_run_is_sent(playground: PlaygroundPage, daphne_server: Daphne) -> None:
     from websockets.sync.client import connect
 
     page = playground.page

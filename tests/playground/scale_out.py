@@ -4,9 +4,7 @@ inference` workers and a daphne without an embedded worker, all on free local po
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,25 +14,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_port(port: int, process: subprocess.Popen, log: Path, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"{process.args} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    pytest.fail(f"nothing listened on {port} within {seconds} s:\n{log.read_text()[-3000:]}")
+from tests.servers import REPO, free_port, playground_env, stop, wait_for_port
 
 
 def wait_for_log(text: str, process: subprocess.Popen, log: Path, seconds: float = 60) -> None:
@@ -57,14 +37,12 @@ class ScaleOut:
             pytest.fail("redis-server is not installed (the test command installs Debian's redis-server)")
         self.state = state
         self.redis_port, self.web_port = free_port(), free_port()
-        self.env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "playground.settings.dev",
-            "PLAYGROUND_STATE_DIR": str(state),
-            "PLAYGROUND_REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
-            "PLAYGROUND_EMBEDDED_WORKER": "0",
+        self.env = playground_env(
+            state,
+            PLAYGROUND_REDIS_URL=f"redis://127.0.0.1:{self.redis_port}/0",
+            PLAYGROUND_EMBEDDED_WORKER="0",
             **env,
-        }
+        )
         self.processes: list[subprocess.Popen] = []
         self.workers = 0
         redis, redis_log = self._start(
@@ -123,13 +101,7 @@ class ScaleOut:
 
     def close(self) -> None:
         for process in reversed(self.processes):
-            if process.poll() is None:
-                process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+            stop(process)
 
 
 def request_events(ws, frame: dict, end_types=("done", "error"), timeout: float = 120) -> list[dict]:

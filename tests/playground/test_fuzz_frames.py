@@ -24,10 +24,7 @@ import collections
 import contextlib
 import itertools
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +38,7 @@ from websockets.sync.client import connect
 
 from playground.events import FINAL_EVENTS, ended_by_cancel
 from playground.frames import REQUEST_ID, parse_json
-from tests.playground.scale_out import free_port, wait_for_port
+from tests.servers import running_daphne
 
 pytestmark = pytest.mark.real_model
 
@@ -55,45 +52,17 @@ FORBIDDEN_CODES = {"generation_failed", "internal_error", "reply_too_large"}
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     state = tmp_path_factory.mktemp("fuzz")
-    port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "playground.settings.dev",
-        "PLAYGROUND_STATE_DIR": str(state),
-        "PLAYGROUND_INTRA_OP_THREADS": "1",
+    access = state / "access.log"
+    with running_daphne(
+        state,
+        module="playground.server",
+        server_args=["--access-log", str(access)],
+        PLAYGROUND_INTRA_OP_THREADS="1",
         # one client sends thousands of frames: the per-client limits are tested elsewhere
-        "PLAYGROUND_CLIENT_REQUESTS_PER_SECOND": "100000",
-        "PLAYGROUND_CLIENT_BURST": "100000",
-    }
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True, timeout=120)
-    log, access = state / "daphne.log", state / "access.log"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "playground.server",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "--access-log",
-            str(access),
-            "playground.asgi:application",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_for_port(port, process, log)
-        yield {"url": f"ws://127.0.0.1:{port}/ws/generate/", "origin": f"http://127.0.0.1:{port}", "log": log, "access": access}
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        PLAYGROUND_CLIENT_REQUESTS_PER_SECOND="100000",
+        PLAYGROUND_CLIENT_BURST="100000",
+    ) as daphne:
+        yield {"url": daphne.websocket_url, "origin": daphne.origin, "log": daphne.log_path, "access": access}
 
 
 # -- the frame grammar ------------------------------------------------------------------------

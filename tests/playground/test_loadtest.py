@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,47 +20,20 @@ from websockets.sync.client import connect
 
 from inference.modelbuild import Progress, build_tiny_model, default_tiny_dir
 from playground import loadtest
-from tests.playground.scale_out import REPO, free_port, wait_for_port
+from tests.servers import REPO, Daphne, start_daphne, stop
 
 
-class Daphne:
-    """A daphne process serving the playground on the tiny model with its embedded worker."""
-
-    def __init__(self, state: Path) -> None:
-        model_dir = build_tiny_model(default_tiny_dir(), progress=Progress())
-        self.env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "playground.settings.dev",
-            "PLAYGROUND_STATE_DIR": str(state),
-            "PLAYGROUND_MODEL_DIR": str(model_dir),
-        }
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=self.env, check=True)
-        self.port = free_port()
-        self.log = state / "daphne.log"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "playground.server", "-b", "127.0.0.1", "-p", str(self.port), "playground.asgi:application"],
-            cwd=REPO,
-            env=self.env,
-            stdout=self.log.open("wb"),
-            stderr=subprocess.STDOUT,
-        )
-        wait_for_port(self.port, self.process, self.log)
-
-    @property
-    def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=10)
+def start_tiny_server(state: Path) -> Daphne:
+    """A ``playground.server`` serving the playground on the tiny model with its embedded worker."""
+    model_dir = build_tiny_model(default_tiny_dir(), progress=Progress())
+    return start_daphne(state, module="playground.server", PLAYGROUND_MODEL_DIR=str(model_dir))
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daphne]:
-    daphne = Daphne(tmp_path_factory.mktemp("loadtest"))
+    daphne = start_tiny_server(tmp_path_factory.mktemp("loadtest"))
     yield daphne
-    daphne.stop()
+    stop(daphne.process)
 
 
 def test_the_url_names_the_generate_endpoint_and_its_own_origin() -> None:
@@ -120,7 +92,7 @@ STREAMING = re.compile(r", [1-9]\d* streaming, [1-9]\d* tokens")  # a progress l
 
 
 def test_a_server_killed_mid_stream_breaks_every_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    daphne = Daphne(tmp_path)
+    daphne = start_tiny_server(tmp_path)
     config = loadtest.make_config(daphne.url, 2, 480, timeout_s=60)  # the tiny model: 512 positions
     result: list[loadtest.Summary] = []
     progress: list[str] = []
@@ -132,7 +104,8 @@ def test_a_server_killed_mid_stream_breaks_every_stream(tmp_path: Path, monkeypa
         while not any(STREAMING.search(line) for line in progress) and time.monotonic() < deadline:
             time.sleep(0.1)  # until the progress lines say tokens are flowing
     finally:
-        daphne.stop()
+        daphne.process.kill()  # no goodbye to the clients
+        daphne.process.wait(timeout=10)
     runner.join(timeout=90)
     summary = result[0]
     assert summary.exit_status == 1
@@ -148,7 +121,7 @@ def test_a_server_killed_mid_stream_breaks_every_stream(tmp_path: Path, monkeypa
 @pytest.fixture(scope="module")
 def real_frames(server: Daphne) -> list[dict]:
     """One stream's frames exactly as the server sent them: started, 6 tokens, done."""
-    with connect(server.url + "/ws/generate/", origin=f"http://127.0.0.1:{server.port}") as socket:
+    with connect(server.websocket_url, origin=server.origin) as socket:
         socket.send(json.dumps(loadtest.make_config(server.url, 1, 6, seed=3).generate_frame(0)))
         frames = []
         while not frames or frames[-1]["type"] not in loadtest.END_TYPES:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from channels_redis.core import RedisChannelLayer
 
-from tests.playground.scale_out import free_port, wait_for_port
+from tests.servers import free_port, wait_for_port
 
 READERS = 3
 MESSAGES = 900

@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from tests.playground.openai_api.conftest import Server, running_server
+from tests.servers import Daphne, running_daphne
 
 KEEPALIVE_S = 0.5
 COMMENT = ": waiting for a worker"
@@ -20,9 +20,9 @@ PROMPT = "The capital of France is"
 
 
 @pytest.fixture(scope="module")
-def one_row_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def one_row_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daphne]:
     """A worker with room for one generation and no backlog: a second one waits in line."""
-    with running_server(
+    with running_daphne(
         tmp_path_factory.mktemp("openai-api-one-row"),
         PLAYGROUND_MAX_BATCH="1",
         PLAYGROUND_WORKER_BACKLOG="0",
@@ -31,7 +31,7 @@ def one_row_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
         yield server
 
 
-def long_stream(server: Server, model_id: str) -> httpx.Response:
+def long_stream(server: Daphne, model_id: str) -> httpx.Response:
     """A streamed generation that holds the one row (its first token has come) until it is closed."""
     body = {"model": model_id, "prompt": "A long story", "max_tokens": 3000, "ignore_eos": True, "stream": True}
     client = httpx.Client(timeout=60)

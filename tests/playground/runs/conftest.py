@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,6 +22,7 @@ from django.conf import settings
 from django.db import connections
 
 from tests.playground.runs.routers import PinnedRouter
+from tests.servers import free_port
 
 PG_ALIAS = "postgres"
 BACKENDS = ("default", PG_ALIAS)
@@ -33,12 +33,6 @@ def _pg_bin() -> Path:
     if not versions:
         pytest.exit("PostgreSQL is not installed (apt-get install -y postgresql; scripts/test does it)", returncode=3)
     return versions[-1].parent
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _ensure_sqlite_directory() -> None:
@@ -57,7 +51,7 @@ class PostgresCluster:
         self.bin = _pg_bin()
         self.dir = Path(tempfile.mkdtemp(prefix="playground-pg-"))
         self.data = self.dir / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.as_user: list[str] = []
         if os.geteuid() == 0:
             shutil.chown(self.dir, "postgres", "postgres")

@@ -82,3 +82,21 @@ def test_the_load_sentence_reads_the_server_document() -> None:
         None,
         None,
     ]
+
+
+FREED = f"""
+const {{ StepLog }} = await import("{module_url("playground/js/batch-steps.js")}");
+const {{ freedText }} = await import("{module_url("playground/js/batch-slots.js")}");
+const log = new StepLog();
+for (const [lane, event] of INPUT) {{
+  if (event.type === "started") log.started(lane, event);
+  else if (event.type === "token") log.token(lane, event);
+  else log.ended(lane);
+}}
+console.log(JSON.stringify([...log.slots].map(([lane, s]) => freedText({{ lane, after: s.freedAfter }}))));
+"""
+
+
+def test_a_freed_slot_says_which_lane_left_it_and_after_which_step() -> None:
+    events = [(1, started([0])), (1, token(0, 41, 1, 1)), (1, {"type": "done"}), (2, started([1])), (2, {"type": "error"})]
+    assert run_js(FREED, events) == ["freed by lane 1 after step 41", "freed by lane 2"]  # lane 2 ended before a step

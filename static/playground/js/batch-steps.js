@@ -14,7 +14,7 @@ export class StepLog {
   reset() {
     this.steps = new Map(); // step → {rows, requests, lanes: Set of lane numbers}
     this.laneSteps = new Map(); // lane → its steps in order
-    this.slots = new Map(); // lane → {slots: [..], maxBatch, freedAfter: step | null, ended: bool}
+    this.slots = new Map(); // lane → {slots: [..], freedAfter: its last step once ended | null, ended: bool}
     this.maxBatch = null;
     this.latest = null; // the newest step seen
   }
@@ -28,7 +28,7 @@ export class StepLog {
   started(lane, event) {
     const batch = event.batch;
     if (!batch || !Array.isArray(batch.slots)) return;
-    this.slots.set(lane, { slots: batch.slots, maxBatch: batch.max_batch ?? null, freedAfter: null, ended: false });
+    this.slots.set(lane, { slots: batch.slots, freedAfter: null, ended: false });
     if (Number.isInteger(batch.max_batch)) this.maxBatch = Math.max(this.maxBatch ?? 0, batch.max_batch);
   }
 

@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,17 +29,42 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def read_log(log: Path) -> str:
+    try:
+        return log.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return "(no log)"
+
+
+def wait_until(
+    ready: Callable[[], bool], what: str, process: subprocess.Popen, log: Path, seconds: float = START_TIMEOUT_S
+) -> None:
+    """Returns once ``ready()``; fails the test, with the tail of ``log``, if ``process`` exits
+    first or ``seconds`` pass (``what`` names what was awaited)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"{process.args} exited with {process.returncode}:\n{read_log(log)[-LOG_TAIL_CHARS:]}")
+        if ready():
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} within {seconds} s:\n{read_log(log)[-LOG_TAIL_CHARS:]}")
+        time.sleep(0.2)
+
+
 def wait_for_port(port: int, process: subprocess.Popen, log: Path, seconds: float = START_TIMEOUT_S) -> None:
     """Returns once something listens on ``port``; fails the test if ``process`` exits first."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"{process.args} exited with {process.returncode}:\n{log.read_text()[-LOG_TAIL_CHARS:]}")
+
+    def listens() -> bool:
         with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    pytest.fail(f"nothing listened on {port} within {seconds} s:\n{log.read_text()[-LOG_TAIL_CHARS:]}")
+            return probe.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until(listens, f"nothing listened on {port}", process, log, seconds)
+
+
+def wait_for_log(text: str, process: subprocess.Popen, log: Path, seconds: float = START_TIMEOUT_S) -> None:
+    """Returns once ``text`` is in ``log``; fails the test if ``process`` exits first."""
+    wait_until(lambda: text in read_log(log), f"{text!r} did not appear", process, log, seconds)
 
 
 def http_status(url: str) -> int | None:
@@ -112,11 +137,7 @@ class Daphne:
         return done.stdout
 
     def log_tail(self, lines: int = 80) -> str:
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
+        return "\n".join(read_log(self.log_path).splitlines()[-lines:])
 
 
 def start_daphne(state: Path, *, module: str = "daphne", server_args: Sequence[str] = (), **extra_env: str) -> Daphne:
@@ -135,12 +156,11 @@ def start_daphne(state: Path, *, module: str = "daphne", server_args: Sequence[s
             stderr=subprocess.STDOUT,
         )
     server = Daphne(port, process, env, log_path)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while http_status(server.url + "/health") is None:
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop(process)
-            pytest.fail(f"{module} did not answer /health within {START_TIMEOUT_S} s:\n{server.log_tail()}")
-        time.sleep(0.2)
+    try:
+        wait_until(lambda: http_status(server.url + "/health") is not None, f"{module} did not answer /health", process, log_path)
+    except BaseException:
+        stop(process)
+        raise
     return server
 
 

@@ -7,25 +7,13 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.servers import REPO, free_port, playground_env, stop, wait_for_port
-
-
-def wait_for_log(text: str, process: subprocess.Popen, log: Path, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"{process.args} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        if text in log.read_text(errors="replace"):
-            return
-        time.sleep(0.2)
-    pytest.fail(f"{text!r} did not appear within {seconds} s:\n{log.read_text()[-3000:]}")
+from tests.servers import REPO, free_port, playground_env, stop, wait_for_log, wait_for_port
 
 
 class ScaleOut:

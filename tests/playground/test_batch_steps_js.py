@@ -7,7 +7,7 @@ from __future__ import annotations
 from playground import load
 from tests.js import module_url, run_js
 
-STEP_LOG = f"""
+REPLAY = f"""
 const {{ StepLog }} = await import("{module_url("playground/js/batch-steps.js")}");
 const log = new StepLog();
 for (const [lane, event] of INPUT.events) {{
@@ -15,14 +15,20 @@ for (const [lane, event] of INPUT.events) {{
   else if (event.type === "token") log.token(lane, event);
   else log.ended(lane);
 }}
+"""  # INPUT.events: [lane, event] pairs, fed to a StepLog as the batch page feeds it
+
+STEP_LOG = (
+    REPLAY
+    + """
 const held = Object.fromEntries(log.heldSlots());
-console.log(JSON.stringify({{
+console.log(JSON.stringify({
   reported: log.reported, columns: log.columns(), latest: log.latest, peakRows: log.peakRows, maxBatch: log.maxBatch,
   laneSteps: Object.fromEntries(log.laneSteps), held,
-  slots: Object.fromEntries([...log.slots].map(([lane, s]) => [lane, {{ slots: s.slots, ended: s.ended, freedAfter: s.freedAfter }}])),
+  slots: Object.fromEntries([...log.slots].map(([lane, s]) => [lane, { slots: s.slots, ended: s.ended, freedAfter: s.freedAfter }])),
   stepLanes: Object.fromEntries([...log.steps].map(([step, s]) => [step, [...s.lanes].sort()])),
-}}));
+}));
 """
+)
 
 
 def started(slots: list[int]) -> dict:
@@ -84,19 +90,15 @@ def test_the_load_sentence_reads_the_server_document() -> None:
     ]
 
 
-FREED = f"""
-const {{ StepLog }} = await import("{module_url("playground/js/batch-steps.js")}");
+FREED = (
+    REPLAY
+    + f"""
 const {{ freedText }} = await import("{module_url("playground/js/batch-slots.js")}");
-const log = new StepLog();
-for (const [lane, event] of INPUT) {{
-  if (event.type === "started") log.started(lane, event);
-  else if (event.type === "token") log.token(lane, event);
-  else log.ended(lane);
-}}
 console.log(JSON.stringify([...log.slots].map(([lane, s]) => freedText({{ lane, after: s.freedAfter }}))));
 """
+)
 
 
 def test_a_freed_slot_says_which_lane_left_it_and_after_which_step() -> None:
     events = [(1, started([0])), (1, token(0, 41, 1, 1)), (1, {"type": "done"}), (2, started([1])), (2, {"type": "error"})]
-    assert run_js(FREED, events) == ["freed by lane 1 after step 41", "freed by lane 2"]  # lane 2 ended before a step
+    assert run_js(FREED, {"events": events}) == ["freed by lane 1 after step 41", "freed by lane 2"]  # lane 2 ended before a step

@@ -2,7 +2,7 @@
 
 A request travels to a worker over the channel layer, and nothing there says when that worker
 dies: a ``runworker`` killed mid-stream simply stops talking. So, on top of the five messages
-described in ``playground.worker``:
+described in ``playground.channel_messages``:
 
 - every request a connection sends carries a fresh ``lease`` token; the worker repeats it on every
   message about that request (``inference.queued``, ``inference.event``, ``inference.finished``);
@@ -35,20 +35,20 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
+from channels.exceptions import ChannelFull
 from django.conf import settings
 
 from playground import channel_messages, waiting_line
+from playground.channel_messages import WORKERS_GROUP
 from playground.events import FINAL_EVENTS
-
-if TYPE_CHECKING:
-    from playground.runs.recording import RunRecorder
+from playground.models import Run
+from playground.runs.recording import RunRecorder
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT = "inference.heartbeat"
 WORKER_LOST = "worker_lost"
 NO_WORKER = "no_worker"
 BUSY = "busy"
@@ -95,7 +95,7 @@ class Timing:
 
 
 class HeldRequest(Protocol):
-    """What a worker knows of a request it holds (``playground.worker.Job`` is one)."""
+    """What a worker knows of a request it holds (``playground.serving.Assignment`` is one)."""
 
     request_id: str
     reply_channel: str
@@ -108,7 +108,7 @@ def heartbeats(worker_channel: str, held: Iterable[HeldRequest]) -> dict[str, di
     for request in held:
         if request.lease is None:  # from a connection that does not watch
             continue
-        message = messages.setdefault(request.reply_channel, {"type": HEARTBEAT, "worker_channel": worker_channel, "leases": []})
+        message = messages.setdefault(request.reply_channel, channel_messages.heartbeat(worker_channel, []))
         message["leases"].append([request.request_id, request.lease])
     return messages
 
@@ -237,6 +237,10 @@ class Watchdog:
                 lease.worker_channel = lease.worker_channel or message.get("worker_channel")
                 self._renew(lease)
 
+    def forget(self, request_id: str) -> None:
+        """The request was refused before any worker could take it: nothing to watch."""
+        self.leases.pop(request_id, None)
+
     def stop(self) -> None:
         """The connection closed: nothing to watch any more (its requests were cancelled)."""
         if self._task is not None:
@@ -333,12 +337,9 @@ class Watchdog:
         """Whether an inference worker answers a ping sent to the workers' group within
         ``ALIVE_PING_SECONDS``: a request no worker has taken is then waiting for a full worker's
         room (workers read the shared channel only when they have room), not lost."""
-        from playground.health import PING
-        from playground.worker import WORKERS_GROUP  # (the worker imports this module)
-
         try:
             reply_channel = await self.channel_layer.new_channel("alive.")
-            await self.channel_layer.group_send(WORKERS_GROUP, {"type": PING, "reply_channel": reply_channel})
+            await self.channel_layer.group_send(WORKERS_GROUP, channel_messages.ping(reply_channel))
             await asyncio.wait_for(self.channel_layer.receive(reply_channel), ALIVE_PING_SECONDS)
         except Exception:  # noqa: BLE001 — no answer (a timeout) or no layer: nobody alive to wait for
             return False
@@ -366,25 +367,32 @@ class Watchdog:
 
     async def _cancel_quietly(self, lease: Lease) -> None:
         """Tells a worker that holds the request after all to drop it, and one that takes it later
-        to skip it; neither may exist, so failures only get logged."""
-        from playground.worker import WORKERS_GROUP  # (the worker imports this module)
+        to skip it; neither may exist."""
+        await send_cancel(self.channel_layer, lease.request_id, self.reply_channel, lease.worker_channel, lease.channel)
 
-        cancel = channel_messages.cancel(lease.request_id, self.reply_channel)
+
+async def send_cancel(layer: Any, request_id: str, reply_channel: str, worker_channel: str | None, shared_channel: str) -> None:
+    """Where a cancel goes, the one rule: to the worker that acknowledged the request; before any did,
+    to the shared channel it waits in (behind the request itself) and to the workers' group (which
+    reaches every worker that took it, even when that channel is full). Failures only get logged:
+    the request may have ended, and nothing more can be done for a front door that gives it up."""
+    cancel = channel_messages.cancel(request_id, reply_channel)
+    try:
+        if worker_channel is not None:
+            await layer.send(worker_channel, cancel)
+            return
         try:
-            if lease.worker_channel is not None:
-                await self.channel_layer.send(lease.worker_channel, cancel)
-            else:
-                await self.channel_layer.send(lease.channel, cancel)
-                await self.channel_layer.group_send(WORKERS_GROUP, cancel)
-        except Exception as error:  # noqa: BLE001
-            log.warning("could not cancel request %s on its worker: %s", lease.request_id, error)
+            await layer.send(shared_channel, cancel)
+        except ChannelFull:
+            log.warning("the %s channel is full; cancel of %s sent to the workers' group only", shared_channel, request_id)
+        await layer.group_send(WORKERS_GROUP, cancel)
+    except Exception as error:  # noqa: BLE001
+        log.warning("could not cancel request %s on its worker: %s", request_id, error)
 
 
 def save_failed_run(recorder: RunRecorder, error: dict[str, Any]) -> str | None:
     """Saves the relayed run as failed; returns its id (None if it could not be saved). A worker
     that died just after saving the run itself leaves its record, which stands."""
-    from playground.models import Run
-
     if Run.objects.filter(pk=recorder.run_id).exists():
         return recorder.run_id
     return recorder.fail(error)
@@ -393,8 +401,6 @@ def save_failed_run(recorder: RunRecorder, error: dict[str, Any]) -> str | None:
 def relayed_recorder(request_id: str, record: dict[str, Any], started: dict[str, Any]) -> RunRecorder:
     """A recorder for a run the connection relays, saving under the run id and delete token its
     worker announced in ``started`` (the worker saves the run itself unless it dies first)."""
-    from playground.runs.recording import RunRecorder  # the app registry is ready by now
-
     recorder = RunRecorder(request_id, record)
     recorder.run_id, recorder.delete_token = started["run_id"], started["delete_token"]
     recorder.observe(started)

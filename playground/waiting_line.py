@@ -24,12 +24,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from channels.layers import InMemoryChannelLayer
 from django.conf import settings
 
 from playground.channel_messages import INFERENCE_CHANNEL
 
-LINE_GROUP = "inference-line"
-TAKEN = "inference.taken"
 RATE_WINDOW_SECONDS = 60.0  # a worker's freeing rate counts the rows freed this far back
 
 
@@ -49,8 +48,6 @@ def max_wait_seconds() -> float:
 
 async def requests_in_line(layer: Any) -> int | None:
     """Messages on the ``inference`` channel that no worker has taken yet (None: the layer cannot tell)."""
-    from channels.layers import InMemoryChannelLayer
-
     if isinstance(layer, InMemoryChannelLayer):
         queue = layer.channels.get(INFERENCE_CHANNEL)
         return 0 if queue is None else queue.qsize()
@@ -60,11 +57,6 @@ async def requests_in_line(layer: Any) -> int | None:
             total += int(await layer.connection(index).zcard(layer.prefix + INFERENCE_CHANNEL))
         return total
     return None
-
-
-def taken(ticket: float | None, freed_per_s: float, worker: str) -> dict[str, Any]:
-    """The worker's word to the line: it took the request with this ticket, and frees rows this fast."""
-    return {"type": TAKEN, "ticket": ticket, "freed_per_s": freed_per_s, "worker": worker}
 
 
 class FreeingRate:

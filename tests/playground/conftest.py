@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from playground.worker import resources
+from playground.serving import resources
 
 
 @pytest.fixture

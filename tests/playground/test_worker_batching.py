@@ -12,8 +12,7 @@ from django.conf import settings
 from django.test import RequestFactory, override_settings
 
 from playground import health
-from playground.health import PING
-from playground.worker import INFERENCE_CHANNEL
+from playground.channel_messages import INFERENCE_CHANNEL, PING
 from tests.playground.test_consumer import TIMEOUT, connect
 
 pytestmark = [

@@ -91,7 +91,7 @@ class BatchRunner:
         """Runs ``plan`` over ``runs`` (every admitted run, by id): each run it names is left with
         its next logits, or is reported failed."""
         outcome = Outcome()
-        seats = {slot: run for run in runs.values() for slot in run.slots}
+        seats = {slot: run for run in runs.values() if run.solo is None for slot in run.slots}  # rows in the cache
         self._guarded(outcome, [runs[i] for i in plan.decode], lambda group: self._decode(group, seats))
         for i in plan.solo_decode:
             self._guarded(outcome, [runs[i]], self._solo_decode)
@@ -174,20 +174,23 @@ class BatchRunner:
         run.began = time.perf_counter()
         logits = run.solo.state.append_tokens(ids)  # [1, V]
         run.prefilled = end
-        if not run.prefilling:
-            self._prefilled(run, logits, outcome)
+        if not run.prefilling:  # its state's rows start from the prompt
+            self._started(run, run.solo.spread(logits), outcome)
 
     def _prefilled(self, run: BatchRun, logits: np.ndarray, outcome: Outcome) -> None:
-        """``run``'s prompt is in the cache and ``logits`` [1, V] are its last position's: its rows
-        start from it."""
-        run.length = len(run.prompt)
+        """``run``'s prompt is in its first slot and ``logits`` [1, V] are its last position's:
+        the prompt's cache is copied to the run's other rows (every sample starts from it)."""
         rows = run.program.rows_after_prefill
-        if run.solo is not None:
-            logits = run.solo.spread(logits)
-        elif rows > 1:  # every sample starts from the prompt's cache
-            self.cache.copy_rows(run.slots[1:rows], [run.slots[0]] * (rows - 1), run.length)
+        if rows > 1:
+            self.cache.copy_rows(run.slots[1:rows], [run.slots[0]] * (rows - 1), len(run.prompt))
             logits = np.repeat(logits, rows, axis=0)
-        run.active = rows
+        self._started(run, logits, outcome)
+
+    @staticmethod
+    def _started(run: BatchRun, logits: np.ndarray, outcome: Outcome) -> None:
+        """``run``'s rows hold its prompt, and ``logits`` [rows, V] are theirs."""
+        run.length = len(run.prompt)
+        run.active = len(logits)
         run.logits = logits
         outcome.prefilled.append(run)
 
@@ -199,6 +202,6 @@ class BatchRunner:
 def _slot_length(seats: Mapping[int, BatchRun], slot: int) -> int:
     """Positions slot ``slot`` holds: where a token fed to it lands."""
     run = seats.get(slot)
-    if run is None or run.solo is not None:
+    if run is None:
         return 0
     return run.prefilled if run.prefilling else run.length

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from inference.errors import ParamError
+from inference.sampling.stages.base import Stage
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (for type hints only: params.py reads the declarations)
     from inference.sampling.params import SamplingParams
-    from inference.sampling.stages.base import Stage
 
 MAX_FLOAT_INT = 2**1023  # integers beyond this overflow a float
 

@@ -181,3 +181,11 @@ def test_a_changed_declaration_changes_the_table():
         tuple(reversed(STAGES)),
     ):
         assert stage_table(changed) != doc
+
+
+def test_the_docs_parameter_table_has_a_row_per_field():
+    """The hand-written parameter table (its definitions are prose) names every field, and no other."""
+    text = DOC.read_text()
+    table = text[text.index("| parameter | range |") : text.index("Every stage keeps at least one token")]
+    rows = [line.split("|")[1].strip().strip("`") for line in table.splitlines()[2:] if line.startswith("| `")]
+    assert sorted(rows) == sorted(SamplingParams.field_names())

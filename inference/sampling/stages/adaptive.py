@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -10,6 +12,9 @@ from inference.errors import ParamError
 from inference.sampling.candidates import Candidates
 from inference.sampling.stages.base import Stage, StepContext
 from inference.sampling.stages.declaration import Choice, Declaration, Number, ParamIs
+
+if TYPE_CHECKING:  # (type hints only: params.py reads the declarations)
+    from inference.sampling.params import SamplingParams
 
 XTC_PROBABILITY = Number("xtc_probability", 0.0, "0 = off", low=0.0, high=1.0)
 XTC_THRESHOLD = Number("xtc_threshold", 0.1, "default 0.1", low=0.0, high=1.0)
@@ -85,7 +90,7 @@ class MirostatV2(Stage):
             self.mu -= self.eta * (float(self.surprise(out)[pos]) - self.tau)
 
 
-def _xtc(p, token_texts) -> Xtc:
+def _xtc(p: SamplingParams, token_texts: Sequence[str] | None) -> Xtc:
     if p.seed is None:
         raise ParamError("seed", "xtc draws random numbers: give a seed (integer in [0, 2^63-1])", "missing_field")
     return Xtc(p.xtc_probability, p.xtc_threshold, p.seed)

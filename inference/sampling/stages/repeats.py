@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -11,6 +12,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 from inference.sampling.candidates import Candidates
 from inference.sampling.stages.base import Stage, StepContext
 from inference.sampling.stages.declaration import Declaration, Integer, Number, ParamIs, Strings, require
+
+if TYPE_CHECKING:  # (type hints only: params.py reads the declarations)
+    from inference.sampling.params import SamplingParams
 
 DRY_MULTIPLIER = Number("dry_multiplier", 0.0, "0 = off", low=0.0)
 DRY_BASE = Number("dry_base", 1.75, "default 1.75", low=1.0)
@@ -115,7 +119,7 @@ class NoRepeatNgram(Stage):
         return cand.keep(mask)
 
 
-def _dry(p, token_texts) -> Dry:
+def _dry(p: SamplingParams, token_texts: Sequence[str] | None) -> Dry:
     breakers = breaker_ids_for(token_texts, p.dry_sequence_breakers) if token_texts is not None else ()
     return Dry(p.dry_multiplier, p.dry_base, p.dry_allowed_length, p.dry_penalty_last_n, breakers)
 

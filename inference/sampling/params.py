@@ -14,7 +14,7 @@ from typing import Any
 
 from inference.errors import ParamError
 from inference.sampling.stages import STAGE_BY_NAME, STAGES, stage_fields
-from inference.sampling.stages.declaration import Field, Integer
+from inference.sampling.stages.fields import Field, Integer
 
 #: Stage names in their default order: the declarations' (see the package docstring for why).
 DEFAULT_ORDER: tuple[str, ...] = tuple(stage.name for stage in STAGES)

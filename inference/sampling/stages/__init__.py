@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from inference.sampling.stages.adaptive import MIROSTAT_STAGE, XTC_STAGE, XTC_STREAM, MirostatV2, Xtc
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.declaration import Declaration, Field
+from inference.sampling.stages.declaration import Declaration
+from inference.sampling.stages.fields import Field
 from inference.sampling.stages.penalties import (
     FREQUENCY_PENALTY_STAGE,
     LOGIT_BIAS_STAGE,

@@ -11,7 +11,8 @@ import numpy as np
 from inference.errors import ParamError
 from inference.sampling.candidates import Candidates
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.declaration import Choice, Declaration, Number, ParamIs
+from inference.sampling.stages.declaration import Declaration, ParamIs
+from inference.sampling.stages.fields import Choice, Number
 
 if TYPE_CHECKING:  # (type hints only: params.py reads the declarations)
     from inference.sampling.params import SamplingParams

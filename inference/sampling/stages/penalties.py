@@ -10,7 +10,8 @@ import numpy as np
 from inference.errors import ParamError
 from inference.sampling.candidates import Candidates
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.declaration import Declaration, Integer, Number, ParamIs, TokenBias
+from inference.sampling.stages.declaration import Declaration, ParamIs
+from inference.sampling.stages.fields import Integer, Number, TokenBias
 
 LOGIT_BIAS = TokenBias("logit_bias", types.MappingProxyType({}), "{} = off", low=-100.0, high=100.0)
 REPETITION_PENALTY = Number("repetition_penalty", 1.0, "1 = off", low=0.0, low_open=True)

@@ -11,7 +11,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from inference.sampling.candidates import Candidates
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.declaration import Declaration, Integer, Number, ParamIs, Strings, require
+from inference.sampling.stages.declaration import Declaration, ParamIs
+from inference.sampling.stages.fields import Integer, Number, Strings, require
 
 if TYPE_CHECKING:  # (type hints only: params.py reads the declarations)
     from inference.sampling.params import SamplingParams

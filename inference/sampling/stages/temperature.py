@@ -8,7 +8,8 @@ import numpy as np
 
 from inference.sampling.candidates import Candidates
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.declaration import Declaration, Number, ParamIs, StageIs, require
+from inference.sampling.stages.declaration import Declaration, ParamIs, StageIs
+from inference.sampling.stages.fields import Number, require
 
 TEMPERATURE = Number("temperature", 1.0, "1 = unchanged, 0 = greedy", low=0.0, high=2.0)
 DYNATEMP_RANGE = Number("dynatemp_range", 0.0, "0 = off", low=0.0, high=2.0)

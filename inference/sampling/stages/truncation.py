@@ -12,7 +12,8 @@ import numpy as np
 
 from inference.sampling.candidates import Candidates, key_prefix, prob_prefix, top_positions
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.declaration import Declaration, Integer, Number, ParamIs, require
+from inference.sampling.stages.declaration import Declaration, ParamIs
+from inference.sampling.stages.fields import Integer, Number, require
 
 TOP_K = Integer("top_k", 0, "0 = off", low=0)
 TOP_P = Number("top_p", 1.0, "1 = off", low=0.0, low_open=True, high=1.0)

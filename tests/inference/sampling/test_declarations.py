@@ -14,7 +14,8 @@ from inference.sampling import DEFAULT_ORDER, STAGES, SamplingParams
 from inference.sampling.params import FIELDS
 from inference.sampling.stage_table import stage_list, stage_table, table_in
 from inference.sampling.stages import STAGE_BY_NAME, build_stages, stage_fields
-from inference.sampling.stages.declaration import Declaration, Number, ParamIs, StageIs
+from inference.sampling.stages.declaration import Declaration, ParamIs, StageIs
+from inference.sampling.stages.fields import Number
 from inference.sampling.stages.penalties import FrequencyPenalty, LogitBias, RepetitionPenalty
 from inference.sampling.stages.repeats import Dry, NoRepeatNgram
 from inference.sampling.stages.temperature import DynamicTemperature, Temperature

@@ -1,34 +1,25 @@
 """Continuous batching: many runs decoded as one ONNX Runtime batch per step, joining and leaving
 between steps.
 
-The ``Scheduler`` owns one key/value cache of ``max_batch`` rows (*slots*), ``[max_batch, kv_heads,
-capacity, head_dim]`` per layer and kind. A run (a ``generation`` program: sampling or beam search)
-holds as many slots as it has rows (``n`` samples, ``num_beams`` beams) from the moment it is
-admitted until it ends; a run that ends frees its slots at once and the next run reuses them
-(their old keys and values are simply overwritten).
+The ``Scheduler`` holds ``max_batch`` rows (*slots*) of one key/value cache. A run (a
+``generation`` program: sampling or beam search) holds as many slots as it has rows (``n``
+samples, ``num_beams`` beams) from the moment it is admitted until it ends; a run that ends frees
+its slots at once and the next run reuses them.
 
-Each iteration of ``step``:
+The scheduler decides nothing itself and runs no decoder call: ``inference.batch_plan``'s
+``Planner`` plans each step from plain states, and ``inference.batch_runner``'s ``BatchRunner``
+executes the plan against the decoder and the cache. Each iteration of ``step``:
 
-1. takes new tickets in, then admits waiting runs in arrival order while there are free slots for
-   all of a run's rows (a run never overtakes an earlier one);
-2. looks at every run's cancel flag: a run still prefilling ends with ``Cancelled`` (nothing
-   started), a decoding one is cancelled and finishes;
-3. feeds one token to every decoding run's rows in **one** decoder call: the rows have different
-   lengths, so the attention mask is right-padded per row and the positions count from each row's
-   own past (``Decoder.run_rows``). The call covers the contiguous range of slots from the lowest
-   to the highest decoding row; a slot in that range that is not decoding this step (free, or
-   prefilling) is fed a filler token at its own length, whose key and value land just past what
-   it holds and are overwritten by its next real token, so nothing it holds changes;
-4. prefills within a budget of prompt tokens per step (as vLLM's chunked prefill):
-   ``prefill_chunk`` while other runs decode, ``full_prefill_chunk`` when none does. The runs
-   still prefilling, oldest first, get their next prompt tokens within the budget, each on its
-   first slot alone, so a long prompt never stalls the running streams for more than one chunk
-   per step while several short ones all start in the same step. Fresh prompts at the head of
-   that line that fit the budget whole start **together**, in one decoder call (right-padded
-   rows, each attending to its own length: ``Decoder.prefill_fresh_rows``), so a burst of
-   arrivals costs one call instead of one each. A prompt whose prefill ends has its cache copied
-   to its other rows;
-5. hands each run the logits of its rows and passes its tokens on; a run that has ended delivers
+1. takes new tickets in (each gets its program at once: a request that cannot make one fails
+   there);
+2. asks for the intake plan and applies it: cancelled tickets and runs leave (a run still
+   prefilling ends with ``Cancelled``, nothing started; a decoding one finishes as cancelled), a
+   run wider than the batch is refused, and waiting runs are admitted to the slots it names (their
+   prompts are encoded then);
+3. asks for the step's plan (which runs decode together, which step alone, which prompts prefill
+   which tokens) and has the runner execute it; a run whose prompt is now in the cache has
+   started;
+4. hands each run the logits of its rows and passes its tokens on; a run that has ended delivers
    its summary and leaves.
 
 Every run keeps its own program (sampler chains, seeds, random generators, stop strings,
@@ -44,40 +35,23 @@ where two candidates are tied to within that rounding.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
-import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-
-import numpy as np
+from dataclasses import dataclass
 
 from inference.batch_params import DEFAULT_MAX_BATCH, PREFILL_CHUNK_BESIDE_DECODE
+from inference.batch_plan import Departure, Intake, Planner, WaitingState
+from inference.batch_runner import BatchRun, BatchRunner
 from inference.beam import BeamStep
-from inference.engine import KVCache
 from inference.errors import Cancelled, ParamError
 from inference.generation import Finished, GenerationRequest, Program, SoloDriver, Started, TokenStep, new_program
 from inference.prefill import PREFILL_CHUNK
 from inference.runtime import Runtime
 
 log = logging.getLogger(__name__)
-
-MIN_PREFILL_CHUNK = 16  # prompt tokens: chunks of 2 or more give the one-pass prefill's logits bit for bit, one token does not
-MIN_GROUP_PROMPT = 2  # a one-token prompt alone takes the one-row path, whose logits differ by rounding
-# What a decoder call costs beyond its rows, in prompt rows: on the 2-core machine a prefill call
-# costs ~40 ms plus ~2 ms per prompt token (the 4-bit kernels' many-row path dequantizes every
-# weight once per call, then computes every row), measured with 8 short prompts alone and together.
-ROWS_PER_CALL = 20
-
-
-def wasted_rows(lengths: list[int]) -> int:
-    """Rows a shared prefill call computes for nothing: the padding up to the longest prompt, and
-    the head's rows before each prompt's last position (it computes the last longest − shortest + 1
-    of every row), counted as a quarter row each (the head is ~1/4 of a layer stack's work per row)."""
-    longest, spread = max(lengths), max(lengths) - min(lengths)
-    return len(lengths) * longest - sum(lengths) + (len(lengths) * spread) // 4
 
 
 @dataclass(frozen=True)
@@ -115,26 +89,6 @@ class Ticket:
     fail: Callable[[BaseException], None]
 
 
-@dataclass
-class _Run:
-    """An admitted ticket: its program, its slots and how far it has come."""
-
-    ticket: Ticket
-    program: Program
-    slots: list[int]
-    prompt: list[int]
-    solo: SoloDriver | None = None  # runs on a decoder state of its own
-    prefilled: int = 0  # prompt tokens fed so far
-    length: int = 0  # cached positions of each of its rows (once prefilled)
-    active: int = 1  # rows in use: 1 while prefilling, then as its feeds say
-    logits: np.ndarray | None = None  # [active, V] not yet handed to the program
-    began: float = field(default_factory=time.perf_counter)
-
-    @property
-    def prefilling(self) -> bool:
-        return self.prefilled < len(self.prompt)
-
-
 class Scheduler:
     """Decodes many runs as one batch per step; see the module's docstring. ``submit`` may be
     called from any thread; ``step`` and ``serve_forever`` run on one thread of their own."""
@@ -146,24 +100,17 @@ class Scheduler:
         prefill_chunk: int = PREFILL_CHUNK_BESIDE_DECODE,
         full_prefill_chunk: int = PREFILL_CHUNK,
     ) -> None:
-        if max_batch < 1:
-            raise ValueError(f"max_batch must be at least 1, got {max_batch}")
-        if not 1 <= prefill_chunk <= full_prefill_chunk:
-            raise ValueError(f"prefill_chunk must be from 1 to {full_prefill_chunk}, got {prefill_chunk}")
+        self.planner = Planner(max_batch, prefill_chunk, full_prefill_chunk)  # checks the numbers
         self.runtime = runtime
         self.max_batch = max_batch
-        self.prefill_chunk = prefill_chunk
-        self.full_prefill_chunk = full_prefill_chunk
+        self.runner = BatchRunner(runtime, max_batch)
         self.steps = 0  # decode steps so far: ``BatchStep.step``
         self._intake: queue.SimpleQueue[Ticket] = queue.SimpleQueue()
         self._wake = threading.Event()
-        self._waiting: deque[Ticket] = deque()
-        self._head: tuple[Ticket, Program] | None = None  # the oldest waiting ticket's program, once made
-        self._runs: list[_Run] = []  # admitted, in arrival order
-        self._owner: list[_Run | None] = [None] * max_batch  # slot → the run holding it
-        self._cache: KVCache = runtime.decoder.empty_past(max_batch)
-        self._batched = self._cache.device == "cpu"  # row views need host buffers; else every run is solo
-        self._filler = min(runtime.codec.eos_ids)
+        self._ids = itertools.count()
+        self._waiting: dict[int, tuple[Ticket, Program]] = {}  # in arrival order
+        self._runs: dict[int, BatchRun] = {}  # admitted, in arrival order
+        self._tickets: dict[int, Ticket] = {}  # each admitted run's
 
     # -- any thread
 
@@ -173,7 +120,7 @@ class Scheduler:
 
     def load(self) -> dict[str, int]:
         """What the worker's ping reports: runs decoding, slots in use, runs waiting or prefilling."""
-        runs = list(self._runs)
+        runs = tuple(self._runs.values())
         running = sum(1 for run in runs if not run.prefilling)
         return {
             "running": running,
@@ -198,10 +145,11 @@ class Scheduler:
                 self._wake.clear()
 
     def _abandon(self, error: BaseException) -> None:
-        for run in list(self._runs):
+        for run in list(self._runs.values()):
+            ticket = self._tickets[run.id]
             self._release(run)
             try:
-                run.ticket.fail(error)
+                ticket.fail(error)
             except Exception:  # noqa: BLE001
                 log.exception("could not tell a run that it failed")
 
@@ -211,195 +159,80 @@ class Scheduler:
     def step(self) -> bool:
         """One iteration (see the module's docstring); returns whether there was anything to do."""
         self._take_in()
-        self._admit()
-        self._check_cancels()
+        waiting = [WaitingState(i, program.rows, ticket.is_cancelled()) for i, (ticket, program) in self._waiting.items()]
+        runs = [run.state(self._tickets[run.id].is_cancelled()) for run in self._runs.values()]
+        self._apply(self.planner.intake(waiting, runs))
         if not self._runs:
-            if self._cache.capacity > KVCache.MIN_CAPACITY:  # nobody holds anything: give the memory back
-                self._cache = self.runtime.decoder.empty_past(self.max_batch)
+            self.runner.release_memory()
             return bool(self._waiting)
-        decoding = [run for run in self._runs if not run.prefilling and run.logits is None and run.solo is None]
-        self._guarded(decoding, self._decode)
-        for run in [run for run in self._runs if run.solo is not None and not run.prefilling and run.logits is None]:
-            self._guarded([run], self._solo_step)
-        others_decode = any(not run.prefilling for run in self._runs)
-        budget = self.prefill_chunk if others_decode else self.full_prefill_chunk  # prompt tokens this step
-        prefilling = [run for run in self._runs if run.prefilling]
-        while prefilling and budget > 0:
-            group = self._fresh_group(prefilling, budget)
-            if len(group) > 1:
-                budget -= sum(len(run.prompt) for run in group)
-                self._guarded(group, self._prefill_group)
-                prefilling = prefilling[len(group) :]
-                continue
-            run = prefilling.pop(0)
-            remaining = len(run.prompt) - run.prefilled
-            chunk = min(budget, remaining)
-            if chunk < min(remaining, MIN_PREFILL_CHUNK):
-                break  # a sliver of a budget: the next step's (a one-token chunk would change the prompt's logits)
-            budget -= chunk
-            self._guarded([run], lambda runs, chunk=chunk: self._prefill(runs[0], chunk))
+        plan = self.planner.step([run.state() for run in self._runs.values()])
+        outcome = self.runner.execute(plan, self._runs)
+        for run, error in outcome.failed:
+            self._end(run, error)
+        for run in outcome.prefilled:
+            if run.id in self._runs:
+                self._started(run)
         self._advance()
         return True
 
     def _take_in(self) -> None:
+        """New tickets wait in line with their programs; a request that cannot make one fails alone."""
         while True:
             try:
-                self._waiting.append(self._intake.get_nowait())
+                ticket = self._intake.get_nowait()
             except queue.Empty:
                 return
-
-    def _admit(self) -> None:
-        """Waiting tickets become runs, oldest first, while their rows fit."""
-        while self._waiting:
-            ticket = self._waiting[0]
             try:
-                if self._head is not None and self._head[0] is ticket:
-                    program = self._head[1]  # made while it waited for rows: not again every step
-                else:
-                    program = new_program(self.runtime, ticket.request)
-                    self._head = (ticket, program)
-                if program.rows > self.max_batch:
-                    field_name = "num_beams" if ticket.request.loop.num_beams > 1 else "n"
-                    raise ParamError(
-                        field_name,
-                        f"{field_name} = {program.rows} needs {program.rows} rows; this worker decodes at most {self.max_batch}",
-                    )
+                program = new_program(self.runtime, ticket.request)
             except Exception as error:  # noqa: BLE001 — a bad request ends alone
-                self._waiting.popleft()
                 ticket.fail(error)
                 continue
-            free = [slot for slot, owner in enumerate(self._owner) if owner is None]
-            if len(free) < program.rows:
-                return  # it waits for rows to free: nobody overtakes it
-            self._waiting.popleft()
-            self._head = None
+            self._waiting[next(self._ids)] = (ticket, program)
+
+    def _apply(self, intake: Intake) -> None:
+        """Departures, then admissions: waiting tickets become runs on the slots planned for them."""
+        for leave in intake.leave:
+            if leave.id in self._runs:
+                run = self._runs[leave.id]
+                if leave.why is Departure.CANCELLED:
+                    run.program.cancel()
+                    self._finish(run)
+                else:
+                    self._end(run, Cancelled(leave.why.value))
+                continue
+            ticket, program = self._waiting.pop(leave.id)
+            if leave.why is Departure.TOO_WIDE:
+                field_name = "num_beams" if ticket.request.loop.num_beams > 1 else "n"
+                message = f"{field_name} = {program.rows} needs {program.rows} rows; this worker decodes at most {self.max_batch}"
+                ticket.fail(ParamError(field_name, message))
+            else:
+                ticket.fail(Cancelled(leave.why.value))
+        for admit in intake.admit:
+            ticket, program = self._waiting.pop(admit.id)
             try:
                 prompt = program.prepare()
-            except Exception as error:  # noqa: BLE001
+            except Exception as error:  # noqa: BLE001 — e.g. a prompt longer than the context: it ends alone
                 ticket.fail(error)
                 continue
-            run = _Run(ticket, program, free[: program.rows], prompt)
-            if not self._batched or not ticket.request.use_cache:
+            run = BatchRun(admit.id, program, list(admit.slots), prompt)
+            if not self.runner.batched or not ticket.request.use_cache:
                 run.solo = SoloDriver(self.runtime, program)
-            for slot in run.slots:
-                self._owner[slot] = run
-            self._runs.append(run)
+            self._runs[run.id] = run
+            self._tickets[run.id] = ticket
 
-    def _check_cancels(self) -> None:
-        """Cancelled tickets leave: unstarted ones with ``Cancelled``, started ones finish as cancelled."""
-        for ticket in [ticket for ticket in self._waiting if ticket.is_cancelled()]:
-            self._waiting.remove(ticket)
-            ticket.fail(Cancelled("cancelled before its turn"))
-        for run in [run for run in self._runs if run.ticket.is_cancelled()]:
-            if run.prefilling:
-                self._end(run, Cancelled("cancelled during the prefill"))
-            else:
-                run.program.cancel()
-                self._finish(run)
-
-    def _guarded(self, runs: list[_Run], action: Callable[[list[_Run]], None]) -> None:
-        """Runs a decoder call; a failure ends the runs it was for, and no other."""
-        if not runs:
-            return
+    def _started(self, run: BatchRun) -> None:
+        """``run``'s prompt is in the cache: it has started, unless it was cancelled meanwhile."""
+        ticket = self._tickets[run.id]
         try:
-            action(runs)
-        except Exception as error:  # noqa: BLE001
-            log.exception("a decoder call for %d run(s) failed", len(runs))
-            for run in runs:
-                if run in self._runs:
-                    self._end(run, error)
-
-    def _decode(self, runs: list[_Run]) -> None:
-        """One token for every row of ``runs``, in one decoder call over the slots they span."""
-        tokens: dict[int, int] = {}  # slot → token
-        for run in runs:
-            feed = run.program.feed()
-            if feed.parents is not None:  # beams: each row continues the cache of its parent row
-                self._cache.copy_rows(run.slots[: len(feed.parents)], [run.slots[p] for p in feed.parents], run.length)
-            run.active = len(feed.tokens)
-            tokens.update(zip(run.slots[: run.active], feed.tokens.tolist()))
-        low, high = min(tokens), max(tokens) + 1
-        lengths = np.array([self._slot_length(slot) for slot in range(low, high)], dtype=np.int64)  # [R]
-        ids = np.array([[tokens.get(slot, self._filler)] for slot in range(low, high)], dtype=np.int64)  # [R, 1]
-        self._cache.reserve(int(lengths.max()) + 1, self._longest())
-        began = time.perf_counter()
-        logits = self.runtime.decoder.run_rows(ids, self._cache, lengths, low)  # [R, V]
-        for run in runs:
-            run.logits = logits[[slot - low for slot in run.slots[: run.active]]]
-            run.length += 1
-            run.began = began
-
-    def _solo_step(self, runs: list[_Run]) -> None:
-        run = runs[0]
-        assert run.solo is not None
-        run.began = time.perf_counter()
-        run.logits = run.solo.next_logits()
-        run.active = len(run.logits)
-
-    def _fresh_group(self, prefilling: list[_Run], budget: int) -> list[_Run]:
-        """The oldest prefilling runs, in order, that are worth starting together in one decoder
-        call: none begun, none solo, each whole prompt (2 tokens or more) within the step's budget,
-        and the work the shared call wastes below what the calls it saves cost (``wasted_rows``)."""
-        group: list[_Run] = []
-        for run in prefilling:
-            size = len(run.prompt)
-            if run.solo is not None or run.prefilled or not MIN_GROUP_PROMPT <= size <= budget:
-                break
-            lengths = [len(other.prompt) for other in group] + [size]
-            if wasted_rows(lengths) > ROWS_PER_CALL * (len(lengths) - 1):
-                break
-            group.append(run)
-            budget -= size
-        return group
-
-    def _prefill_group(self, runs: list[_Run]) -> None:
-        """Several fresh prompts in one decoder call (``Decoder.prefill_fresh_rows``), each into its first slot."""
-        self._cache.reserve(max(len(run.prompt) for run in runs), self._longest())
-        began = time.perf_counter()
-        logits = self.runtime.decoder.prefill_fresh_rows(
-            [run.prompt for run in runs], self._cache, [run.slots[0] for run in runs]
-        )
-        for run, row in zip(runs, logits):
-            run.began = began
-            run.prefilled = len(run.prompt)
-            self._guarded([run], lambda _, run=run, row=row: self._prefilled(run, row[None, :]))  # [1, V]; one failing ends alone
-
-    def _prefill(self, run: _Run, chunk: int) -> None:
-        """The next chunk of ``run``'s prompt on its first slot alone (or its own state)."""
-        if run.solo is not None and not run.solo.state.use_cache:
-            chunk = len(run.prompt)  # a state without a cache recomputes everything: one call
-        ids = np.array([run.prompt[run.prefilled : run.prefilled + chunk]], dtype=np.int64)  # [1, S]
-        run.began = time.perf_counter()
-        if run.solo is not None:
-            logits = run.solo.state.append_tokens(ids)
-        else:
-            slot = run.slots[0]
-            self._cache.reserve(run.prefilled + ids.shape[1], self._longest())
-            logits = self.runtime.decoder.run_rows(ids, self._cache, np.array([run.prefilled]), slot)
-        run.prefilled += ids.shape[1]
-        if not run.prefilling:
-            self._prefilled(run, logits)
-
-    def _prefilled(self, run: _Run, logits: np.ndarray) -> None:
-        """``run``'s prompt is in the cache and ``logits`` [1, V] are its last position's: its rows
-        start from it, and it has started."""
-        run.length = len(run.prompt)
-        rows = run.program.rows_after_prefill
-        if run.solo is not None:
-            logits = run.solo.spread(logits)
-        elif rows > 1:  # every sample starts from the prompt's cache
-            self._cache.copy_rows(run.slots[1:rows], [run.slots[0]] * (rows - 1), run.length)
-            logits = np.repeat(logits, rows, axis=0)
-        run.active = rows
-        run.logits = logits
-        if run.ticket.is_cancelled():
-            self._end(run, Cancelled("cancelled during the prefill"))
-            return
-        run.ticket.deliver(run.program.started(), Slots(tuple(run.slots), self.max_batch))
+            if ticket.is_cancelled():
+                raise Cancelled("cancelled during the prefill")
+            ticket.deliver(run.program.started(), Slots(tuple(run.slots), self.max_batch))
+        except Exception as error:  # noqa: BLE001 — it ends alone
+            self._end(run, error)
 
     def _advance(self) -> None:
         """Every run with logits takes its tokens; this is one step of the batch."""
-        ready = [run for run in self._runs if run.logits is not None]
+        ready = [run for run in self._runs.values() if run.logits is not None]
         if not ready:
             return
         self.steps += 1
@@ -411,37 +244,24 @@ class Scheduler:
             except Exception as error:  # noqa: BLE001 — e.g. a sampler stage refusing these logits
                 self._end(run, error)
                 continue
+            ticket = self._tickets[run.id]
             for item in items:
-                run.ticket.deliver(item, info)
+                ticket.deliver(item, info)
             if run.program.is_done():
                 self._finish(run)
 
-    def _finish(self, run: _Run) -> None:
-        self._release(run)
-        run.ticket.deliver(run.program.finish(), None)
+    def _finish(self, run: BatchRun) -> None:
+        ticket = self._release(run)
+        ticket.deliver(run.program.finish(), None)
 
-    def _end(self, run: _Run, error: BaseException) -> None:
-        self._release(run)
-        run.ticket.fail(error)
+    def _end(self, run: BatchRun, error: BaseException) -> None:
+        if run.id in self._runs:
+            self._release(run).fail(error)
 
-    def _release(self, run: _Run) -> None:
+    def _release(self, run: BatchRun) -> Ticket:
         """The run leaves: its slots are free for the next run at once."""
-        if run in self._runs:
-            self._runs.remove(run)
-        for slot in run.slots:
-            if self._owner[slot] is run:
-                self._owner[slot] = None
-
-    def _slot_length(self, slot: int) -> int:
-        """Positions slot ``slot`` holds: where a token fed to it lands."""
-        run = self._owner[slot]
-        if run is None or run.solo is not None:
-            return 0
-        return run.prefilled if run.prefilling else run.length
-
-    def _longest(self) -> int:
-        """Positions to keep when the cache grows: the longest any slot holds."""
-        return max((self._slot_length(slot) for slot in range(self.max_batch)), default=0)
+        del self._runs[run.id]
+        return self._tickets.pop(run.id)
 
 
 def serve_in_thread(scheduler: Scheduler, name: str = "decode") -> tuple[threading.Thread, threading.Event]:

@@ -128,7 +128,7 @@ class Genai:
     name = "genai"
 
     def __init__(self, model_dir: Path, context: int) -> None:
-        import onnxruntime_genai as og
+        import onnxruntime_genai as og  # optional, the peers extra
 
         self.og = og
         self.model = og.Model(str(model_dir))

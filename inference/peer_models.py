@@ -7,7 +7,7 @@ by genai's own builder, and llama.cpp opened on the very GGUF our model is built
 genai's builder (``onnxruntime_genai.models.builder``, the ``peers`` extra) makes an int4 model
 (``-p int4 -e cpu``: its own requantization, accuracy_level 4, fused attention, shared KV buffer)
 from a transformers checkpoint; ours is the GGUF dequantized to fp32, which
-``inference.modelbuild.quality``'s reference export writes into ``.models/fp32-reference/checkpoint``
+``inference.modelbuild.reference``'s export writes into ``.models/fp32-reference/checkpoint``
 (made here if missing, ~70 s). Two adjustments let genai 0.18's builder run with the transformers
 our build pins (4.57): it imports two model classes that version does not have (never used for a
 Llama model; stand-ins are registered), and it reads the RoPE settings from ``rope_scaling``, which
@@ -28,16 +28,15 @@ from pathlib import Path
 import numpy as np
 
 from inference.model_dir import MODELS_ROOT
+from inference.modelbuild.reference import REFERENCE_DIR, export_reference
+from inference.modelbuild.source import locate_gguf
 
 DEFAULT_OUT = MODELS_ROOT / "peers" / "genai-int4"
-REFERENCE_DIR = MODELS_ROOT / "fp32-reference"
 MISSING_CLASSES = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
 
 
 def genai_checkpoint(work: Path) -> Path:
     """The fp32 checkpoint, linked into ``work`` with a config genai's builder can read."""
-    from inference.modelbuild.quality import export_reference
-
     export_reference(REFERENCE_DIR)
     checkpoint = REFERENCE_DIR / "checkpoint"
     work.mkdir(parents=True, exist_ok=True)
@@ -56,7 +55,7 @@ def build_genai_model(out: Path = DEFAULT_OUT) -> Path:
     """Run genai's builder into ``out`` unless a model is already there."""
     if (out / "genai_config.json").is_file():
         return out
-    import transformers
+    import transformers  # heavy (torch): imported only to build the peer
 
     for name in MISSING_CLASSES:
         try:  # (a lazy module may list a name in dir() that it then fails to import)
@@ -93,9 +92,7 @@ class LlamaCppModel:
     model is built from, with ``threads`` threads and a context of ``context`` tokens."""
 
     def __init__(self, threads: int, context: int) -> None:
-        import llama_cpp
-
-        from inference.modelbuild.source import locate_gguf
+        import llama_cpp  # optional and heavy (the peers extra): imported when a peer is opened
 
         self._logits_ith = llama_cpp.llama_get_logits_ith
         self.llm = llama_cpp.Llama(

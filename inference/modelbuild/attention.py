@@ -51,7 +51,7 @@ class FusionError(RuntimeError):
 
 def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     """Fuse every layer's attention in the ``onnx.ModelProto`` ``model`` in place; returns a summary."""
-    from onnx import helper, numpy_helper
+    from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
     graph = model.graph
     layers = config["num_hidden_layers"]
@@ -144,7 +144,7 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     # Insert the fused nodes right before the first o_proj so the node list stays topologically sorted
     # (each layer's fused nodes only need q/k/v, which precede its o_proj; the shared ones only inputs).
     del graph.node[:]
-    graph.node.extend(_topological(kept + new_nodes, graph_inputs | set(inits) | {i.name for i in new_inits}))
+    graph.node.extend(topological(kept + new_nodes, graph_inputs | set(inits) | {i.name for i in new_inits}))
     graph.initializer.extend(new_inits)
     drop_unused(model)
     if not any(o.domain == MS_DOMAIN for o in model.opset_import):
@@ -160,7 +160,7 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _topological(nodes: list[Any], available: set[str]) -> list[Any]:
+def topological(nodes: list[Any], available: set[str]) -> list[Any]:
     """``nodes`` in an order where every input is produced before it is used (stable otherwise)."""
     ready = set(available) | {""}
     done: list[Any] = []

@@ -40,7 +40,7 @@ class GgufMatrix:
 
 def read_matrices(path: Path) -> dict[str, GgufMatrix]:
     """Every 2-D tensor of the GGUF at ``path`` by name, with its raw block bytes (memory-mapped)."""
-    from gguf import GGUFReader
+    from gguf import GGUFReader  # the build extra: imported by a build only
 
     matrices = {}
     for t in GGUFReader(path).tensors:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from inference.modelbuild.attention import topological
 from inference.modelbuild.onnx_graph import drop_unused
 
 INPUT = "logits_to_keep"
@@ -29,7 +30,7 @@ class HeadError(RuntimeError):
 
 def keep_last_positions(model) -> dict[str, Any]:
     """Insert the slice in front of the node producing ``logits`` in the ``onnx.ModelProto`` ``model``."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper, numpy_helper  # heavy, the build extra: imported by a build only
 
     graph = model.graph
     head = [n for n in graph.node if "logits" in n.output]
@@ -63,10 +64,8 @@ def keep_last_positions(model) -> dict[str, Any]:
 
 def _sort(model) -> None:
     """Topological order again (the new nodes were appended at the end)."""
-    from inference.modelbuild.attention import _topological
-
     graph = model.graph
     available = {i.name for i in graph.input} | {i.name for i in graph.initializer}
-    nodes = _topological(list(graph.node), available)
+    nodes = topological(list(graph.node), available)
     del graph.node[:]
     graph.node.extend(nodes)

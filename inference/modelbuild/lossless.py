@@ -119,7 +119,7 @@ def convert(
     ``accuracy_level``: MatMulNBits' ``accuracy_level``, one for every kind, or a mapping by GGUF kind
     (``{"Q4_1": 0, "Q8_0": 4}``) whose projection names (``"down_proj"``, ``"lm_head"``, …), when
     present, override the kind's level for those MatMuls."""
-    from onnx import helper, numpy_helper
+    from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
     levels = accuracy_level if isinstance(accuracy_level, dict) else {kind: accuracy_level for kind in ("Q4_1", "Q8_0")}
     graph = model.graph
@@ -257,7 +257,7 @@ def convert(
 def _gather_block_quantized(node, b_name: str, d: np.ndarray, base: str, bits: int, new_inits: list[Any]) -> list[Any]:
     """``GatherBlockQuantized`` over the packed table ``[N, K / 32, 32 * bits / 8]`` (shared with the tied LM
     head), then a Reshape of its ``[.., K / 32, 32]`` rows back to ``[.., K]``."""
-    from onnx import helper, numpy_helper
+    from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
     rows, blocks = d.shape
     new_inits.append(numpy_helper.from_array(d.reshape(rows, blocks, 1), f"{base}/scales"))

@@ -29,7 +29,7 @@ class PackingError(RuntimeError):
 
 def pack_gate_up(model, config: dict[str, Any]) -> dict[str, Any]:
     """Pack every layer's gate/up MatMuls of the ``onnx.ModelProto`` ``model`` in place; returns a summary."""
-    from onnx import helper, numpy_helper
+    from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
     graph = model.graph
     by_name = {n.name: n for n in graph.node}

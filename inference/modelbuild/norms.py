@@ -18,7 +18,7 @@ from typing import Any
 def fuse(model) -> dict[str, Any]:
     """Fuse the norms of the ``onnx.ModelProto`` ``model`` in place; returns a summary for the manifest."""
     import onnxruntime.transformers  # noqa: F401  (puts its fusion modules on the import path)
-    from onnxruntime.transformers.fusion_simplified_layernorm import (
+    from onnxruntime.transformers.fusion_simplified_layernorm import (  # the build extra (these import onnx)
         FusionSimplifiedLayerNormalization,
         FusionSkipSimplifiedLayerNormalization,
     )

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tokenizers import Tokenizer
+
 from .. import model_dir as md
-from . import recipe
+from . import recipe, steps  # cheap: each step imports its tools as it runs
 from .progress import ConsoleProgress, Progress, StepTimer
 from .source import GgufSource, Source, SourceNotFoundError, sha256_file
 
@@ -161,8 +163,6 @@ def ensure_model(
 def _build(
     model_dir: Path, source: Source, source_info: dict[str, Any], variant: str | None, timer: StepTimer, progress: Progress
 ) -> None:
-    from . import steps  # its tools are imported by each step as it runs
-
     parent = model_dir.parent
     tmp = Path(tempfile.mkdtemp(prefix=f".{model_dir.name}.building-", dir=parent))
     try:
@@ -241,8 +241,6 @@ def shapes_from_config(config: dict[str, Any]) -> dict[str, Any]:
 
 def special_tokens(tokenizer_path: Path, config: dict[str, Any]) -> dict[str, Any]:
     """BOS and the end-of-sequence ids to stop on: the config's EOS, ``<|im_end|>`` and ``<|endoftext|>``."""
-    from tokenizers import Tokenizer
-
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
     eos_ids = [config.get("eos_token_id")]
     eos_ids += [tokenizer.token_to_id(t) for t in ("<|im_end|>", "<|endoftext|>")]

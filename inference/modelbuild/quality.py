@@ -30,8 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
 
 from .. import model_dir as md
+from ..peer_models import LlamaCppModel
+from .reference import export_reference
 
 MIXED_TEXT = """The history of the printing press begins in the fifteenth century, when Johannes Gutenberg \
 combined movable metal type, oil-based ink and a wooden press adapted from wine making. Within fifty \
@@ -63,8 +67,6 @@ PREFIXES = {"none": [], "endoftext": [0], "im_start": [1]}
 
 
 def open_session(path: Path, threads: int = 2):
-    import onnxruntime as ort
-
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -125,8 +127,6 @@ def divergence(reference: np.ndarray, logits: np.ndarray) -> dict[str, float]:
 
 
 def evaluate(model: Path, reference: Path, tokenizer_path: Path, llama_cpp: bool = False) -> dict[str, Any]:
-    from tokenizers import Tokenizer
-
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
     sessions = {"model": open_session(model), "fp32": open_session(reference)}
     text_ids = [0] + tokenizer.encode(MIXED_TEXT, add_special_tokens=False).ids
@@ -148,27 +148,12 @@ def evaluate(model: Path, reference: Path, tokenizer_path: Path, llama_cpp: bool
 def llama_cpp_logits(ids: list[int], threads: int = 2) -> np.ndarray:
     """llama.cpp's logits ``[len(ids), vocab]`` over ``ids`` (no BOS added), on the GGUF our model
     is built from, fed one token at a time as its decode runs."""
-    from inference.peer_models import LlamaCppModel
-
     model = LlamaCppModel(threads, context=len(ids) + 1)
     rows = []
     for token in ids:
         model.llm.eval([token])
         rows.append(model.last_logits().copy())
     return np.stack(rows)  # [n, V]
-
-
-def export_reference(out_dir: Path) -> Path:
-    """The fp32 export (checkpoint from the packaged GGUF → optimum), into ``out_dir`` unless already there."""
-    from . import steps
-    from .source import locate_gguf
-
-    path = out_dir / "onnx" / "model.onnx"
-    if not path.is_file():
-        steps.go_offline()
-        steps.convert_gguf(locate_gguf(), out_dir / "checkpoint")
-        steps.export_onnx(out_dir / "checkpoint", out_dir / "onnx", validate=False)
-    return path
 
 
 def main(argv: list[str] | None = None) -> int:

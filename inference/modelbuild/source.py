@@ -12,7 +12,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import recipe
+from . import recipe, steps
 
 
 class SourceNotFoundError(FileNotFoundError):
@@ -87,6 +87,4 @@ class GgufSource:
         }
 
     def write_checkpoint(self, dest: Path, verbosity: int = 1) -> None:
-        from . import steps  # heavy: torch and transformers
-
         steps.convert_gguf(self.path, dest, verbosity)

@@ -17,7 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import recipe
+import numpy as np
+from tokenizers import Tokenizer
+
+from . import attention, head, lossless, mlp, norms, recipe
 
 ONNX_DTYPES = {"tensor(float)": "float32", "tensor(int64)": "int64", "tensor(float16)": "float16"}
 
@@ -75,7 +78,7 @@ def _held_back_output() -> Iterator[None]:
 
 def _quiet_transformers(verbosity: int) -> None:
     if verbosity < 2:
-        from transformers.utils import logging as tf_logging
+        from transformers.utils import logging as tf_logging  # the build extra, like every tool a step imports
 
         tf_logging.set_verbosity_error()
         tf_logging.disable_progress_bar()
@@ -90,7 +93,7 @@ def convert_gguf(gguf_path: Path, dest: Path, verbosity: int = 1) -> None:
     ``tokenizer.json`` adds no special token; callers prepend one explicitly when they want it.
     """
     save_gguf_tokenizer(gguf_path, dest, verbosity)
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM  # the build extra
 
     model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, local_files_only=True)
     model.save_pretrained(dest)
@@ -101,7 +104,7 @@ def convert_gguf(gguf_path: Path, dest: Path, verbosity: int = 1) -> None:
 def save_gguf_tokenizer(gguf_path: Path, dest: Path, verbosity: int = 1) -> None:
     """The tokenizer transformers rebuilds from the GGUF, with the GGUF's BOS flag, saved in ``dest``."""
     go_offline()
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # the build extra
 
     _quiet_transformers(verbosity)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, local_files_only=True)
@@ -111,7 +114,7 @@ def save_gguf_tokenizer(gguf_path: Path, dest: Path, verbosity: int = 1) -> None
 
 def gguf_add_bos_token(gguf_path: Path) -> bool:
     """The GGUF's ``tokenizer.ggml.add_bos_token`` flag (llama.cpp's default, true, when absent)."""
-    from gguf import GGUFReader
+    from gguf import GGUFReader  # the build extra
 
     field = GGUFReader(gguf_path).fields.get("tokenizer.ggml.add_bos_token")
     return True if field is None else bool(field.contents())
@@ -124,7 +127,7 @@ def export_onnx(checkpoint: Path, out_dir: Path, verbosity: int = 1, validate: b
     """
     go_offline()
     _quiet_transformers(verbosity)
-    from optimum.exporters.onnx import main_export
+    from optimum.exporters.onnx import main_export  # the build extra
 
     main_export(
         model_name_or_path=str(checkpoint),
@@ -155,10 +158,8 @@ def transform(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str
     Returns what the manifest records: ``quantization`` (the method, faithfully), every
     transformation's summary in order, and the graph's opsets and operator counts.
     """
-    import onnx
-    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
-
-    from . import attention, head, lossless, mlp, norms
+    import onnx  # heavy, the build extra (with the quantizer, which imports it)
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer  # needs onnx
 
     settings = recipe.VARIANTS[variant or recipe.DEFAULT_VARIANT]
     model = onnx.load(str(src))
@@ -228,9 +229,7 @@ def verify_onnx(model_path: Path, tokenizer_path: Path, shapes: dict[str, int], 
     (encoded with no special token), alone and with the BOS prepended, for the manifest.
     Raises ``RuntimeError`` on a missing input or a wrong shape.
     """
-    import numpy as np
-    import onnxruntime as ort
-    from tokenizers import Tokenizer
+    import onnxruntime as ort  # loaded by the verify step only: importing the build API loads no runtime
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = min(2, os.cpu_count() or 1)

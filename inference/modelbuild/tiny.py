@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import model_dir as md
-from . import recipe
+from . import recipe, steps
 from .pipeline import ensure_model
 from .progress import Progress
 from .source import locate_gguf, sha256_file
@@ -69,11 +69,9 @@ class RandomSource:
         }
 
     def write_checkpoint(self, dest: Path, verbosity: int = 1) -> None:
-        from . import steps
-
         steps.go_offline()
-        import torch
-        from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+        import torch  # heavy, the build extra; after go_offline, which must precede transformers' import
+        from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM  # the build extra
 
         dest.mkdir(parents=True, exist_ok=True)
         _copy_tokenizer(dest, verbosity)
@@ -94,8 +92,6 @@ def _copy_tokenizer(dest: Path, verbosity: int) -> None:
             if (real / name).is_file():
                 shutil.copyfile(real / name, dest / name)
         return
-    from . import steps
-
     steps.save_gguf_tokenizer(locate_gguf(), dest, verbosity)
 
 

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.apps import AppConfig
 from django.conf import settings
 
-from playground import embedded
+from playground.wire import embedded
 
 
 class PlaygroundConfig(AppConfig):
@@ -15,6 +15,6 @@ class PlaygroundConfig(AppConfig):
         Path(settings.STATE_DIR).mkdir(parents=True, exist_ok=True)
         # The worker's modules use the models, so it is imported once the app registry is ready;
         # the web side starts it only through the hook it is given here.
-        from playground.worker import ensure_embedded_worker
+        from playground.worker.consumer import ensure_embedded_worker
 
         embedded.provide(ensure_embedded_worker)

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import JsonResponse
 
-from playground.events import MAX_ERROR_MESSAGE
+from playground.wire.events import MAX_ERROR_MESSAGE
 
 INVALID_REQUEST = "invalid_request_error"
 # Our error codes (docs/websocket-api.md) → (HTTP status, OpenAI error type).

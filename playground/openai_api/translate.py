@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
-from playground import frames
+from playground.edge import frames
 from playground.openai_api.errors import ApiError, from_event, not_found
 
 Kind = Literal["completion", "chat"]

@@ -1,6 +1,6 @@
 """One HTTP request's round trip to an inference worker: the HTTP API's front door to the
 channel-layer protocol the websocket uses, through the same ``Submissions``
-(``playground.submission``) on a channel of its own.
+(``playground.edge.submission``) on a channel of its own.
 
 ``WorkerCall`` only translates shapes: a refusal becomes an ``ApiError`` (429 for the limits and a
 full line), the events arrive in a queue for the views, and the waiting line's ``queued`` events
@@ -18,11 +18,12 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from playground import embedded, metrics
-from playground.events import FINAL_EVENTS
-from playground.jobs import Job
+from playground.edge import metrics
+from playground.edge.submission import Submissions
 from playground.openai_api.errors import from_event
-from playground.submission import Submissions
+from playground.wire import embedded
+from playground.wire.events import FINAL_EVENTS
+from playground.wire.jobs import Job
 
 log = logging.getLogger(__name__)
 

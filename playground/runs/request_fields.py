@@ -1,12 +1,12 @@
 """What a run's recorder keeps from its request beside its events (``started`` has only the prompt's
-tokens): the adapter from a typed ``generate`` job (``playground.jobs.Generate``) to the
+tokens): the adapter from a typed ``generate`` job (``playground.wire.jobs.Generate``) to the
 ``request_data`` a ``RunRecorder`` saves."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from playground.jobs import Generate
+from playground.wire.jobs import Generate
 
 
 def record_fields(job: Generate) -> dict[str, Any]:

@@ -756,7 +756,7 @@ async def test_tokenize_pages_its_answer_and_every_page_fits_a_frame():
 
 
 async def test_per_client_limits_hold_across_connections(settings):
-    from playground import client_limits
+    from playground.edge import client_limits
 
     settings.INFERENCE = settings.INFERENCE | {
         "CLIENT_LIMITS": {"MAX_ACTIVE_REQUESTS": 2, "REQUESTS_PER_SECOND": 0.01, "BURST": 4}

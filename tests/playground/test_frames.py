@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from playground import channel_messages, events
-from playground.frames import ProtocolError, parse_client_frame
+from playground.edge.frames import ProtocolError, parse_client_frame
 from playground.runs.request_fields import record_fields
+from playground.wire import channel_messages, events
 
 SURROGATE = "\\ud800"  # a JSON escape of a lone surrogate: valid JSON, not encodable text
 

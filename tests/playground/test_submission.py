@@ -1,4 +1,4 @@
-"""The request side of the worker protocol (playground/submission.py), tested once for both front
+"""The request side of the worker protocol (playground/edge/submission.py), tested once for both front
 doors: admission, the send, the waiting line's events, replies from a worker (and from a second one),
 and where a cancel goes. Over Channels' in-memory layer, with the workers played by the test: no
 model, no worker process. The consumer and the HTTP API only translate shapes around it
@@ -13,11 +13,12 @@ from channels.layers import InMemoryChannelLayer
 from django.conf import settings
 from django.test import override_settings
 
-from playground import channel_messages, waiting_line
-from playground.channel_messages import INFERENCE_CHANNEL, QUICK_CHANNEL, WORKERS_GROUP
-from playground.client_limits import client_limits
-from playground.frames import parse_client_message
-from playground.submission import Submissions
+from playground.edge import waiting_line
+from playground.edge.client_limits import client_limits
+from playground.edge.frames import parse_client_message
+from playground.edge.submission import Submissions
+from playground.wire import channel_messages
+from playground.wire.channel_messages import INFERENCE_CHANNEL, QUICK_CHANNEL, WORKERS_GROUP
 
 REPLY = "reply!1"
 CLIENT = "203.0.113.7"

@@ -1,4 +1,4 @@
-// The inference workers' current load (GET /api/load, playground/load.py): streams decoding, batch
+// The inference workers' current load (GET /api/load, playground/edge/load.py): streams decoding, batch
 // rows in use of the workers' total, and requests waiting, so a person knows why a run waits.
 // Fetched once when the page opens, every few seconds while a run waits for its turn (never
 // faster: the server keeps its answer for a second anyway) and once when the wait is over; each

@@ -1,5 +1,5 @@
 """Export → import → export gives the same file back, for runs of every kind made by the real
-worker code (``playground.serving``: the protocol's events, the recorder, the database) on the tiny
+worker code (``playground.worker.serving``: the protocol's events, the recorder, the database) on the tiny
 model: plain, chat, a multi-turn conversation with an answer to continue, ``n`` samples, beam
 search, a branch, cancelled, failed. Only ``id``, ``source`` and ``imported_from`` say that the copy
 is a copy. Files of versions 1 and 2 still import."""
@@ -17,11 +17,12 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from inference.batching import Scheduler
-from playground import frames, serving
 from playground.address import turns_value
+from playground.edge import frames
 from playground.models import Run
 from playground.runs import schema
 from playground.runs.token_rows import ENVELOPE_KEYS, load_rows
+from playground.worker import serving
 
 pytestmark = pytest.mark.django_db(databases=["default", "postgres"])
 

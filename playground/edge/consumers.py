@@ -1,8 +1,8 @@
 """The ``/ws/generate/`` websocket: checks each frame, hands requests to a worker, relays its events.
 
 The consumer never touches the model. It is a front door: it parses frames into typed jobs
-(``playground.frames``) and turns them into the connection's ``Submissions``
-(``playground.submission``), which speaks to the inference workers through the channel layer, so
+(``playground.edge.frames``) and turns them into the connection's ``Submissions``
+(``playground.edge.submission``), which speaks to the inference workers through the channel layer, so
 workers may live in this process or on other machines. Every frame gets its answer or a structured
 ``error``; no reply grows past ``events.MAX_REPLY_BYTES``.
 """
@@ -14,8 +14,9 @@ from typing import Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from playground import embedded, events, frames, metrics
-from playground.submission import Submissions
+from playground.edge import frames, metrics
+from playground.edge.submission import Submissions
+from playground.wire import embedded, events
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         if refusal is not None:
             await self._send(refusal)
 
-    # The channel layer's messages for this connection (``playground.channel_messages``), each
+    # The channel layer's messages for this connection (``playground.wire.channel_messages``), each
     # handled by the connection's submissions.
 
     async def inference_queued(self, message: dict[str, Any]) -> None:

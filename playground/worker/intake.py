@@ -4,7 +4,7 @@ Redis a request waits in the channel until some worker has room and goes to that
 queueing behind a busy worker while another is idle. The ``inference-quick`` channel (tokenizing,
 inspecting, scoring: no decode slot needed) is read all the time; ``IntakeWorker`` adds it itself
 wherever it serves ``inference``. Each request taken off the shared channel is announced to the
-waiting line (``playground.waiting_line``).
+waiting line (``playground.edge.waiting_line``).
 """
 
 from __future__ import annotations
@@ -12,16 +12,38 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
+from collections import deque
 from typing import Any
 from weakref import WeakKeyDictionary
 
 from channels.worker import Worker
 from django.conf import settings
 
-from playground import channel_messages, waiting_line
-from playground.channel_messages import INFERENCE_CHANNEL, LINE_GROUP, QUICK_CHANNEL, REQUEST
+from playground.wire import channel_messages
+from playground.wire.channel_messages import INFERENCE_CHANNEL, LINE_GROUP, QUICK_CHANNEL, REQUEST
 
 log = logging.getLogger(__name__)
+
+RATE_WINDOW_SECONDS = 60.0  # a worker's freeing rate counts the rows freed this far back
+
+
+class FreeingRate:
+    """How many rows a worker freed per second over the last ``RATE_WINDOW_SECONDS``."""
+
+    def __init__(self) -> None:
+        self._freed: deque[float] = deque()
+
+    def freed(self) -> None:
+        self._freed.append(time.monotonic())
+
+    def per_second(self) -> float:
+        now = time.monotonic()
+        while self._freed and self._freed[0] < now - RATE_WINDOW_SECONDS:
+            self._freed.popleft()
+        if not self._freed:
+            return 0.0
+        return len(self._freed) / max(now - self._freed[0], 1.0)
 
 
 class IntakeGate:
@@ -32,7 +54,7 @@ class IntakeGate:
     def __init__(self) -> None:
         self.held: set[tuple[str, str]] = set()
         self._changed = asyncio.Event()
-        self.freeing = waiting_line.FreeingRate()  # the line's pace, told to waiting connections
+        self.freeing = FreeingRate()  # the line's pace, told to waiting connections
         self.name = secrets.token_hex(6)  # names this worker's rate in the line's messages
 
     def take(self, message: dict[str, Any]) -> None:

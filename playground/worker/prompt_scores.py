@@ -11,7 +11,7 @@ from typing import Any
 
 from inference.runtime import Runtime
 from inference.scoring import score_prompt
-from playground.jobs import Score
+from playground.wire.jobs import Score
 
 
 def answer(model: Runtime, command: Score, is_cancelled: Callable[[], bool]) -> dict[str, Any]:

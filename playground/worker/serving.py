@@ -1,7 +1,7 @@
 """Serving the jobs a worker took: generations through the process's decode loop (``inference.batching``),
 tokenizing, inspecting and scoring on a thread of their own, each turned into websocket events.
 
-``playground.worker``'s ``InferenceWorker`` hands each job it takes to ``submit_generation`` or
+``playground.worker.consumer``'s ``InferenceWorker`` hands each job it takes to ``submit_generation`` or
 ``serve_quick_job`` with an ``emit`` callback, which receives the job's events and then ``END``.
 """
 
@@ -25,10 +25,11 @@ from inference.errors import Cancelled, ParamError
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
 from inference.whatif import LogitsCache, inspect_variants
-from playground import events, prompt_scores
-from playground.jobs import Generate, Inspect, Job, Score, Tokenize
 from playground.runs.recording import RunRecorder
 from playground.runs.request_fields import record_fields
+from playground.wire import events
+from playground.wire.jobs import Generate, Inspect, Job, Score, Tokenize
+from playground.worker import prompt_scores
 
 log = logging.getLogger(__name__)
 

@@ -2,8 +2,8 @@
 
 Parsing is strict: every field is checked, unknown keys are errors, text that is not valid Unicode
 is refused wherever it is, and each error names the field and what it allows, quoting at most a
-short excerpt of the bad value. The jobs are ``playground.jobs``' types (named here too, for the
-front doors that parse); how they cross the channel layer is ``playground.channel_messages``'.
+short excerpt of the bad value. The jobs are ``playground.wire.jobs``' types (named here too, for the
+front doors that parse); how they cross the channel layer is ``playground.wire.channel_messages``'.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from inference.errors import FieldError, ParamError
 from inference.generation import GenerationRequest
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
-from playground.events import TOKENIZE_PAGE, error_event
-from playground.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, split_params
+from playground.wire.events import TOKENIZE_PAGE, error_event
+from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, split_params
 
 __all__ = ["Branch", "Cancel", "Generate", "Inspect", "Job", "ProtocolError", "Score", "Tokenize"]
 

@@ -1,6 +1,6 @@
 """The embedded default's one link from the web side to the worker: a front door calls
 ``ensure_worker()`` before it sends a request or a ping, and what that starts was provided at
-start-up by the app config (``PlaygroundConfig.ready`` provides ``playground.worker``'s
+start-up by the app config (``PlaygroundConfig.ready`` provides ``playground.worker.consumer``'s
 ``ensure_embedded_worker``, which starts one in-process worker per event loop when
 ``settings.INFERENCE["EMBEDDED_WORKER"]`` asks for it). So no web module imports the worker.
 """

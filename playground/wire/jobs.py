@@ -1,7 +1,7 @@
-"""The typed jobs a client frame becomes (``playground.frames`` parses them, once, at the edge) and
+"""The typed jobs a client frame becomes (``playground.edge.frames`` parses them, once, at the edge) and
 an inference worker serves: what both sides of the channel layer share.
 
-A job crosses the channel layer as plain data (``playground.channel_messages.job_to_dict``) and is
+A job crosses the channel layer as plain data (``playground.wire.channel_messages.job_to_dict``) and is
 rebuilt on the worker as the same typed job. The flat ``params`` object is split between the
 sampler chain and the stopping rules by one rule, ``split_params``, on both sides.
 """
@@ -16,7 +16,7 @@ from inference.chat_template import ChatPrompt
 from inference.generation import GenerationRequest
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
-from playground.events import TOKENIZE_PAGE
+from playground.wire.events import TOKENIZE_PAGE
 
 
 @dataclass(frozen=True)

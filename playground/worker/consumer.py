@@ -1,29 +1,5 @@
-"""The inference worker: takes requests off the ``inference`` channel, serves them and relays their events.
-
-The front doors (the websocket consumer, the HTTP API) and the worker speak only through the channel
-layer, in the messages documented and made in ``playground.channel_messages``. The worker is three
-modules, one job each: this one, the channel consumer (``InferenceWorker``: takes requests and
-cancels, answers pings, passes events on); ``playground.intake`` (``IntakeWorker``: reads the shared
-channel only while this worker has room); ``playground.serving`` (runs each job: generations on the
-process's decode loop, quick jobs on a thread of their own).
-
-Liveness (``playground.liveness``): each request carries its front door's ``lease`` token, which
-the worker repeats on every message about it, and a worker holding requests sends their reply
-channels an ``inference.heartbeat``, so a front door notices a worker that died.
-
-Embedded default: the worker runs inside the server process on the in-memory channel layer, started
-on the first request (``ensure_embedded_worker``, which the app config provides to the web side
-through ``playground.embedded``). Scale-out: point ``CHANNEL_LAYERS`` at Redis and run
-``python manage.py runworker inference`` on other machines; the front doors do not change.
-
-Continuous batching (``inference.batching``): each worker process runs one decode loop, the
-``Scheduler``, on a thread of its own, so the event loop never blocks. Up to ``MAX_BATCH`` rows
-(``PLAYGROUND_MAX_BATCH``) decode as one batch per step; generations join between steps, leave
-when they end, and a long prompt is prefilled in chunks between the others' steps. The loop checks
-each request's cancel flag before every token and between prefill chunks; a request still waiting
-for rows leaves unrun when cancelled (or when its front door goes away). Tokenizing and inspecting
-have a thread of their own and never wait behind generations.
-"""
+"""The inference worker's channel consumer (``InferenceWorker``) and the embedded default's start
+(``ensure_embedded_worker``); the worker side as a whole is described in ``playground.worker``."""
 
 from __future__ import annotations
 
@@ -41,12 +17,12 @@ from channels.routing import ChannelNameRouter
 from django.conf import settings
 
 from inference.model_dir import ModelNotBuiltError, default_model_dir, read_manifest
-from playground import channel_messages
-from playground.channel_messages import INFERENCE_CHANNEL, WORKERS_GROUP
-from playground.intake import IntakeWorker, intake_gate
-from playground.jobs import is_quick
-from playground.liveness import WorkerHeartbeat
-from playground.serving import END, Assignment, resources, serve_quick_job, submit_generation
+from playground.wire import channel_messages
+from playground.wire.channel_messages import INFERENCE_CHANNEL, WORKERS_GROUP
+from playground.wire.jobs import is_quick
+from playground.worker.heartbeat import WorkerHeartbeat
+from playground.worker.intake import IntakeWorker, intake_gate
+from playground.worker.serving import END, Assignment, resources, serve_quick_job, submit_generation
 
 log = logging.getLogger(__name__)
 

@@ -1,11 +1,11 @@
 """The channel layer between the front doors (the websocket consumer, the HTTP API) and the
 inference workers: every channel and group name, every message type and its constructor, and how a
-typed job (``playground.jobs``) travels as plain data. Nothing else spells a channel name.
+typed job (``playground.wire.jobs``) travels as plain data. Nothing else spells a channel name.
 
 Channels and groups:
 
 - ``inference`` (``INFERENCE_CHANNEL``): generations, read by a worker only while it has room
-  (``playground.worker.IntakeWorker``); requests wait there in line (``playground.waiting_line``);
+  (``playground.worker.IntakeWorker``); requests wait there in line (``playground.edge.waiting_line``);
 - ``inference-quick`` (``QUICK_CHANNEL``): tokenizing, inspecting, scoring, read by every worker all
   the time, so they never wait behind generations;
 - ``inference-workers`` (``WORKERS_GROUP``): every worker that has taken a request (cancels of
@@ -25,11 +25,11 @@ Messages:
 - ``inference.cancel`` (front door → ``worker_channel``; for a request no worker has acknowledged,
   to its shared channel and the workers' group, and the worker that later receives it drops it);
 - ``inference.heartbeat`` (worker → front door): the ``[request_id, lease]`` pairs a worker still
-  holds for that reply channel (``playground.liveness``);
+  holds for that reply channel (``playground.wire.liveness``);
 - ``inference.taken`` (worker → ``inference-line``): a worker took the request with this ticket off
-  the shared channel, and frees rows this fast (``playground.waiting_line``);
+  the shared channel, and frees rows this fast (``playground.edge.waiting_line``);
 - ``inference.ping`` (web → ``inference`` and the workers' group) and its answer ``inference.pong``
-  (worker → the ping's ``reply_channel``): who answers, its model, its load (``playground.health``).
+  (worker → the ping's ``reply_channel``): who answers, its model, its load (``playground.edge.health``).
 
 Every message about a request that a front door watches carries its ``lease`` token (added to
 ``inference.request`` by the watchdog; repeated by the worker on ``queued``, ``event`` and
@@ -37,7 +37,7 @@ Every message about a request that a front door watches carries its ``lease`` to
 
 ``queued``, ``event`` and ``finished`` name the worker that sent them. Should one request ever reach
 two workers (channels_redis' own layer did that now and then; ours,
-``playground.channel_layer.SingleTakeRedisChannelLayer``, does not), the front door keeps the first
+``playground.wire.channel_layer.SingleTakeRedisChannelLayer``, does not), the front door keeps the first
 worker that acknowledged it, sends the other a cancel, and drops whatever that other worker sends.
 
 Every message is plain data (strings, numbers, lists, dicts with string keys), as the Redis layer
@@ -53,7 +53,7 @@ from typing import Any
 
 from inference.chat_template import ChatMessage, ChatPrompt
 from inference.generation import GenerationRequest
-from playground.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, is_quick, split_params
+from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, is_quick, split_params
 
 INFERENCE_CHANNEL = "inference"
 QUICK_CHANNEL = "inference-quick"

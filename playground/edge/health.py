@@ -11,7 +11,7 @@
   body naming each check's result and time: the database answers ``SELECT 1``; a message makes a
   round trip through the channel layer; an inference worker answers a ping sent through the
   ``inference`` channel (and reports that its model is built). Each check has a short timeout.
-- ``GET /metrics``: Prometheus' text format (``playground.metrics``).
+- ``GET /metrics``: Prometheus' text format (``playground.edge.metrics``).
 
 :class:`ProbeMiddleware` answers these paths before any other middleware: probes and scrapers reach
 a process by its own address, which is not an allowed host, and over plain HTTP, which the
@@ -33,9 +33,10 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from inference.model_dir import ModelNotBuiltError, default_model_dir, read_manifest
-from playground import channel_messages, embedded, metrics
-from playground.channel_messages import INFERENCE_CHANNEL, WORKERS_GROUP
-from playground.waiting_line import requests_in_line
+from playground.edge import metrics
+from playground.edge.waiting_line import requests_in_line
+from playground.wire import channel_messages, embedded
+from playground.wire.channel_messages import INFERENCE_CHANNEL, WORKERS_GROUP
 
 CHECK_TIMEOUT_S = 3.0
 

@@ -1,6 +1,6 @@
 """The inference workers' current load, gathered from their ping answers (``GET /api/load``).
 
-A worker answers ``inference.ping`` (``playground.worker``'s ``answer_ping``) with who it is and, once it batches,
+A worker answers ``inference.ping`` (``playground.worker.consumer.InferenceWorker.inference_ping``) with who it is and, once it batches,
 ``"load": {"running", "rows", "waiting", "max_batch"}``: requests decoding, rows of the batch in
 use, requests taken but not yet decoding, and its batch size. The ping goes to the
 ``inference-workers`` group, which every worker joins when it takes a request, so each answers
@@ -21,8 +21,8 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from playground import channel_messages, embedded
-from playground.channel_messages import INFERENCE_CHANNEL, WORKERS_GROUP
+from playground.wire import channel_messages, embedded
+from playground.wire.channel_messages import INFERENCE_CHANNEL, WORKERS_GROUP
 
 CACHE_S = 1.0
 GROUP_ANSWER_S = 0.5  # how long to wait for the group's first answer (a worker's event loop answers in ms)

@@ -1,5 +1,5 @@
 """One front door's requests to the inference workers, over the channel layer: the request side of
-the worker protocol, written once (docs in ``playground.channel_messages``).
+the worker protocol, written once (docs in ``playground.wire.channel_messages``).
 
 Both front doors drive a ``Submissions`` and only translate shapes: the websocket consumer keeps one
 per connection (its channel), the HTTP API one per request (``openai_api.worker_call``, a channel of
@@ -32,12 +32,13 @@ from typing import Any
 from channels.exceptions import ChannelFull
 from django.conf import settings
 
-from playground import channel_messages, events, metrics, waiting_line
-from playground.channel_messages import EVENT, FINISHED, HEARTBEAT, LINE_GROUP, QUEUED, TAKEN
-from playground.client_limits import client_limits
-from playground.jobs import Generate, Job
-from playground.liveness import BUSY, BUSY_RETRY_AFTER_SECONDS, Watchdog, send_cancel
+from playground.edge import metrics, waiting_line
+from playground.edge.client_limits import client_limits
+from playground.edge.watchdog import BUSY, BUSY_RETRY_AFTER_SECONDS, Watchdog, send_cancel
 from playground.runs.request_fields import record_fields
+from playground.wire import channel_messages, events
+from playground.wire.channel_messages import EVENT, FINISHED, HEARTBEAT, LINE_GROUP, QUEUED, TAKEN
+from playground.wire.jobs import Generate, Job
 
 # A generation first in line that no worker took within this is waiting for room: it hears `queued`.
 FIRST_IN_LINE_GRACE_SECONDS = 0.5

@@ -108,14 +108,18 @@ def test_a_long_but_plausible_logit_bias_key_is_named_in_full():
         '{"type": "generate", "request_id": "r", "prompt": "hi", "top_n": -' + "9" * 100_000 + "}",
         '{"type": "generate", "request_id": "r", "prompt": "hi", "params": {"top_p": 1e400}}',
         '{"type": "generate", "request_id": "r", "prompt": "hi", "params": {"top_p": -Infinity}}',
-        "[" * 100_000 + "]" * 100_000,
-        '{"a":' * 50_000 + "1" + "}" * 50_000,
+        "[" * 100_000 + "]" * 100_000,  # read (its depth cut), but no object
     ],
 )
-def test_numbers_too_large_and_nesting_too_deep_are_invalid_json(frame):
+def test_numbers_too_large_and_a_frame_that_is_no_object_are_invalid_json(frame):
     error = refused(frame)
     assert error.code == "invalid_json"
     assert len(error.to_event()["error"]["message"]) <= events.MAX_ERROR_MESSAGE
+
+
+def test_an_object_nested_past_any_field_is_refused_by_its_field():
+    error = refused('{"a":' * 50_000 + "1" + "}" * 50_000)
+    assert (error.code, error.param) == ("nested_too_deep", "a")
 
 
 @pytest.mark.parametrize(

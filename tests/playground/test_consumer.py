@@ -365,6 +365,7 @@ async def test_every_stage_on_streams_a_trace_of_each_stage():
         ({"mirostat": 1}, "params.mirostat"),
         ({"logit_bias": {"12": 500}}, "params.logit_bias.12"),
         ({"logit_bias": {"999999": 1}}, "params.logit_bias.999999"),
+        ({"logit_bias": {str(10**30): 1}, "num_beams": 2}, f"params.logit_bias.{10**30}"),  # beam search checks it too
         ({"stop": ["x" * 65]}, "params.stop.0"),
         ({"n": 9}, "params.n"),
         ({"length_penalty": 9}, "params.length_penalty"),

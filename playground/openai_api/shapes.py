@@ -22,6 +22,7 @@ Where OpenAI's semantics and the run's differ, OpenAI's hold:
 
 from __future__ import annotations
 
+import codecs
 import math
 import re
 import secrets
@@ -76,12 +77,13 @@ def echo_logprobs(prompt_scores: dict[str, Any], top: int) -> dict[str, list[Any
     tokens = prompt_scores["tokens"][DOCUMENT_START_TOKENS:]
     legacy: dict[str, list[Any]] = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
     offset = 0
+    characters = codecs.getincrementaldecoder("utf-8")()  # a token may end inside a character
     for token in tokens:
         legacy["tokens"].append(token["token"])
         legacy["token_logprobs"].append(token["logprob"])
         legacy["top_logprobs"].append({a["token"]: a["logprob"] for a in token["top"][:top]})
         legacy["text_offset"].append(offset)
-        offset += len(token["token"])
+        offset += len(characters.decode(bytes(token_bytes(token["token"]))))  # the prompt's characters it completes
     return legacy
 
 

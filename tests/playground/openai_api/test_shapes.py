@@ -79,6 +79,17 @@ def test_with_echo_the_prompt_is_at_0_and_the_completion_right_after_it():
     assert "".join(logprobs["tokens"]) == answer["choices"][0]["text"]
 
 
+def test_echoed_offsets_count_characters_where_a_token_ends_inside_one():
+    prompt = "🎉 ok"  # its first character is two tokens of two bytes each
+    api = translate({"model": MODEL, "prompt": prompt, "logprobs": 0, "echo": True}, "completion", MODEL)
+    pieces = ["<0xF0><0x9F>", "<0x8E><0x89>", " ok"]
+    scores = {"tokens": [{"token": text, "logprob": -1.0, "top": []} for text in ["<|endoftext|>", *pieces]]}
+    whole = responder(api, PROMPT_TOKENS, scores)
+    whole.observe(PARIS[0])
+    offsets = whole.complete(done("max_tokens", " Paris", 4, 1))["choices"][0]["logprobs"]["text_offset"]
+    assert offsets == [0, 0, 1, len(prompt)]
+
+
 def test_usage_counts_the_prompts_own_tokens_which_echo_lists_every_one_of():
     api = translate({"model": MODEL, "prompt": "The capital of", "logprobs": 0, "echo": True}, "completion", MODEL)
     whole = responder(api, PROMPT_TOKENS)

@@ -36,6 +36,7 @@ def test_a_token_outside_the_top_n_is_drawn_where_u_fell(playground: PlaygroundP
             "els => els.map(e => [+e.getAttribute('x'), +e.getAttribute('width')])"
         )
         assert any(abs(x + w - start * WIDTH) < 0.02 for x, w in others)
+        expect(bar.locator("text.chosen-name")).to_have_text(quote_token(token["token"]))  # too narrow to hold it
         assert bar.get_attribute("aria-label") == (
             f"Cumulative bar of the final probabilities; the draw u = {token['draw']:.4f} fell in "
             f"{quote_token(token['token'])}'s segment, from {start:.4f} to {end:.4f}"

@@ -12,7 +12,7 @@ import { formatProb, quoteToken } from "./format.js";
 import { r2, svg, titled } from "./svg.js";
 
 const WIDTH = 300;
-const HEIGHT = 46;
+const HEIGHT = 58;
 const BAR_Y = 16;
 const BAR_H = 16;
 const EPS = 1e-9; // less unlisted mass than this is rounding, not a segment
@@ -84,6 +84,11 @@ export function drawBar(token) {
     if (s.chosen && w > 24) {
       root.append(svg("text", { x: r2(x + w / 2), y: BAR_Y + BAR_H - 4, class: "seg-label", "text-anchor": "middle" },
         clip(quoteToken(s.token), Math.floor(w / 6))));
+    } else if (s.chosen) { // too narrow to hold its name: the name goes under the bar, beside it
+      const mid = x + w / 2;
+      const anchor = mid > WIDTH * 0.8 ? "end" : mid < WIDTH * 0.2 ? "start" : "middle";
+      root.append(svg("text", { x: r2(mid), y: BAR_Y + BAR_H + 12, class: "axis-label chosen-name", "text-anchor": anchor },
+        clip(quoteToken(s.token), 24)));
     }
   });
   const ux = u * WIDTH;

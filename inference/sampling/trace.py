@@ -124,9 +124,10 @@ class StepTrace:
     them. ``draw_interval`` is the chosen token's segment of the cumulative bar of final
     probabilities in pick order: [start, end) holds ``draw`` when the token was picked (not
     forced). ``token``, ``draw``, ``draw_interval``, ``chosen``, ``raw_prob`` and ``prob`` are None
-    for ``chain.trace`` (nothing picked); ``draw`` is None when greedy. ``describe(id)`` / ``removed_by(id)`` answer
-    for any token id (e.g. a forced one); the trace keeps references to the step's arrays for
-    that, so keep ``to_dict()`` rather than the trace itself when storing many steps."""
+    for ``chain.trace`` (nothing picked); ``draw`` is None when greedy. ``describe(id)`` /
+    ``removed_by(id)`` answer for any token id (e.g. a forced one); the trace keeps references to
+    the step's arrays for that, so keep ``to_dict()`` rather than the trace itself when storing
+    many steps."""
 
     token: int | None
     draw: float | None

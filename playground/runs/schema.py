@@ -8,7 +8,8 @@ export → import → export gives the same file again (only ``id``, ``source`` 
 ``imported_from`` say that it is a copy).
 
 Versions: 3 (written now) has every field of every part, tokens included (``removed_by`` and
-``forced`` on each token), and a chat run's whole conversation (``request.messages``,
+``forced`` on each token; ``draw_interval``, added later, may be left out of a token in any
+version and reads as null), and a chat run's whole conversation (``request.messages``,
 ``request.continue_final_message``). Version 2 files are version 3 without the conversation
 (``_upgrade_v2``: ``messages`` null, ``continue_final_message`` false). Version 1 files may leave
 out what version 1 left out; ``_upgrade_v1`` fills in the defaults, then they are version 2 files.
@@ -171,6 +172,16 @@ def _prob(value: Any, path: str) -> float:
     _number(value, path, 0)
     if value > 1:
         raise SchemaError(path, f"must be a probability from 0 to 1, got {value}")
+    return value
+
+
+def _draw_interval(value: Any, path: str) -> list[float]:
+    """[start, end]: two probabilities, start <= end."""
+    start, end = _list(value, path, 2, 2)
+    _prob(start, f"{path}[0]")
+    _prob(end, f"{path}[1]")
+    if start > end:
+        raise SchemaError(path, f"must start at or before its end, got {start} > {end}")
     return value
 
 
@@ -570,6 +581,8 @@ def _created_at(value: Any, path: str) -> datetime:
 
 
 def _token(data: Any, path: str, top_n: int, samples: int) -> TokenRow:
+    if isinstance(data, dict):  # files written before tokens had ``draw_interval`` (optional in every version)
+        data = {"draw_interval": None} | data
     _object(data, path, TokenRow.EVENT_KEYS)
     _int(data["sample"], f"{path}.sample", 0, samples - 1)
     _int(data["index"], f"{path}.index")
@@ -581,6 +594,7 @@ def _token(data: Any, path: str, top_n: int, samples: int) -> TokenRow:
     _optional(_str)(data["removed_by"], f"{path}.removed_by")
     _bool(data["forced"], f"{path}.forced")
     _optional(_prob)(data["draw"], f"{path}.draw")
+    _optional(_draw_interval)(data["draw_interval"], f"{path}.draw_interval")
     _optional(_number)(data["elapsed_ms"], f"{path}.elapsed_ms")
     entropy = _object(data["entropy"], f"{path}.entropy", ("before", "after"))
     for key in ("before", "after"):

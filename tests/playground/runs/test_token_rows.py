@@ -61,6 +61,27 @@ def test_fields_without_a_column_live_in_the_trailing_object():
     assert TokenRow.from_stored(today) == TokenRow.from_stored(OLD_ROW)
 
 
+def test_the_draw_interval_is_kept_in_the_trailing_object_and_old_rows_have_none():
+    event = EVENT | {"draw_interval": [0.0, 0.7]}
+    stored = stored_row_from_event(event)
+    assert stored == OLD_ROW + [{"draw_interval": [0.0, 0.7]}]
+    row = TokenRow.from_stored(json.loads(json.dumps(stored)))
+    assert row.draw_interval == (0.0, 0.7) and row.extra == {}
+    assert row.to_event() == {k: v for k, v in event.items() if k not in ("type", "request_id")}
+    assert TokenRow.from_stored(OLD_ROW).draw_interval is None
+    assert TokenRow.from_stored(OLD_ROW).to_event()["draw_interval"] is None
+
+
+def test_an_exported_token_without_a_draw_interval_imports_and_a_bad_one_is_named():
+    exported = TokenRow.from_event(EVENT).to_event()
+    del exported["draw_interval"]  # as files written before it
+    assert schema._token(exported, "run.tokens[0]", 5, 1).draw_interval is None
+    for bad, where in (([0.8, 0.7], ""), ([0.1, 1.5], "[1]"), ([0.1], "")):
+        with pytest.raises(schema.SchemaError) as error:
+            schema._token(exported | {"draw_interval": bad}, "run.tokens[0]", 5, 1)
+        assert error.value.param == f"run.tokens[0].draw_interval{where}"
+
+
 def test_sample_text_joins_one_samples_tokens():
     rows = [OLD_ROW, [1] + OLD_ROW[1:4] + [" Lyon"] + OLD_ROW[5:], [0, 1] + OLD_ROW[2:4] + ["."] + OLD_ROW[5:]]
     assert sample_text(rows) == " Paris." and sample_text(rows, 1) == " Lyon"

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from playground.models import Run
 from playground.runs.conversation import conversation_text
+from playground.runs.models import Run
 from playground.runs.token_rows import TokenRow, sample_rows
 
 METRIC = {

@@ -13,9 +13,9 @@ from typing import Any
 
 from django.db import connections, router, transaction
 
-from playground.models import Run, hash_delete_token, new_delete_token, new_run_id
 from playground.runs.conversation import shown_prompt, stored_messages
 from playground.runs.errors import UnencodableText
+from playground.runs.models import Run, hash_delete_token, new_delete_token, new_run_id
 from playground.runs.token_rows import sample_text, stored_row_from_event
 
 log = logging.getLogger(__name__)

@@ -36,9 +36,9 @@ from django.utils import timezone
 from inference.generation import GenerationRequest
 from inference.sampling.params import MAX_SEED
 from playground import protocol
-from playground.models import RUN_ID_PATTERN, Run
 from playground.runs.conversation import messages_from_stored, shown_prompt, stored_messages
 from playground.runs.errors import SchemaError
+from playground.runs.models import RUN_ID_PATTERN, Run
 from playground.runs.text_check import excerpt, first_unencodable
 from playground.runs.token_rows import Alternative, Stage, TokenRow
 

@@ -25,13 +25,13 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_safe
 
 from playground.address import encode_address, run_texts, turns_text
-from playground.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
 from playground.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
 from playground.protocol import parse_json
 from playground.runs import schema
 from playground.runs.compare import compare
 from playground.runs.conversation import page_fields
 from playground.runs.errors import BadRequest, NotFound, RunsError
+from playground.runs.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
 from playground.runs.text_check import excerpt, first_unencodable, repaired
 from playground.runs.token_rows import sample_rows
 

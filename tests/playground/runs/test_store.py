@@ -9,8 +9,8 @@ import re
 import pytest
 from django.db import OperationalError
 
-from playground.models import Run
 from playground.runs import schema
+from playground.runs.models import Run
 from playground.runs.token_rows import ENVELOPE_KEYS
 from tests.playground.runs import helpers
 

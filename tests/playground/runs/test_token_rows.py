@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from playground.models import Run
 from playground.runs import schema
+from playground.runs.models import Run
 from playground.runs.token_rows import Alternative, Stage, TokenRow, sample_text, stored_row_from_event
 from tests.playground.runs import helpers
 

@@ -10,7 +10,7 @@ from channels.db import database_sync_to_async as sync_to_async  # closes its co
 from channels.testing import WebsocketCommunicator
 
 from playground.asgi import application
-from playground.models import Run
+from playground.runs.models import Run
 from playground.runs.schema import expand_token
 from playground.runs.token_rows import ENVELOPE_KEYS
 

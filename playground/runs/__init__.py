@@ -2,6 +2,10 @@
 schema, comparison and pages.
 
 - ``models``: ``Run``, one row per saved run (table ``playground_run``, kept from before the app).
+- ``ids``: run ids and delete tokens (made, recognised, hashed); no Django.
+- ``fields``: the one table of a run's fields (export key, ``Run`` column, import check,
+  conversions) that recording, export, import, the pages and the summaries all use.
+- ``checks``: the import's value checks, raising ``SchemaError`` with the value's path.
 - ``recording``: the worker's recorder; turns a request's events into a saved ``Run``.
 - ``conversation``: a chat run's messages, stored compactly, and their page fields.
 - ``token_rows``: a saved token with named fields (``TokenRow``) ↔ its compact stored row.

@@ -3,7 +3,7 @@
 Per-token data (each token's alternatives, stage counts, entropy and draw) lives compactly in one
 JSON column, ``tokens``, as rows read and written by ``playground.runs.token_rows.TokenRow`` (see
 ``playground.runs.schema`` for the expanded, documented export). Ids are random and unguessable;
-nothing lists all runs.
+nothing lists all runs (``playground.runs.ids``).
 
 A run is never saved with text that cannot be stored or shown (``playground.runs.text_check``):
 ``Run.save``, and ``bulk_create``, ``bulk_update`` and ``update`` of its queries, refuse it with
@@ -12,8 +12,6 @@ A run is never saved with text that cannot be stored or shown (``playground.runs
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -22,23 +20,9 @@ from django.utils import timezone
 
 from playground.runs.conversation import messages_from_stored
 from playground.runs.errors import UnencodableText
+from playground.runs.ids import check_delete_token, new_run_id
 from playground.runs.text_check import first_unencodable
 from playground.runs.token_rows import TokenRow
-
-RUN_ID_BYTES = 16  # 128 random bits → 22 URL-safe characters
-RUN_ID_PATTERN = r"[A-Za-z0-9_-]{16,43}"
-
-
-def new_run_id() -> str:
-    return secrets.token_urlsafe(RUN_ID_BYTES)
-
-
-def new_delete_token() -> str:
-    return secrets.token_urlsafe(24)
-
-
-def hash_delete_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def _refuse_unencodable(name: str, value: Any) -> None:
@@ -144,7 +128,7 @@ class Run(models.Model):
         return messages_from_stored(self.messages)
 
     def check_delete_token(self, token: str) -> bool:
-        return secrets.compare_digest(self.delete_token_hash, hash_delete_token(token))
+        return check_delete_token(token, self.delete_token_hash)
 
     def text_fields(self) -> Iterator[tuple[str, Any]]:
         """Every field that holds text (strings, or JSON with strings in it), as (name, value)."""

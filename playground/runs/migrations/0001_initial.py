@@ -6,7 +6,7 @@ import django.db.models.deletion
 import django.utils.timezone
 from django.db import migrations, models
 
-import playground.runs.models
+import playground.runs.ids
 
 
 class Migration(migrations.Migration):
@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
                         (
                             "id",
                             models.CharField(
-                                default=playground.runs.models.new_run_id,
+                                default=playground.runs.ids.new_run_id,
                                 editable=False,
                                 max_length=43,
                                 primary_key=True,

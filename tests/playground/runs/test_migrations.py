@@ -16,7 +16,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 from playground.openai_api.models import ApiKey, hash_api_key
 from playground.runs import schema
-from playground.runs.models import Run, hash_delete_token
+from playground.runs.ids import hash_delete_token
+from playground.runs.models import Run
 from playground.runs.token_rows import stored_row_from_event
 from tests.playground.runs import helpers
 

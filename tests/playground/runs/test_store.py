@@ -52,7 +52,7 @@ def test_recorder_saves_everything_and_done_carries_the_id(db_alias):
     # The delete token is not stored, only its hash.
     assert done["delete_token"] not in run.delete_token_hash and run.check_delete_token(done["delete_token"])
     # Every token's trace comes back exactly as it was sent.
-    exported = [schema.expand_token(row) for row in run.tokens]
+    exported = schema.run_to_dict(run)["tokens"]
     sent = [{k: v for k, v in e.items() if k not in ENVELOPE_KEYS} for e in evts[1:-1]]
     assert exported == sent
     assert run.parent is None and run.branch_index is None

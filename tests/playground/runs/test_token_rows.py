@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from playground.runs import schema
+from playground.runs.fields import TOKENS
 from playground.runs.models import Run
 from playground.runs.token_rows import Alternative, Stage, TokenRow, sample_text, stored_row_from_event
 from tests.playground.runs import helpers
@@ -41,7 +41,7 @@ def test_a_token_event_becomes_named_fields_and_the_same_compact_row():
     assert (row.entropy_before, row.entropy_after, row.removed_by, row.forced) == (1.5, 0.9, None, False)
     # Stored exactly as before: defaults (removed_by null, forced false) take no room.
     assert stored_row_from_event(EVENT) == OLD_ROW
-    assert schema.compact_token(EVENT) == OLD_ROW  # the name recording.py calls today
+    assert TOKENS.columns([EVENT]) == {"tokens": [OLD_ROW]}  # the field table's token conversion
     assert TokenRow.from_stored(OLD_ROW) == row
     assert row.to_event() == {k: v for k, v in EVENT.items() if k not in ("type", "request_id")}
     assert list(row.to_event()) == list(TokenRow.EVENT_KEYS)  # in the order the server sends them

@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 
 from playground.asgi import application
 from playground.runs.models import Run
-from playground.runs.schema import expand_token
+from playground.runs.schema import run_to_dict
 from playground.runs.token_rows import ENVELOPE_KEYS
 
 pytestmark = [
@@ -67,7 +67,7 @@ async def test_cancel_mid_stream_saves_a_partial_run(db_alias):
     started = events[0]
     assert run.prompt_tokens == [[t["id"], t["text"]] for t in started["prompt_tokens"]]
     assert run.onnxruntime_version == started["model"]["onnxruntime_version"]
-    assert [expand_token(r) for r in run.tokens] == [{k: v for k, v in t.items() if k not in ENVELOPE_KEYS} for t in tokens]
+    assert run_to_dict(run)["tokens"] == [{k: v for k, v in t.items() if k not in ENVELOPE_KEYS} for t in tokens]
     assert run.text == done["text"]
 
 

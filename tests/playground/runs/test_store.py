@@ -146,6 +146,7 @@ def test_a_seed_above_2_to_the_53_survives_exactly(client, db_alias):
         ("/r/short", "invalid_id", "id"),
         ("/r/has.dot-in-it-aaaaaaaaaaaa", "invalid_id", "id"),
         ("/r/" + "A" * 22, "not_found", "id"),
+        ("/r/" + "A" * 22 + "%0A", "invalid_id", "id"),  # the whole id is checked: no line end after it
         ("/compare/" + "A" * 22, "invalid_id", "ids"),
         ("/compare/" + ",".join(["A" * 22] * 5), "invalid_id", "ids"),
     ],

@@ -20,6 +20,7 @@ event's, so a live run and an exported one are the same record.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -65,13 +66,15 @@ def _same(value: Any) -> Any:
 class Field:
     """One value: ``key`` in the export (and in the events it is recorded from), ``attr`` the
     ``Run`` attribute that holds it; ``export`` turns the column's value into the export's and
-    ``store`` the export's (or the event's) into the column's."""
+    ``store`` the export's (or the event's) into the column's; ``empty`` is its value (in the
+    export's form) when a record has none to give: a failed run's result, a version 1 file's."""
 
     key: str
     attr: str
     check: Check = anything
     export: Callable[[Any], Any] = _same
     store: Callable[[Any], Any] = _same
+    empty: Any = None
 
     def exported(self, run: Run) -> Any:
         return self.export(getattr(run, self.attr))
@@ -101,6 +104,10 @@ class Part:
         """``values`` (the export's keys) as ``Run`` keyword arguments; a key left out leaves its
         column to the model's default (a new run's ``id``)."""
         return {attr: value for f in self.fields if f.key in values for attr, value in f.columns(values[f.key]).items()}
+
+    def empty(self) -> dict[str, Any]:
+        """Every field at its empty value (a fresh copy)."""
+        return {f.key: copy.deepcopy(f.empty) for f in self.fields if isinstance(f, Field)}
 
     def checked(self, values: Mapping[str, Any], path: str) -> dict[str, Any]:
         """The part as an import reads it: exactly its keys, and its fields' values checked (``path``
@@ -231,12 +238,12 @@ RESULT = Part(
     (
         Field("reason", "reason", export=_or_none, store=_or_empty),  # checked with the status
         Field("stop_string", "stop_string", optional(a_str)),
-        Field("text", "text", a_str),
-        Field("tail", "tail", a_str),
-        Field("usage", "usage", _usage),
-        Field("timing", "timing", _timing),
-        Field("samples", "samples", _samples),
-        Field("beams", "beams", _beams),
+        Field("text", "text", a_str, empty=""),
+        Field("tail", "tail", a_str, empty=""),
+        Field("usage", "usage", _usage, empty={}),
+        Field("timing", "timing", _timing, empty={}),
+        Field("samples", "samples", _samples, empty=[]),
+        Field("beams", "beams", _beams, empty=[]),
         Field("error", "error", optional(_error)),
     ),
 )

@@ -15,7 +15,7 @@ from django.db import connections, router, transaction
 
 from playground.runs.conversation import shown_prompt
 from playground.runs.errors import UnencodableText
-from playground.runs.fields import RUN
+from playground.runs.fields import RESULT, RUN
 from playground.runs.ids import hash_delete_token, new_delete_token, new_run_id
 from playground.runs.models import Run
 from playground.runs.token_rows import sample_text, stored_row_from_event
@@ -62,17 +62,8 @@ class RunRecorder:
         if not self.save:
             return done | {"run_id": None}
         status = Run.Status.CANCELLED if done["reason"] == "cancelled" else Run.Status.COMPLETE
-        result = {
-            "reason": done["reason"],
-            "stop_string": done.get("stop_string"),
-            "text": done["text"],
-            "tail": done.get("tail", ""),
-            "usage": done.get("usage", {}),
-            "timing": done.get("timing", {}),
-            "samples": done.get("samples", []),
-            "beams": done.get("beams", []),
-            "error": None,
-        }
+        # ``done`` carries the export's result keys; those it leaves out are empty
+        result = RESULT.empty() | {key: done[key] for key in RESULT.keys if key in done} | {"error": None}
         try:
             run_id, delete_token = self._save(status, result)
         except UnencodableText as error:  # the text itself, not the server: no traceback
@@ -87,17 +78,7 @@ class RunRecorder:
         """Saves a run that failed after it started, with what it generated; returns its id."""
         if self.started is None or not self.save:
             return None
-        result = {
-            "reason": "",
-            "stop_string": None,
-            "text": sample_text(self.tokens),
-            "tail": "",
-            "usage": {},
-            "timing": {},
-            "samples": [],
-            "beams": [],
-            "error": error_event.get("error"),
-        }
+        result = RESULT.empty() | {"text": sample_text(self.tokens), "error": error_event.get("error")}
         try:
             return self._save(Run.Status.FAILED, result)[0]
         except UnencodableText as error:

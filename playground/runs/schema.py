@@ -181,17 +181,7 @@ def _upgrade_v1(run: Any, path: str) -> Any:
         "beam_steps": [],
     } | run
     if isinstance(run.get("result"), dict):
-        run["result"] = {
-            "reason": None,
-            "stop_string": None,
-            "text": "",
-            "tail": "",
-            "usage": {},
-            "timing": {},
-            "samples": [],
-            "beams": [],
-            "error": None,
-        } | run["result"]
+        run["result"] = RESULT.empty() | run["result"]
     if isinstance(run["tokens"], list):
         run["tokens"] = [_upgrade_v1_token(t) for t in run["tokens"]]
     if isinstance(run["beam_steps"], list):

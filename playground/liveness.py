@@ -383,7 +383,7 @@ class Watchdog:
 def save_failed_run(recorder: RunRecorder, error: dict[str, Any]) -> str | None:
     """Saves the relayed run as failed; returns its id (None if it could not be saved). A worker
     that died just after saving the run itself leaves its record, which stands."""
-    from playground.models import Run
+    from playground.runs.models import Run
 
     if Run.objects.filter(pk=recorder.run_id).exists():
         return recorder.run_id

@@ -482,7 +482,7 @@ async def test_closing_before_any_worker_took_the_request_still_cancels_it():
     """Disconnect right after sending: the request is dropped or cancelled, never decoded to its end."""
     from channels.db import database_sync_to_async
 
-    from playground.models import Run
+    from playground.runs.models import Run
 
     communicator = await connect()
     prompt = "A story that nobody will read:"
@@ -551,7 +551,7 @@ SURROGATE_FRAMES = [  # (frame with a lone-surrogate escape, the field named)
 async def test_a_lone_surrogate_is_refused_at_the_edge_and_nothing_is_saved(frame, param):
     from channels.db import database_sync_to_async
 
-    from playground.models import Run
+    from playground.runs.models import Run
 
     communicator = await connect()
     request_id = json.loads(frame)["request_id"]
@@ -639,7 +639,7 @@ async def test_cancelling_a_request_queued_behind_another_connections_run_answer
 
     from channels.db import database_sync_to_async
 
-    from playground.models import Run
+    from playground.runs.models import Run
 
     busy, waiting = await connect(), await connect()
     await busy.send_json_to(generate("long", "Once", params={"max_tokens": 3000, "ignore_eos": True}))
@@ -666,7 +666,7 @@ async def test_a_socket_closed_with_queued_requests_runs_none_of_them():
     seen streaming is saved cancelled; and the worker is free for the next socket."""
     from channels.db import database_sync_to_async
 
-    from playground.models import Run
+    from playground.runs.models import Run
 
     communicator = await connect()
     for i in range(8):

@@ -18,8 +18,8 @@ import pytest
 
 from playground import frames, worker
 from playground.address import turns_value
-from playground.models import Run
 from playground.runs import schema
+from playground.runs.models import Run
 from playground.runs.token_rows import ENVELOPE_KEYS, load_rows
 
 pytestmark = pytest.mark.django_db(databases=["default", "postgres"])

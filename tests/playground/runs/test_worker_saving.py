@@ -8,8 +8,8 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async as sync_to_async  # closes its connections after
 
-from playground.models import Run
-from playground.runs.schema import expand_token
+from playground.runs.models import Run
+from playground.runs.schema import run_to_dict
 from playground.runs.token_rows import ENVELOPE_KEYS
 from tests.client_frames import generate
 from tests.communicator import TIMEOUT, connect
@@ -52,7 +52,7 @@ async def test_cancel_mid_stream_saves_a_partial_run(db_alias):
     started = events[0]
     assert run.prompt_tokens == [[t["id"], t["text"]] for t in started["prompt_tokens"]]
     assert run.onnxruntime_version == started["model"]["onnxruntime_version"]
-    assert [expand_token(r) for r in run.tokens] == [{k: v for k, v in t.items() if k not in ENVELOPE_KEYS} for t in tokens]
+    assert run_to_dict(run)["tokens"] == [{k: v for k, v in t.items() if k not in ENVELOPE_KEYS} for t in tokens]
     assert run.text == done["text"]
 
 

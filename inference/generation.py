@@ -251,9 +251,7 @@ class Generation:
         self.runtime = runtime
         self.request = request.with_seed()
         self.seed: int = int(self.request.sampling.seed)  # type: ignore[arg-type]
-        vocab_size = runtime.shape.vocab_size
-        check_prefix(self.request.prefix_tokens, vocab_size)  # before any chain sees an id
-        self.request.sampling.validate_for_vocab(vocab_size)
+        check_token_ids(self.request, runtime.shape.vocab_size)  # before any chain sees an id
         n = self.request.loop.n
         self.rows = self.rows_after_prefill = n
         self.samples = [_Sample(runtime, self.request, i) for i in range(n)]
@@ -333,7 +331,7 @@ class BeamRun:
         self.runtime = runtime
         self.request = request.with_seed()
         loop = self.request.loop
-        check_prefix(self.request.prefix_tokens, runtime.shape.vocab_size)
+        check_token_ids(self.request, runtime.shape.vocab_size)
         self.rows = loop.num_beams
         eos_ids = frozenset() if loop.ignore_eos else runtime.codec.eos_ids
         self.search = BeamSearch(loop.num_beams, loop.length_penalty, loop.max_tokens, eos_ids)
@@ -499,6 +497,13 @@ def without_tokens(logits: np.ndarray, ids: frozenset[int]) -> np.ndarray:
     masked = logits.copy()
     masked[list(ids)] = -np.inf
     return masked
+
+
+def check_token_ids(request: GenerationRequest, vocab_size: int) -> None:
+    """Every token id a request names (its forced prefix, its ``logit_bias`` keys) must be in the
+    vocabulary: one check for sampling and beam search alike, though beam search reads no bias."""
+    check_prefix(request.prefix_tokens, vocab_size)
+    request.sampling.validate_for_vocab(vocab_size)
 
 
 def check_prefix(prefix: tuple[int, ...], vocab_size: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +24,15 @@ def module_url(path: str) -> str:
     return (STATIC / path).as_uri()
 
 
-def run_js(source: str, payload: Any = None) -> Any:
-    """Runs ``source`` (an ES module; ``INPUT`` holds the payload) and returns its printed JSON."""
+def run_js(source: str, payload: Any = None, node_flags: Sequence[str] = ()) -> Any:
+    """Runs ``source`` (an ES module; ``INPUT`` holds the payload) and returns its printed JSON.
+    ``node_flags`` go to ``node`` before the script (e.g. a V8 feature Chromium has on by default)."""
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is not installed: the test command installs it (Debian package nodejs)")
     prelude = 'import { readFileSync } from "node:fs";\nconst INPUT = JSON.parse(readFileSync(0, "utf8"));\n'
     result = subprocess.run(
-        [node, "--input-type=module", "-e", prelude + source],
+        [node, *node_flags, "--input-type=module", "-e", prelude + source],
         input=json.dumps(payload),
         capture_output=True,
         text=True,

@@ -18,7 +18,8 @@ probability filters come after temperature, so they see the distribution actuall
 
 Where the trace measures things: ``raw_prob`` is the softmax of the model's logits before any
 stage; ``prob`` is the final distribution the token is drawn from. The alternatives shown to
-users are the top-N tokens by raw probability.
+users are the top-N tokens by raw probability. ``draw_interval`` is the chosen token's segment of
+the final distribution in the pick's order, whatever its rank: the draw u that picked it lies in it.
 """
 
 from inference.sampling.chain import SamplerChain, pick

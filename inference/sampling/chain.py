@@ -119,6 +119,7 @@ class SamplerChain:
             prob=None if chosen is None else chosen.prob,
             alternatives=lookup.describe_many(top),
             chosen=chosen,
+            draw_interval=None if token is None else lookup.draw_interval(token),
             stages=tuple(StageCount(name, len(out)) for name, out in outputs),
             entropy_before=raw.softmax.entropy,
             entropy_after=final.softmax.entropy,

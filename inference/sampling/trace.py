@@ -68,6 +68,22 @@ class TokenLookup:
             raise ValueError(f"token id must be in [0, {self.raw.vocab_size - 1}]; got {token}")
         return Alternative(token, self._prob(self.raw, token), self._prob(self.final, token), self.removed_by(token))
 
+    def draw_interval(self, token: int) -> tuple[float, float] | None:
+        """The draws u that pick ``token``: its segment [start, end) of the final distribution
+        stacked in pick order (final probability descending, ties lower id first; ``chain.pick``),
+        where start is the final probability of every token ahead of it. None if its final
+        probability is 0 (a forced token a stage removed). One pass over the final set, whatever
+        the token's rank: the segment is true for a token far outside the top N too."""
+        final = self.final
+        pos = final.position(int(token))
+        soft = final.softmax
+        if pos is None or soft.e[pos] == 0:
+            return None
+        e = soft.e
+        own = e[pos]
+        ahead = float(np.sum(e, where=e > own)) + float(np.sum(e[:pos], where=e[:pos] == own))  # ids ascend
+        return ahead / soft.z, min(1.0, (ahead + own) / soft.z)
+
     def describe_many(self, tokens: np.ndarray) -> tuple[Alternative, ...]:
         """``describe`` for each of ``tokens``, with one vectorized lookup per candidate set instead of
         one per token (the same numbers: the same float64 divisions, elementwise)."""
@@ -105,10 +121,13 @@ class TokenLookup:
 class StepTrace:
     """One step of the chain. ``alternatives`` are the top-N tokens by raw probability (highest
     first, ties lower id first); ``chosen`` describes the picked token even if it is not among
-    them. ``token``, ``draw``, ``chosen``, ``raw_prob`` and ``prob`` are None for ``chain.trace``
-    (nothing picked); ``draw`` is None when greedy. ``describe(id)`` / ``removed_by(id)`` answer
-    for any token id (e.g. a forced one); the trace keeps references to the step's arrays for
-    that, so keep ``to_dict()`` rather than the trace itself when storing many steps."""
+    them. ``draw_interval`` is the chosen token's segment of the cumulative bar of final
+    probabilities in pick order: [start, end) holds ``draw`` when the token was picked (not
+    forced). ``token``, ``draw``, ``draw_interval``, ``chosen``, ``raw_prob`` and ``prob`` are None
+    for ``chain.trace`` (nothing picked); ``draw`` is None when greedy. ``describe(id)`` /
+    ``removed_by(id)`` answer for any token id (e.g. a forced one); the trace keeps references to
+    the step's arrays for that, so keep ``to_dict()`` rather than the trace itself when storing
+    many steps."""
 
     token: int | None
     draw: float | None
@@ -116,6 +135,7 @@ class StepTrace:
     prob: float | None
     alternatives: tuple[Alternative, ...]
     chosen: Alternative | None
+    draw_interval: tuple[float, float] | None
     stages: tuple[StageCount, ...]
     entropy_before: float
     entropy_after: float
@@ -133,6 +153,7 @@ class StepTrace:
             "token": self.token,
             "greedy": self.greedy,
             "draw": self.draw,
+            "draw_interval": None if self.draw_interval is None else list(self.draw_interval),
             "raw_prob": self.raw_prob,
             "prob": self.prob,
             "entropy": {"before": self.entropy_before, "after": self.entropy_after},

@@ -20,6 +20,7 @@ from inference.errors import FieldError, ParamError
 from inference.generation import GenerationRequest
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
+from playground import json_depth
 from playground.wire.events import TOKENIZE_PAGE, error_event
 from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, split_params
 
@@ -47,7 +48,7 @@ GENERATE_KEYS = frozenset(
     }
 )
 MAX_MESSAGES = 64  # turns of one chat conversation
-RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,43}$")  # as playground.models.RUN_ID_PATTERN
+RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,43}$")  # as playground.runs.ids.RUN_ID_PATTERN
 CANCEL_KEYS = frozenset({"type", "request_id"})
 TOKENIZE_KEYS = frozenset(
     {"type", "request_id", "text", "mode", "system", "offset", "limit", "messages", "continue_final_message"}
@@ -109,6 +110,8 @@ def parse_client_message(message: dict[str, Any]) -> Job | Cancel:
     known_id = request_id if isinstance(request_id, str) and REQUEST_ID.match(request_id) else None
     kind = message.get("type")
     try:
+        if (deep := json_depth.too_deep(message)) is not None:
+            raise ProtocolError(deep or None, json_depth.message(deep), json_depth.CODE)
         _refuse_unencodable(message)
         if kind == "generate":
             return parse_generate(message, _request_id(message))
@@ -173,7 +176,9 @@ def parse_json(text: str | bytes) -> Any:
     Raises ``ValueError`` (``json.JSONDecodeError`` included) for anything that is not such JSON.
     """
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
+        return json.loads(
+            json_depth.shallow(text), parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int
+        )
     except RecursionError:
         raise ValueError("nested too deeply") from None
 

@@ -8,12 +8,12 @@ its own). It owns, per request:
 - admission: the request id is not already running, the connection's ``MAX_REQUESTS_PER_CONNECTION``,
   the client address's limits (``client_limits``), the waiting line's length (``waiting_line``);
   a refused request gets its refusal back (an ``error`` event), nothing is sent;
-- the lease (``liveness.Watchdog``), the send to the shared channel, and the line's ``queued``
+- the lease (``watchdog.Watchdog``), the send to the shared channel, and the line's ``queued``
   events while a generation waits for a worker's room;
 - the worker's replies: the first worker that acknowledges a request keeps it, another is told to
   cancel and not listened to; every event is passed to ``deliver``, and the request's last one frees
   its id and its client slot;
-- cancels, by the one rule of ``liveness.send_cancel``: ``cancel()`` (the client asks while it
+- cancels, by the one rule of ``watchdog.send_cancel``: ``cancel()`` (the client asks while it
   still listens) goes to the worker once it has acknowledged the request (a request no worker
   acknowledged yet is cancelled when one does); ``close()`` (the front door goes away) cancels every
   request that has not ended, on its worker or, before any acknowledged it, through its shared

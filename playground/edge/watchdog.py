@@ -18,7 +18,7 @@ from channels.db import database_sync_to_async
 from channels.exceptions import ChannelFull
 
 from playground.edge import waiting_line
-from playground.models import Run
+from playground.runs.models import Run
 from playground.runs.recording import RunRecorder
 from playground.wire import channel_messages
 from playground.wire.channel_messages import WORKERS_GROUP

@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import playground.models
+import playground.runs.ids
 from django.db import migrations, models
 
 
@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='Run',
             fields=[
-                ('id', models.CharField(default=playground.models.new_run_id, editable=False, max_length=43, primary_key=True, serialize=False)),
+                ('id', models.CharField(default=playground.runs.ids.new_run_id, editable=False, max_length=43, primary_key=True, serialize=False)),
                 ('delete_token_hash', models.CharField(help_text='sha256 of the delete token given once in done', max_length=64)),
                 ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
                 ('status', models.CharField(choices=[('complete', 'Complete'), ('cancelled', 'Cancelled'), ('failed', 'Failed')], max_length=16)),

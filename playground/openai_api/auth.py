@@ -16,17 +16,12 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from playground.openai_api.errors import ApiError
+from playground.openai_api.models import ApiKey
 
 ALLOWED_HEADERS = (
     "Authorization, Content-Type, OpenAI-Organization, OpenAI-Project, X-Stainless-Lang, X-Stainless-Package-Version"
 )
 PREFLIGHT_MAX_AGE_S = 600
-
-
-def _valid_key(secret: str) -> bool:
-    from playground.models import ApiKey
-
-    return ApiKey.valid(secret)
 
 
 async def check_api_key(request: HttpRequest) -> None:
@@ -37,7 +32,7 @@ async def check_api_key(request: HttpRequest) -> None:
     scheme, _, secret = header.partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         raise ApiError(401, "an API key is required: send Authorization: Bearer <key>", None, "missing_api_key")
-    if not await database_sync_to_async(_valid_key)(secret.strip()):
+    if not await database_sync_to_async(ApiKey.valid)(secret.strip()):
         raise ApiError(401, "the API key is not valid (unknown or revoked)", None, "invalid_api_key")
 
 

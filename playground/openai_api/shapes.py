@@ -7,10 +7,22 @@ alternatives' likewise. Our extra truth goes under one extension key, ``playgrou
 (per chunk, when streaming) the tokens' traces (raw and final probability, ``removed_by``, the
 stage counts, the draw, the alternatives), and on the response the saved run (``run_id``,
 ``permalink``, ``delete_token``), the seed and the normalized parameters.
+
+Where OpenAI's semantics and the run's differ, OpenAI's hold:
+- ``text_offset`` counts characters from the start of the prompt, echoed or not: a completion's
+  first token is at the prompt's length.
+- Completion mode feeds ``<|endoftext|>`` before the prompt (``inference.text``): that token is not
+  the client's prompt, so ``usage.prompt_tokens`` does not count it and ``echo`` does not list it;
+  the prompt's own tokens are counted, and with ``echo`` and ``logprobs`` each of them is listed.
+- A chat's ``logprobs.content`` lists the message's tokens only: the end-of-sequence token
+  (``<|im_end|>``) that ends a choice has no bytes in the message. ``usage.completion_tokens``
+  counts every generated token, that one included (it is generated, as OpenAI counts), and the
+  choice's ``playground.tokens`` traces it.
 """
 
 from __future__ import annotations
 
+import codecs
 import math
 import re
 import secrets
@@ -25,6 +37,7 @@ EXTENSION = "playground"
 NO_PROBABILITY = -9999.0  # the logprob of a token the model gives probability 0 (JSON has no -inf)
 FINISH_REASONS = {"eos": "stop", "stop": "stop", "max_tokens": "length", "cancelled": "stop"}
 TRACE_DROPPED = ("type", "request_id", "sample")
+DOCUMENT_START_TOKENS = 1  # completion mode's ``<|endoftext|>`` (inference.text.DOCUMENT_START), fed before the prompt
 _BYTE_ESCAPE = re.compile(r"<0x([0-9A-F]{2})>")
 
 
@@ -58,17 +71,19 @@ class _Choice:
 
 def echo_logprobs(prompt_scores: dict[str, Any], top: int) -> dict[str, list[Any]]:
     """The echoed prompt's tokens in the legacy logprobs shape, from a ``prompt_scores`` event. The
-    document-start token completion mode puts first is not part of the echoed text and is left out;
-    so every echoed token has its log-probability (given the tokens before it)."""
-    tokens = prompt_scores["tokens"][1:]
+    document-start token completion mode puts first is not part of the echoed text and is left out
+    (nor counted in ``usage.prompt_tokens``); so every echoed token has its log-probability (given
+    the tokens before it)."""
+    tokens = prompt_scores["tokens"][DOCUMENT_START_TOKENS:]
     legacy: dict[str, list[Any]] = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
     offset = 0
+    characters = codecs.getincrementaldecoder("utf-8")()  # a token may end inside a character
     for token in tokens:
         legacy["tokens"].append(token["token"])
         legacy["token_logprobs"].append(token["logprob"])
         legacy["top_logprobs"].append({a["token"]: a["logprob"] for a in token["top"][:top]})
         legacy["text_offset"].append(offset)
-        offset += len(token["token"])
+        offset += len(characters.decode(bytes(token_bytes(token["token"]))))  # the prompt's characters it completes
     return legacy
 
 
@@ -84,7 +99,7 @@ def echo_only(api: ApiRequest, prompt_scores: dict[str, Any], fingerprint: str) 
         "model": api.model,
         "system_fingerprint": fingerprint,
     }
-    prompt_tokens = len(prompt_scores["tokens"])
+    prompt_tokens = max(0, len(prompt_scores["tokens"]) - DOCUMENT_START_TOKENS)
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 0, "total_tokens": prompt_tokens}
     choices = [{"index": i, "text": api.echo, "logprobs": legacy, "finish_reason": "length"} for i in range(n)]
     chunks = [head | {"choices": [choice]} | ({"usage": None} if api.include_usage else {}) for choice in choices]
@@ -101,8 +116,11 @@ class Responder:
         api: ApiRequest,
         started: dict[str, Any],
         permalink: Callable[[str], str],
+        end_ids: frozenset[int],
         prompt_scores: dict[str, Any] | None = None,
     ) -> None:
+        """``end_ids``: the model's end-of-sequence token ids (a chat's logprobs leave out the one
+        that ends a choice)."""
         self.api = api
         self.echoed = None if prompt_scores is None else echo_logprobs(prompt_scores, api.logprobs or 0)
         self.chat = api.kind == "chat"
@@ -113,7 +131,9 @@ class Responder:
         self.permalink = permalink
         self.choices = [_Choice() for _ in range(int(started["params"]["n"]))]
         self._run_pending = False  # the run's extension still to be sent on a stream's next chunk
-        prefix = len(api.echo or "")
+        # a token ending its choice is not content (it ends the sample unless ignore_eos, docs/websocket-api.md)
+        self._ending_ids = frozenset() if api.job.request.loop.ignore_eos else end_ids
+        prefix = 0 if self.chat else len(api.job.request.prompt)  # text_offset counts from the prompt's start
         for choice in self.choices:
             choice.text_length = prefix
             if self.echoed is not None:
@@ -149,8 +169,9 @@ class Responder:
                 extension["save_error"] = done["save_error"]
         return extension
 
-    def _observe(self, event: dict[str, Any]) -> tuple[_Choice, dict[str, Any] | None, dict[str, Any], dict[str, Any]]:
-        """Takes one ``token`` event in; returns its choice, its logprobs entries and its trace."""
+    def _observe(self, event: dict[str, Any]) -> tuple[_Choice, dict[str, Any] | None, dict[str, Any] | None, dict[str, Any]]:
+        """Takes one ``token`` event in; returns its choice, its logprobs entries (the legacy shape's;
+        chat's, None for the token that ends the choice) and its trace."""
         choice = self.choices[event["sample"]]
         trace = {k: v for k, v in event.items() if k not in TRACE_DROPPED}
         choice.tokens.append(trace)
@@ -162,7 +183,7 @@ class Responder:
             "top_logprobs": [{a["token"]: logprob(a["raw_prob"]) for a in alternatives}],
             "text_offset": [choice.text_length],
         }
-        content = {
+        content: dict[str, Any] | None = {
             "token": event["token"],
             "logprob": logprob(event["raw_prob"]),
             "bytes": token_bytes(event["token"]),
@@ -170,6 +191,8 @@ class Responder:
                 {"token": a["token"], "logprob": logprob(a["raw_prob"]), "bytes": token_bytes(a["token"])} for a in alternatives
             ],
         }
+        if self.chat and event["id"] in self._ending_ids:
+            content = None  # the end of the message is no part of it
         choice.text_length += len(event["text"])
         if self.api.logprobs is None:
             return choice, None, content, trace
@@ -177,7 +200,7 @@ class Responder:
 
     def usage(self, done: dict[str, Any]) -> dict[str, int]:
         usage = done.get("usage", {})
-        prompt = int(usage.get("prompt_tokens", 0))
+        prompt = max(0, int(usage.get("prompt_tokens", 0)) - (0 if self.chat else DOCUMENT_START_TOKENS))
         completion = int(usage.get("total_completion_tokens", usage.get("completion_tokens", 0)))
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
@@ -188,7 +211,8 @@ class Responder:
         if legacy is not None:
             for key, values in legacy.items():
                 choice.legacy[key] += values
-            choice.content.append(content)
+            if content is not None:
+                choice.content.append(content)
 
     def complete(self, done: dict[str, Any]) -> dict[str, Any]:
         choices = []
@@ -253,7 +277,7 @@ class Responder:
         choice, legacy, content, trace = self._observe(event)
         logprobs: Any = None
         if self.api.logprobs is not None:
-            logprobs = {"content": [content], "refusal": None} if self.chat else legacy
+            logprobs = {"content": [] if content is None else [content], "refusal": None} if self.chat else legacy
         chunk = self._chunk([self._choice_chunk(event["sample"], event["text"], None, logprobs, {"tokens": [trace]})])
         if self._run_pending:
             self._run_pending = False

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
+from playground import json_depth
 from playground.edge import frames
 from playground.openai_api.errors import ApiError, from_event, not_found
 
@@ -96,6 +97,8 @@ def translate(body: Any, kind: Kind, served_model: str) -> ApiRequest:
     """Checks the body and turns it into our job; raises ``ApiError`` naming the field at fault."""
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object", None, "invalid_json")
+    if (deep := json_depth.too_deep(body)) is not None:  # before any value is compared or quoted
+        raise ApiError(400, json_depth.message(deep), deep or None, json_depth.CODE)
     body = {key: value for key, value in body.items() if not (value is None and key in NULL_MEANS_ABSENT)}
     names = dict(CHAT_NAMES if kind == "chat" else COMPLETION_NAMES)
     for key, why in UNSUPPORTED.items():

@@ -18,7 +18,7 @@ import json
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -36,19 +36,28 @@ from playground.openai_api.worker_call import WorkerCall
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024  # as a websocket frame
+JSON_TYPE = "application/json"  # the one body type read (with any parameters, e.g. charset); none given: read as JSON
 KEEPALIVE_COMMENT = b": waiting for a worker\n\n"  # an SSE comment: clients skip it, proxies see traffic
 
 
-def served_model() -> tuple[str, str, int]:
-    """The built model's id (its manifest's ``model_name``), the manifest's sha256 (every
-    response's ``system_fingerprint``) and the manifest's build time."""
+class ServedModel(NamedTuple):
+    """What the API says about the built model, read from its manifest."""
+
+    name: str  # the model's id: the manifest's ``model_name``
+    fingerprint: str  # the manifest's sha256: every response's ``system_fingerprint``
+    built: int  # the manifest's build time
+    end_ids: frozenset[int]  # the end-of-sequence token ids (a chat's ``<|im_end|>`` is not content)
+
+
+def served_model() -> ServedModel:
     path = default_model_dir() / MANIFEST_FILE
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         raise ApiError(503, "no model is built on this server", None, "model_not_built", "service_unavailable") from None
     manifest = json.loads(data)
-    return str(manifest["model_name"]), hashlib.sha256(data).hexdigest(), int(path.stat().st_mtime)
+    end_ids = frozenset(int(i) for i in manifest["special_tokens"]["eos_token_ids"])
+    return ServedModel(str(manifest["model_name"]), hashlib.sha256(data).hexdigest(), int(path.stat().st_mtime), end_ids)
 
 
 def api_view(*methods: str):
@@ -97,8 +106,8 @@ async def model(request: HttpRequest, model_id: str) -> HttpResponse:
 
 
 def _model_object() -> dict[str, Any]:
-    name, _, built = served_model()
-    return {"id": name, "object": "model", "created": built, "owned_by": "playground"}
+    served = served_model()
+    return {"id": served.name, "object": "model", "created": served.built, "owned_by": "playground"}
 
 
 @api_view("POST")
@@ -125,6 +134,14 @@ unknown_route = csrf_exempt(unknown_route)
 
 
 def _read_body(request: HttpRequest) -> Any:
+    if request.content_type and request.content_type != JSON_TYPE:  # the media type, lowercased, parameters apart
+        header = frames.excerpt(request.META.get("CONTENT_TYPE", ""))
+        raise ApiError(
+            400,
+            f"unsupported content type {header}: this endpoint reads only {JSON_TYPE} bodies",
+            None,
+            "unsupported_content_type",
+        )
     declared = request.META.get("CONTENT_LENGTH") or "0"
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise ApiError(413, f"the request body is over {MAX_BODY_BYTES} bytes", None, "request_too_large")
@@ -141,12 +158,12 @@ def _read_body(request: HttpRequest) -> Any:
 
 
 async def _generate(request: HttpRequest, kind: Kind) -> HttpResponse:
-    name, fingerprint, _ = served_model()
-    api = translate(_read_body(request), kind, name)
+    served = served_model()
+    api = translate(_read_body(request), kind, served.name)
     client = request.META.get("REMOTE_ADDR") or "unknown"
     scores = None if api.score is None else await _score(api, client)
     if not api.generate:
-        whole, chunks = echo_only(api, scores or {"tokens": []}, fingerprint)
+        whole, chunks = echo_only(api, scores or {"tokens": []}, served.fingerprint)
         if not api.stream:
             return JsonResponse(whole)
         return _event_stream(_replay([*chunks, "[DONE]"]))
@@ -163,11 +180,14 @@ async def _generate(request: HttpRequest, kind: Kind) -> HttpResponse:
             await asyncio.wait({first}, timeout=settings.OPENAI_API["SSE_KEEPALIVE_SECONDS"])
             if not first.done():
                 streaming = True
-                return _streamed(_sse_after_wait(call, first, lambda start: Responder(api, start, permalink, scores), api), call)
+                return _streamed(
+                    _sse_after_wait(call, first, lambda start: Responder(api, start, permalink, served.end_ids, scores), api),
+                    call,
+                )
         start = await first
         if start.get("type") != "started":
             raise from_event(start, api.param_names)
-        responder = Responder(api, start, permalink, scores)
+        responder = Responder(api, start, permalink, served.end_ids, scores)
         if api.stream:
             streaming = True
             return _streamed(_sse(call, responder, api), call)

@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from playground.models import Run
 from playground.runs.conversation import conversation_text
+from playground.runs.fields import MODEL, REQUEST
+from playground.runs.models import Run
 from playground.runs.token_rows import TokenRow, sample_rows
 
 METRIC = {
@@ -32,9 +33,10 @@ METRIC = {
     ),
 }
 
-# Settings shown in the table of differences, besides every key of ``params`` and the conversation.
-REQUEST_FIELDS = ("prompt", "mode", "system", "top_n", "use_cache")
-MODEL_FIELDS = ("model_name", "manifest_sha256", "onnxruntime_version", "execution_provider")
+# Settings shown in the table of differences (by their export keys, ``fields``), besides every key
+# of ``params`` and the conversation.
+REQUEST_KEYS = ("prompt", "mode", "system", "top_n", "use_cache")
+MODEL_KEYS = ("name", "manifest_sha256", "onnxruntime_version", "execution_provider")
 
 
 def compare(runs: Sequence[Run]) -> dict[str, Any]:
@@ -78,16 +80,16 @@ def differing_settings(runs: Sequence[Run]) -> list[dict[str, Any]]:
         if any(v != values[0] for v in values[1:]):
             rows.append({"name": name, "values": values})
 
-    for field in REQUEST_FIELDS:
-        add(field, [getattr(r, field) for r in runs])
+    for key in REQUEST_KEYS:
+        add(key, [REQUEST[key].exported(r) for r in runs])
     add("messages", [conversation_text(r.conversation()) for r in runs])
     add("continue_final_message", [r.continue_final_message for r in runs])
     keys = sorted({k for r in runs for k in r.params} - {"seed"})
     add("seed", [int(r.seed) for r in runs])
     for key in keys:
         add(f"params.{key}", [r.params.get(key) for r in runs])
-    for field in MODEL_FIELDS:
-        add(f"model.{field.removeprefix('model_')}", [getattr(r, field) for r in runs])
+    for key in MODEL_KEYS:
+        add(f"model.{key}", [MODEL[key].exported(r) for r in runs])
     return rows
 
 

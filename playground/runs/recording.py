@@ -13,9 +13,11 @@ from typing import Any
 
 from django.db import connections, router, transaction
 
-from playground.models import Run, hash_delete_token, new_delete_token, new_run_id
-from playground.runs.conversation import shown_prompt, stored_messages
+from playground.runs.conversation import shown_prompt
 from playground.runs.errors import UnencodableText
+from playground.runs.fields import RESULT, RUN
+from playground.runs.ids import hash_delete_token, new_delete_token, new_run_id
+from playground.runs.models import Run
 from playground.runs.token_rows import sample_text, stored_row_from_event
 
 log = logging.getLogger(__name__)
@@ -60,17 +62,8 @@ class RunRecorder:
         if not self.save:
             return done | {"run_id": None}
         status = Run.Status.CANCELLED if done["reason"] == "cancelled" else Run.Status.COMPLETE
-        result = {
-            "reason": done["reason"],
-            "stop_string": done.get("stop_string"),
-            "text": done["text"],
-            "tail": done.get("tail", ""),
-            "usage": done.get("usage", {}),
-            "timing": done.get("timing", {}),
-            "samples": done.get("samples", []),
-            "beams": done.get("beams", []),
-            "error": None,
-        }
+        # ``done`` carries the export's result keys; those it leaves out are empty
+        result = RESULT.empty() | {key: done[key] for key in RESULT.keys if key in done} | {"error": None}
         try:
             run_id, delete_token = self._save(status, result)
         except UnencodableText as error:  # the text itself, not the server: no traceback
@@ -85,17 +78,7 @@ class RunRecorder:
         """Saves a run that failed after it started, with what it generated; returns its id."""
         if self.started is None or not self.save:
             return None
-        result = {
-            "reason": "",
-            "stop_string": None,
-            "text": sample_text(self.tokens),
-            "tail": "",
-            "usage": {},
-            "timing": {},
-            "samples": [],
-            "beams": [],
-            "error": error_event.get("error"),
-        }
+        result = RESULT.empty() | {"text": sample_text(self.tokens), "error": error_event.get("error")}
         try:
             return self._save(Run.Status.FAILED, result)[0]
         except UnencodableText as error:
@@ -111,42 +94,30 @@ class RunRecorder:
         if self.started is None:
             raise RuntimeError("the run never started")
         started = self.started
-        model = started["model"]
         messages = self.request_data.get("messages")  # a chat conversation, as the typed job gave it
+        record = {  # in the export's shape (playground.runs.fields)
+            "id": self.run_id,
+            "status": status,
+            "source": Run.Source.LIVE,
+            "request": {
+                "prompt": shown_prompt(messages) if messages else self.request_data["prompt"],
+                "mode": started["mode"],
+                "system": None if messages else self.request_data.get("system"),
+                "messages": messages or None,
+                "continue_final_message": bool(messages) and self.request_data.get("continue_final_message", False),
+                "params": started["params"],
+                "seed": started["seed"],
+                "top_n": started["top_n"],
+                "use_cache": started.get("use_cache", True),
+                "prefix_tokens": self.request_data.get("prefix_tokens", []),
+            },
+            "prompt_tokens": started["prompt_tokens"],
+            "model": started["model"],  # the export's model keys
+            "result": result,  # the done event's keys, the export's result
+            "beam_steps": self.beam_steps,
+        }
         delete_token = self.delete_token
-        run = Run(
-            id=self.run_id,
-            delete_token_hash=hash_delete_token(delete_token),
-            status=status,
-            source=Run.Source.LIVE,
-            prompt=shown_prompt(messages) if messages else self.request_data["prompt"],
-            mode=started["mode"],
-            system=None if messages else self.request_data.get("system"),
-            messages=stored_messages(messages) if messages else None,
-            continue_final_message=bool(messages) and self.request_data.get("continue_final_message", False),
-            prompt_tokens=[[t["id"], t["text"]] for t in started["prompt_tokens"]],
-            params=started["params"],
-            seed=started["seed"],
-            top_n=started["top_n"],
-            use_cache=started.get("use_cache", True),
-            prefix_tokens=list(self.request_data.get("prefix_tokens", [])),
-            model_name=model["name"],
-            manifest_sha256=model["manifest_sha256"],
-            onnxruntime_version=model["onnxruntime_version"],
-            execution_provider=model["execution_provider"],
-            context_window=model.get("context_window"),
-            reason=result["reason"],
-            stop_string=result["stop_string"],
-            text=result["text"],
-            tail=result["tail"],
-            usage=result["usage"],
-            timing=result["timing"],
-            samples=result["samples"],
-            beams=result["beams"],
-            error=result["error"],
-            tokens=self.tokens,
-            beam_steps=self.beam_steps,
-        )
+        run = Run(**RUN.columns(record), tokens=self.tokens, delete_token_hash=hash_delete_token(delete_token))
         db = router.db_for_write(Run)
         _drop_if_stale(db)  # the decode thread is long-lived: its connection may have gone stale
         try:

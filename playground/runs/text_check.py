@@ -5,7 +5,7 @@ which a JSON escape such as ``"\\ud800"`` produces on its own). Saving one fails
 columns and PostgreSQL, and one that reached a JSON column (SQLite keeps it as the escape) makes
 every page and export of its run fail. U+0000 is refused by PostgreSQL's text and jsonb, so a
 run holding it could not move between the two. Both are "unencodable" here: the save path refuses
-them (``playground.models.Run.save``), requests that carry them are answered with a 400 naming
+them (``playground.runs.models.Run.save``), requests that carry them are answered with a 400 naming
 the field, and ``repaired`` replaces them with U+FFFD for runs saved before that check existed
 (``manage.py repair_run_text``).
 """

@@ -8,9 +8,9 @@ run stays small (docs/runs.md, "What is stored"):
 
 with ``alternatives`` as ``[id, token, raw_prob, prob, removed_by(, extra)]`` rows and ``stages``
 as ``[name, kept]`` rows. ``extra``, written only when there is something to keep, is an object of
-the event's fields that have no column: ``removed_by`` and ``forced`` (written only when not null /
-false) and any field the protocol may add later, so nothing the server sent is lost. Rows saved
-before ``forced`` existed have no ``extra`` and load with the defaults.
+the event's fields that have no column: ``removed_by``, ``forced`` and ``draw_interval`` (written
+only when not null / false) and any field the protocol may add later, so nothing the server sent is
+lost. Rows saved before these existed have no ``extra`` and load with the defaults.
 
 Everything else reads these rows through ``TokenRow``: ``TokenRow.from_stored(row)`` and
 ``row.to_stored()`` convert the stored form, ``TokenRow.from_event(event)`` and ``row.to_event()``
@@ -105,6 +105,9 @@ class TokenRow:
     stages: tuple[Stage, ...]
     removed_by: str | None = None  # non-null only for a forced token a stage had removed
     forced: bool = False  # taken from ``prefix_tokens``, not sampled
+    # [start, end): the token's segment of the final probabilities stacked in pick order, holding
+    # ``draw`` when it was picked; null if its final probability is 0, and in runs saved before it
+    draw_interval: tuple[float, float] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)  # fields of later protocol versions
 
     # The keys of a ``token`` event (and of an exported token), in the order the server sends them.
@@ -120,12 +123,13 @@ class TokenRow:
         "alternatives",
         "forced",
         "draw",
+        "draw_interval",
         "entropy",
         "stages",
         "elapsed_ms",
     )
     STORED_COLUMNS = 13  # the positional part of a stored row, before the optional ``extra``
-    IN_EXTRA = ("removed_by", "forced")  # named fields stored in ``extra`` (rows predate them)
+    IN_EXTRA = ("removed_by", "forced", "draw_interval")  # named fields stored in ``extra`` (rows predate them)
 
     @classmethod
     def from_stored(cls, row: Sequence[Any]) -> TokenRow:
@@ -135,6 +139,7 @@ class TokenRow:
         extra = dict(row[cls.STORED_COLUMNS]) if len(row) > cls.STORED_COLUMNS else {}
         removed_by = extra.pop("removed_by", None)
         forced = extra.pop("forced", False)
+        draw_interval = extra.pop("draw_interval", None)
         return cls(
             sample,
             index,
@@ -151,6 +156,7 @@ class TokenRow:
             tuple(Stage(name, kept) for name, kept in stages),
             removed_by,
             forced,
+            _interval(draw_interval),
             extra,
         )
 
@@ -175,6 +181,8 @@ class TokenRow:
             extra["removed_by"] = self.removed_by
         if self.forced:
             extra["forced"] = True
+        if self.draw_interval is not None:
+            extra["draw_interval"] = list(self.draw_interval)
         if extra:
             row.append(extra)
         return row
@@ -200,6 +208,7 @@ class TokenRow:
             stages=tuple(Stage(s["name"], s["kept"]) for s in event.get("stages", [])),
             removed_by=event.get("removed_by"),
             forced=bool(event.get("forced", False)),
+            draw_interval=_interval(event.get("draw_interval")),
             extra={k: v for k, v in event.items() if k not in known},
         )
 
@@ -217,11 +226,17 @@ class TokenRow:
             "alternatives": [a.to_event() for a in self.alternatives],
             "forced": self.forced,
             "draw": self.draw,
+            "draw_interval": None if self.draw_interval is None else list(self.draw_interval),
             "entropy": {"before": self.entropy_before, "after": self.entropy_after},
             "stages": [s.to_event() for s in self.stages],
             "elapsed_ms": self.elapsed_ms,
             **self.extra,
         }
+
+
+def _interval(value: Sequence[float] | None) -> tuple[float, float] | None:
+    """A ``[start, end]`` pair as stored and sent, as the tuple a ``TokenRow`` holds."""
+    return None if value is None else (value[0], value[1])
 
 
 def stored_row_from_event(event: Mapping[str, Any]) -> StoredRow:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -25,19 +24,20 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_safe
 
 from playground.address import encode_address, run_texts, turns_text
-from playground.models import RUN_ID_PATTERN, Run, hash_delete_token, new_delete_token
 from playground.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
 from playground.protocol import parse_json
 from playground.runs import schema
 from playground.runs.compare import compare
 from playground.runs.conversation import page_fields
 from playground.runs.errors import BadRequest, NotFound, RunsError
+from playground.runs.fields import REQUEST, RESULT, RUN
+from playground.runs.ids import RUN_ID_RULE, hash_delete_token, is_run_id, new_delete_token
+from playground.runs.models import Run
 from playground.runs.text_check import excerpt, first_unencodable, repaired
 from playground.runs.token_rows import sample_rows
 
 log = logging.getLogger(__name__)
 
-RUN_ID = re.compile(rf"^{RUN_ID_PATTERN}$")
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 MAX_SUMMARY_IDS = 500
 MAX_SUMMARY_BYTES = 1024 * 1024
@@ -83,8 +83,8 @@ def _not_found_page(request: HttpRequest, error: NotFound) -> HttpResponse:
 
 
 def get_run(run_id: str, param: str = "id") -> Run:
-    if not RUN_ID.match(run_id):
-        raise NotFound(param, f"{excerpt(run_id)} is not a run id (16–43 characters of A–Z a–z 0–9 _ -)", "invalid_id")
+    if not is_run_id(run_id):
+        raise NotFound(param, f"{excerpt(run_id)} is not a run id ({RUN_ID_RULE})", "invalid_id")
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
         raise NotFound(param, f"no saved run has the id {run_id!r}")
@@ -323,7 +323,7 @@ def summaries(request: HttpRequest) -> JsonResponse:
     if not isinstance(ids, list) or len(ids) > MAX_SUMMARY_IDS or not all(isinstance(i, str) for i in ids):
         raise BadRequest("ids", f"ids must be an array of at most {MAX_SUMMARY_IDS} strings", "invalid_value")
     query = _text_field(body.get("q", ""), "q", MAX_QUERY_CHARACTERS)
-    valid = [i for i in ids if RUN_ID.match(i)]
+    valid = [i for i in ids if is_run_id(i)]
     runs = Run.objects.filter(pk__in=valid).defer("tokens", "beam_steps", "samples", "beams")
     if query:
         runs = runs.filter(prompt__icontains=query)
@@ -338,17 +338,15 @@ def summaries(request: HttpRequest) -> JsonResponse:
 
 
 def _summary(run: Run) -> dict[str, Any]:
+    """What the history lists of a run: values of its export (``fields``), texts cut short."""
     return {
-        "id": run.id,
-        "created_at": run.created_at.isoformat(),
-        "status": run.status,
-        "source": run.source,
+        **{key: RUN[key].exported(run) for key in ("id", "created_at", "status", "source")},
         "prompt": run.prompt[:300],
         "mode": run.mode,
         "turns": None if run.messages is None else len(run.messages),  # a chat conversation's messages
-        "reason": run.reason or None,
+        "reason": RESULT["reason"].exported(run),
         "text": run.text[:300],
-        "seed": int(run.seed),
+        "seed": REQUEST["seed"].exported(run),
         "params": run.params,
         "completion_tokens": run.usage.get("completion_tokens"),
         "model": run.model_name,
@@ -387,13 +385,7 @@ def import_runs(request: HttpRequest) -> JsonResponse:
         for record in records:
             token = new_delete_token()
             parent = Run.objects.using(db).filter(pk=record.parent_run).first() if record.parent_run else None
-            run = Run(
-                **record.fields,
-                parent=parent,
-                source=Run.Source.IMPORTED,
-                imported_from=record.original_id or "",
-                delete_token_hash=hash_delete_token(token),
-            )
+            run = Run(**record.fields, parent=parent, delete_token_hash=hash_delete_token(token))
             run.save(force_insert=True, using=db)  # refuses unencodable text: the file was checked for it
             if record.original_id:
                 copies.setdefault(record.original_id, run)

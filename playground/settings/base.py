@@ -16,6 +16,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.staticfiles",
     "playground",  # before channels: its runworker (capacity-aware intake) replaces channels' own
+    "playground.runs",  # saved runs: the Run model, pages, export/import (label "runs")
+    "playground.openai_api",  # the HTTP API /v1/ and its ApiKey model (label "openai_api")
     "channels",
 ]
 

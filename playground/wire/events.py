@@ -133,6 +133,7 @@ def token_event(request_id: str, step: TokenStep, codec: TextCodec, batch: Batch
         "removed_by": chosen.removed_by,  # non-null only for a forced token a stage had removed
         "forced": step.forced,
         "draw": trace.draw,
+        "draw_interval": None if trace.draw_interval is None else list(trace.draw_interval),
         **trace_fields(trace, codec),
         "elapsed_ms": round(step.elapsed_ms, 3),
         **({} if batch is None else {"batch": {"step": batch.step, "rows": batch.rows, "requests": batch.requests}}),

@@ -8,11 +8,11 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from prometheus_client import REGISTRY
 
-from playground.asgi import application
+from tests.client_frames import generate
+from tests.communicator import TIMEOUT, connect
 
 pytestmark = [pytest.mark.real_model, pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
-TIMEOUT = 60
 GAUGES = ("playground_requests_in_flight", "playground_requests_waiting", "playground_streams_running")
 
 
@@ -38,22 +38,9 @@ def grew(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     return {key: after[key] - before[key] for key in before if after[key] != before[key]}
 
 
-async def connect() -> WebsocketCommunicator:
-    communicator = WebsocketCommunicator(
-        application, "/ws/generate/", headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")]
-    )
-    connected, _ = await communicator.connect(timeout=TIMEOUT)
-    assert connected
-    return communicator
-
-
-def generate(request_id: str, max_tokens: int) -> dict:
-    return {
-        "type": "generate",
-        "request_id": request_id,
-        "prompt": "Count to ten:",
-        "params": {"temperature": 0, "max_tokens": max_tokens, "min_tokens": max_tokens},
-    }
+def counting(request_id: str, max_tokens: int) -> dict:
+    """A generate frame that makes exactly ``max_tokens`` tokens."""
+    return generate(request_id, "Count to ten:", params={"temperature": 0, "max_tokens": max_tokens, "min_tokens": max_tokens})
 
 
 async def until(communicator: WebsocketCommunicator, request_id: str, event_type: str) -> list[dict]:
@@ -69,7 +56,7 @@ async def until(communicator: WebsocketCommunicator, request_id: str, event_type
 async def test_a_generation_is_counted_from_submission_to_done():
     communicator = await connect()
     before = snapshot()
-    await communicator.send_json_to(generate("m1", 4))
+    await communicator.send_json_to(counting("m1", 4))
     events = await until(communicator, "m1", "done")
     assert events[-1]["type"] == "done"
     tokens = sum(1 for e in events if e["type"] == "token")
@@ -80,12 +67,12 @@ async def test_a_generation_is_counted_from_submission_to_done():
 async def test_gauges_follow_a_stream_and_a_duplicate_id_does_not_end_it():
     communicator = await connect()
     before = snapshot()
-    await communicator.send_json_to(generate("m2", 40))
+    await communicator.send_json_to(counting("m2", 40))
     await until(communicator, "m2", "started")
     running = grew(before, snapshot())
     assert running["playground_requests_in_flight"] == 1 and running["playground_streams_running"] == 1
     assert "playground_requests_waiting" not in running  # it left the queue when it started
-    await communicator.send_json_to(generate("m2", 40))  # the same id while it runs
+    await communicator.send_json_to(counting("m2", 40))  # the same id while it runs
     error = await until(communicator, "m2", "error")
     assert error[-1]["error"]["code"] == "duplicate_request"
     still = grew(before, snapshot())
@@ -99,8 +86,8 @@ async def test_gauges_follow_a_stream_and_a_duplicate_id_does_not_end_it():
 async def test_a_closed_socket_ends_its_requests_in_the_gauges():
     communicator = await connect()
     before = snapshot()
-    await communicator.send_json_to(generate("m3", 200))
-    await communicator.send_json_to(generate("m4", 200))  # queued behind m3 on the one worker
+    await communicator.send_json_to(counting("m3", 200))
+    await communicator.send_json_to(counting("m4", 200))  # queued behind m3 on the one worker
     await until(communicator, "m3", "started")
     during = grew(before, snapshot())
     assert during["playground_requests_in_flight"] == 2

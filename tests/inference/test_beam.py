@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from inference.beam import BeamSearch
+from inference.errors import ParamError
 from inference.generation import GenerationRequest, TokenStep, run
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
@@ -207,9 +208,16 @@ def test_a_prefix_is_context_and_not_part_of_the_hypotheses(tiny_runtime):
 
 
 def test_a_search_that_cannot_fit_is_refused_naming_the_field(tiny_runtime):
-    from inference.errors import ParamError
-
     window = tiny_runtime.shape.context_window
     with pytest.raises(ParamError) as raised:
         collect_beams(tiny_runtime, beam_request(max_tokens=window))
     assert raised.value.param == "max_tokens" and raised.value.code == "prompt_too_long"
+
+
+@pytest.mark.parametrize("num_beams", [1, 2])
+def test_a_logit_bias_key_beyond_the_vocabulary_is_refused_by_sampling_and_beam_search_alike(tiny_runtime, num_beams):
+    for token in (tiny_runtime.shape.vocab_size, 10**30):
+        bias = SamplingParams(logit_bias={token: 1.0})
+        with pytest.raises(ParamError) as raised:
+            collect(tiny_runtime, beam_request(num_beams=num_beams, sampling=bias))
+        assert raised.value.param == f"logit_bias.{token}"

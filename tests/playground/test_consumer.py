@@ -3,26 +3,16 @@ the embedded worker: full streams, cancel, every class of bad input, and the ori
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
-from channels.testing import WebsocketCommunicator
 
-from playground.asgi import application
+from tests.client_frames import generate
+from tests.communicator import HOST, TIMEOUT, connect, unconnected
 
 # Runs are saved as they end (see playground.runs), so the worker thread needs the database.
 pytestmark = [pytest.mark.real_model, pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
-
-ORIGIN = (b"origin", b"http://localhost")
-HOST = (b"host", b"localhost")
-TIMEOUT = 60
-
-
-async def connect(headers=(ORIGIN, HOST)):
-    communicator = WebsocketCommunicator(application, "/ws/generate/", headers=list(headers))
-    connected, _ = await communicator.connect(timeout=TIMEOUT)
-    assert connected
-    return communicator
 
 
 async def events_until_end(communicator, request_id, final_type="done"):
@@ -53,13 +43,7 @@ async def expect_error(communicator, frame, code, param):
 async def test_full_stream_greedy():
     communicator = await connect()
     await communicator.send_json_to(
-        {
-            "type": "generate",
-            "request_id": "g1",
-            "prompt": "The capital of France is",
-            "params": {"temperature": 0, "max_tokens": 5},
-            "top_n": 3,
-        }
+        generate("g1", "The capital of France is", params={"temperature": 0, "max_tokens": 5}, top_n=3)
     )
     events = await events_until_end(communicator, "g1")
     started, tokens, done = events[0], events[1:-1], events[-1]
@@ -84,14 +68,7 @@ async def test_full_stream_greedy():
 
 async def test_cancel_keeps_what_was_generated():
     communicator = await connect()
-    await communicator.send_json_to(
-        {
-            "type": "generate",
-            "request_id": "c1",
-            "prompt": "Once upon a time",
-            "params": {"temperature": 0.8, "seed": 3, "max_tokens": 500},
-        }
-    )
+    await communicator.send_json_to(generate("c1", "Once upon a time", params={"temperature": 0.8, "seed": 3, "max_tokens": 500}))
     tokens = []
     while len(tokens) < 3:
         event = await communicator.receive_json_from(timeout=TIMEOUT)
@@ -105,7 +82,7 @@ async def test_cancel_keeps_what_was_generated():
     tokens += [e for e in rest if e["type"] == "token"]
     assert done["text"] == "".join(t["text"] for t in tokens) + done["tail"]
     # the connection still works afterwards
-    await communicator.send_json_to({"type": "generate", "request_id": "c2", "prompt": "Hi", "params": {"max_tokens": 1}})
+    await communicator.send_json_to(generate("c2", "Hi", params={"max_tokens": 1}))
     assert (await events_until_end(communicator, "c2"))[-1]["type"] == "done"
     await communicator.disconnect()
 
@@ -118,32 +95,32 @@ async def test_cancel_keeps_what_was_generated():
         ('{"type": "generate", "request_id": "n", "prompt": "x", "params": {"temperature": NaN}}', "invalid_json", None),
         ({"type": "dance"}, "unknown_type", "type"),
         ({"request_id": "x"}, "unknown_type", "type"),
-        ({"type": "generate", "request_id": "e1"}, "missing_field", "prompt"),
-        ({"type": "generate", "prompt": "hi"}, "missing_field", "request_id"),
-        ({"type": "generate", "request_id": "bad id!", "prompt": "hi"}, "invalid_value", "request_id"),
-        ({"type": "generate", "request_id": "e2", "prompt": ""}, "invalid_value", "prompt"),
-        ({"type": "generate", "request_id": "e3", "prompt": 42}, "invalid_value", "prompt"),
-        ({"type": "generate", "request_id": "e4", "prompt": "hi", "mode": "poem"}, "invalid_value", "mode"),
-        ({"type": "generate", "request_id": "e5", "prompt": "hi", "top_n": 21}, "invalid_value", "top_n"),
-        ({"type": "generate", "request_id": "e6", "prompt": "hi", "top_n": True}, "invalid_value", "top_n"),
+        (generate("e1", None), "missing_field", "prompt"),
+        (generate(None), "missing_field", "request_id"),
+        (generate("bad id!", "hi"), "invalid_value", "request_id"),
+        (generate("e2", ""), "invalid_value", "prompt"),
+        (generate("e3", 42), "invalid_value", "prompt"),
+        (generate("e4", "hi", mode="poem"), "invalid_value", "mode"),
+        (generate("e5", "hi", top_n=21), "invalid_value", "top_n"),
+        (generate("e6", "hi", top_n=True), "invalid_value", "top_n"),
         (
-            {"type": "generate", "request_id": "e7", "prompt": "hi", "params": {"temperature": 3.5}},
+            generate("e7", "hi", params={"temperature": 3.5}),
             "invalid_value",
             "params.temperature",
         ),
-        ({"type": "generate", "request_id": "e8", "prompt": "hi", "params": {"top_p": 0}}, "invalid_value", "params.top_p"),
+        (generate("e8", "hi", params={"top_p": 0}), "invalid_value", "params.top_p"),
         (
-            {"type": "generate", "request_id": "e9", "prompt": "hi", "params": {"max_tokens": 0}},
+            generate("e9", "hi", params={"max_tokens": 0}),
             "invalid_value",
             "params.max_tokens",
         ),
         (
-            {"type": "generate", "request_id": "e10", "prompt": "hi", "params": {"temprature": 1}},
+            generate("e10", "hi", params={"temprature": 1}),
             "unknown_param",
             "params.temprature",
         ),
-        ({"type": "generate", "request_id": "e11", "prompt": "hi", "params": []}, "invalid_value", "params"),
-        ({"type": "generate", "request_id": "e12", "prompt": "hi", "colour": "red"}, "unknown_param", "colour"),
+        (generate("e11", "hi", params=[]), "invalid_value", "params"),
+        (generate("e12", "hi", colour="red"), "unknown_param", "colour"),
         ({"type": "cancel", "request_id": "nothing-running"}, "unknown_request", "request_id"),
     ],
 )
@@ -152,7 +129,7 @@ async def test_bad_input_gets_a_named_error_and_the_connection_survives(frame, c
     event = await expect_error(communicator, frame, code, param)
     if isinstance(frame, dict) and isinstance(frame.get("request_id"), str) and frame["request_id"] != "bad id!":
         assert event["request_id"] == frame["request_id"]
-    await communicator.send_json_to({"type": "generate", "request_id": "after", "prompt": "Hi", "params": {"max_tokens": 1}})
+    await communicator.send_json_to(generate("after", "Hi", params={"max_tokens": 1}))
     assert (await events_until_end(communicator, "after"))[-1]["type"] == "done"
     await communicator.disconnect()
 
@@ -167,7 +144,7 @@ async def test_out_of_range_message_names_the_range():
     communicator = await connect()
     event = await expect_error(
         communicator,
-        {"type": "generate", "request_id": "r", "prompt": "hi", "params": {"temperature": 9}},
+        generate("r", "hi", params={"temperature": 9}),
         "invalid_value",
         "params.temperature",
     )
@@ -178,7 +155,7 @@ async def test_out_of_range_message_names_the_range():
 async def test_prompt_longer_than_the_context_window():
     communicator = await connect()
     # 9,000 characters but at least 9,000 tokens (each emoji is one or more): over the 8,192 window
-    await communicator.send_json_to({"type": "generate", "request_id": "long", "prompt": "🎉" * 9000})
+    await communicator.send_json_to(generate("long", "🎉" * 9000))
     events = await events_until_end(communicator, "long")
     assert events[-1]["type"] == "error"
     assert events[-1]["error"]["code"] == "prompt_too_long"
@@ -188,14 +165,7 @@ async def test_prompt_longer_than_the_context_window():
 
 async def test_max_tokens_beyond_what_the_window_leaves_names_the_room_left():
     communicator = await connect()
-    await communicator.send_json_to(
-        {
-            "type": "generate",
-            "request_id": "room",
-            "prompt": "hello " * 1000,
-            "params": {"max_tokens": 8000},
-        }
-    )
+    await communicator.send_json_to(generate("room", "hello " * 1000, params={"max_tokens": 8000}))
     error = (await events_until_end(communicator, "room"))[-1]["error"]
     assert error["code"] == "prompt_too_long" and error["param"] == "params.max_tokens"
     # <|endoftext|>, "hello", 999 × " hello", the trailing " ": 1002 tokens; 8192 - 1002 = 7190
@@ -217,8 +187,7 @@ async def test_max_tokens_beyond_what_the_window_leaves_names_the_room_left():
     ],
 )
 async def test_foreign_origin_is_refused_by_scheme_host_and_port(origin):
-    communicator = WebsocketCommunicator(application, "/ws/generate/", headers=[(b"origin", origin), HOST])
-    connected, _ = await communicator.connect(timeout=TIMEOUT)
+    connected, _ = await unconnected(((b"origin", origin), HOST)).connect(timeout=TIMEOUT)
     assert not connected
 
 
@@ -229,26 +198,19 @@ async def test_the_servers_own_origin_and_listed_origins_are_allowed(settings):
     settings.WEBSOCKET_ALLOWED_ORIGINS = ["https://playground.example:8443"]
     communicator = await connect(((b"origin", b"https://playground.example:8443"), HOST))
     await communicator.disconnect()
-    refused = WebsocketCommunicator(application, "/ws/generate/", headers=[(b"origin", b"http://playground.example:8443"), HOST])
+    refused = unconnected(((b"origin", b"http://playground.example:8443"), HOST))
     assert not (await refused.connect(timeout=TIMEOUT))[0]
 
 
 async def test_disconnect_mid_stream_stops_generation():
     communicator = await connect()
-    await communicator.send_json_to(
-        {
-            "type": "generate",
-            "request_id": "d1",
-            "prompt": "Once upon a time",
-            "params": {"max_tokens": 8000, "ignore_eos": True},
-        }
-    )
+    await communicator.send_json_to(generate("d1", "Once upon a time", params={"max_tokens": 8000, "ignore_eos": True}))
     while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
         pass
     await communicator.disconnect()
     # The worker is free again: were it still decoding 8000 tokens (minutes), this would time out.
     other = await connect()
-    await other.send_json_to({"type": "generate", "request_id": "d2", "prompt": "Hi", "params": {"max_tokens": 1}})
+    await other.send_json_to(generate("d2", "Hi", params={"max_tokens": 1}))
     events = await events_until_end(other, "d2")
     assert events[-1]["type"] == "done"
     await other.disconnect()
@@ -257,12 +219,7 @@ async def test_disconnect_mid_stream_stops_generation():
 async def test_n_samples_stream_with_sample_index():
     communicator = await connect()
     await communicator.send_json_to(
-        {
-            "type": "generate",
-            "request_id": "n3",
-            "prompt": "My favourite colour is",
-            "params": {"n": 3, "seed": 11, "max_tokens": 6, "temperature": 1.0},
-        }
+        generate("n3", "My favourite colour is", params={"n": 3, "seed": 11, "max_tokens": 6, "temperature": 1.0})
     )
     events = await events_until_end(communicator, "n3")
     tokens = [e for e in events if e["type"] == "token"]
@@ -277,14 +234,7 @@ async def test_n_samples_stream_with_sample_index():
 
 async def test_beam_search_streams_the_tree():
     communicator = await connect()
-    await communicator.send_json_to(
-        {
-            "type": "generate",
-            "request_id": "b2",
-            "prompt": "The capital of France is",
-            "params": {"num_beams": 2, "max_tokens": 4},
-        }
-    )
+    await communicator.send_json_to(generate("b2", "The capital of France is", params={"num_beams": 2, "max_tokens": 4}))
     events = await events_until_end(communicator, "b2")
     steps = [e for e in events if e["type"] == "beam_step"]
     done = events[-1]
@@ -304,7 +254,7 @@ async def test_sampling_and_beams_together_is_refused():
     communicator = await connect()
     await expect_error(
         communicator,
-        {"type": "generate", "request_id": "x", "prompt": "hi", "params": {"n": 2, "num_beams": 2}},
+        generate("x", "hi", params={"n": 2, "num_beams": 2}),
         "invalid_value",
         "params.num_beams",
     )
@@ -338,9 +288,7 @@ EVERY_STAGE = {
 
 async def test_every_stage_on_streams_a_trace_of_each_stage():
     communicator = await connect()
-    await communicator.send_json_to(
-        {"type": "generate", "request_id": "all", "prompt": "The capital of France is", "params": EVERY_STAGE}
-    )
+    await communicator.send_json_to(generate("all", "The capital of France is", params=EVERY_STAGE))
     events = await events_until_end(communicator, "all")
     started, tokens = events[0], [e for e in events if e["type"] == "token"]
     assert events[-1]["type"] == "done", events[-1]
@@ -364,6 +312,7 @@ async def test_every_stage_on_streams_a_trace_of_each_stage():
         ({"mirostat": 1}, "params.mirostat"),
         ({"logit_bias": {"12": 500}}, "params.logit_bias.12"),
         ({"logit_bias": {"999999": 1}}, "params.logit_bias.999999"),
+        ({"logit_bias": {str(10**30): 1}, "num_beams": 2}, f"params.logit_bias.{10**30}"),  # beam search checks it too
         ({"stop": ["x" * 65]}, "params.stop.0"),
         ({"n": 9}, "params.n"),
         ({"length_penalty": 9}, "params.length_penalty"),
@@ -372,7 +321,7 @@ async def test_every_stage_on_streams_a_trace_of_each_stage():
 )
 async def test_every_parameter_is_validated_by_name(params, param):
     communicator = await connect()
-    await communicator.send_json_to({"type": "generate", "request_id": "v", "prompt": "hi", "params": params})
+    await communicator.send_json_to(generate("v", "hi", params=params))
     event = (await events_until_end(communicator, "v"))[-1]
     assert event["type"] == "error" and event["error"]["param"] == param, event
     assert event["error"]["code"] == "invalid_value"
@@ -383,9 +332,7 @@ async def test_tokenize_gives_exactly_what_generate_feeds():
     communicator = await connect()
     await communicator.send_json_to({"type": "tokenize", "request_id": "t1", "text": "The capital of France is"})
     tokens = (await events_until_end(communicator, "t1", "tokens"))[-1]
-    await communicator.send_json_to(
-        {"type": "generate", "request_id": "g", "prompt": "The capital of France is", "params": {"max_tokens": 1}}
-    )
+    await communicator.send_json_to(generate("g", "The capital of France is", params={"max_tokens": 1}))
     started = (await events_until_end(communicator, "g"))[0]
     assert tokens["tokens"] == started["prompt_tokens"]
     assert tokens["count"] == len(started["prompt_tokens"]) and tokens["context_window"] == 8192
@@ -398,9 +345,7 @@ async def test_tokenize_gives_exactly_what_generate_feeds():
 async def test_inspect_reshapes_the_real_distribution_of_a_position():
     communicator = await connect()
     prompt = "The capital of France is"
-    await communicator.send_json_to(
-        {"type": "generate", "request_id": "g", "prompt": prompt, "params": {"temperature": 0, "max_tokens": 2}, "top_n": 5}
-    )
+    await communicator.send_json_to(generate("g", prompt, params={"temperature": 0, "max_tokens": 2}, top_n=5))
     tokens = [e for e in await events_until_end(communicator, "g") if e["type"] == "token"]
     await communicator.send_json_to(
         {
@@ -436,7 +381,7 @@ async def test_inspect_reshapes_the_real_distribution_of_a_position():
         ({"type": "inspect", "request_id": "i", "prompt": "x", "variants": []}, "invalid_value", "variants"),
         ({"type": "inspect", "request_id": "i", "prompt": "x", "variants": [{"top_k": -1}]}, "invalid_value", "variants.0.top_k"),
         ({"type": "inspect", "request_id": "i", "prompt": "x", "prefix_tokens": [1, "a"]}, "invalid_value", "prefix_tokens.1"),
-        ({"type": "generate", "request_id": "g", "prompt": "x", "prefix_tokens": [-3]}, "invalid_value", "prefix_tokens.0"),
+        (generate("g", "x", prefix_tokens=[-3]), "invalid_value", "prefix_tokens.0"),
     ],
 )
 async def test_new_request_kinds_validate_by_name(frame, code, param):
@@ -447,7 +392,7 @@ async def test_new_request_kinds_validate_by_name(frame, code, param):
 
 async def test_prefix_token_outside_the_vocabulary_is_named():
     communicator = await connect()
-    await communicator.send_json_to({"type": "generate", "request_id": "p", "prompt": "x", "prefix_tokens": [5, 60000]})
+    await communicator.send_json_to(generate("p", "x", prefix_tokens=[5, 60000]))
     event = (await events_until_end(communicator, "p"))[-1]
     assert event["type"] == "error" and event["error"]["param"] == "prefix_tokens.1"
     await communicator.disconnect()
@@ -468,10 +413,8 @@ async def test_answered_requests_free_their_slot():
 async def test_a_ninth_pending_request_is_refused():
     communicator = await connect()
     for i in range(8):
-        await communicator.send_json_to(
-            {"type": "generate", "request_id": f"q{i}", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}}
-        )
-    event = await expect_error(communicator, {"type": "generate", "request_id": "q8", "prompt": "x"}, "too_many_requests", None)
+        await communicator.send_json_to(generate(f"q{i}", "Once", params={"max_tokens": 3000, "ignore_eos": True}))
+    event = await expect_error(communicator, generate("q8", "x"), "too_many_requests", None)
     assert event["request_id"] == "q8"
     for i in range(8):
         await communicator.send_json_to({"type": "cancel", "request_id": f"q{i}"})
@@ -499,7 +442,7 @@ async def test_a_ninth_pending_request_is_refused():
 )
 async def test_branch_labels_are_checked(extra, code, param):
     communicator = await connect()
-    await expect_error(communicator, {"type": "generate", "request_id": "b", "prompt": "x"} | extra, code, param)
+    await expect_error(communicator, generate("b", "x") | extra, code, param)
     await communicator.disconnect()
 
 
@@ -514,16 +457,14 @@ async def test_branch_labels_are_checked(extra, code, param):
 async def test_numbers_too_large_for_any_field_are_refused_and_the_connection_survives(frame):
     communicator = await connect()
     await expect_error(communicator, frame, "invalid_json", None)
-    await communicator.send_json_to({"type": "generate", "request_id": "after", "prompt": "Hi", "params": {"max_tokens": 1}})
+    await communicator.send_json_to(generate("after", "Hi", params={"max_tokens": 1}))
     assert (await events_until_end(communicator, "after"))[-1]["type"] == "done"
     await communicator.disconnect()
 
 
 async def test_a_huge_logit_bias_id_is_named():
     communicator = await connect()
-    await communicator.send_json_to(
-        {"type": "generate", "request_id": "lb", "prompt": "hi", "params": {"logit_bias": {str(10**30): 1}}}
-    )
+    await communicator.send_json_to(generate("lb", "hi", params={"logit_bias": {str(10**30): 1}}))
     event = (await events_until_end(communicator, "lb"))[-1]
     assert event["type"] == "error" and event["error"]["param"] == f"params.logit_bias.{10**30}", event
     await communicator.disconnect()
@@ -531,7 +472,7 @@ async def test_a_huge_logit_bias_id_is_named():
 
 async def test_cancel_after_done_is_an_unknown_request():
     communicator = await connect()
-    await communicator.send_json_to({"type": "generate", "request_id": "fin", "prompt": "Hi", "params": {"max_tokens": 1}})
+    await communicator.send_json_to(generate("fin", "Hi", params={"max_tokens": 1}))
     assert (await events_until_end(communicator, "fin"))[-1]["type"] == "done"
     await expect_error(communicator, {"type": "cancel", "request_id": "fin"}, "unknown_request", "request_id")
     await communicator.disconnect()
@@ -541,16 +482,14 @@ async def test_closing_before_any_worker_took_the_request_still_cancels_it():
     """Disconnect right after sending: the request is dropped or cancelled, never decoded to its end."""
     from channels.db import database_sync_to_async
 
-    from playground.models import Run
+    from playground.runs.models import Run
 
     communicator = await connect()
     prompt = "A story that nobody will read:"
-    await communicator.send_json_to(
-        {"type": "generate", "request_id": "early", "prompt": prompt, "params": {"max_tokens": 8000, "ignore_eos": True}}
-    )
+    await communicator.send_json_to(generate("early", prompt, params={"max_tokens": 8000, "ignore_eos": True}))
     await communicator.disconnect()
     other = await connect()  # the worker is serial: this runs after "early" is over
-    await other.send_json_to({"type": "generate", "request_id": "next", "prompt": "Hi", "params": {"max_tokens": 1}})
+    await other.send_json_to(generate("next", "Hi", params={"max_tokens": 1}))
     assert (await events_until_end(other, "next"))[-1]["type"] == "done"
     await other.disconnect()
     saved = await database_sync_to_async(list)(Run.objects.filter(prompt=prompt))
@@ -559,14 +498,7 @@ async def test_closing_before_any_worker_took_the_request_still_cancels_it():
 
 async def test_inspect_holds_off_end_of_sequence_inside_min_tokens_as_the_run_did():
     communicator = await connect()
-    frame = {
-        "type": "generate",
-        "request_id": "m",
-        "prompt": "Say hi.",
-        "mode": "chat",
-        "params": {"temperature": 0, "max_tokens": 12, "min_tokens": 12},
-        "top_n": 20,
-    }
+    frame = generate("m", "Say hi.", mode="chat", params={"temperature": 0, "max_tokens": 12, "min_tokens": 12}, top_n=20)
     await communicator.send_json_to(frame)
     tokens = [e for e in await events_until_end(communicator, "m") if e["type"] == "token"]
     step = 3
@@ -593,14 +525,7 @@ async def test_inspect_holds_off_end_of_sequence_inside_min_tokens_as_the_run_di
 
 async def test_a_slow_inspection_can_be_cancelled():
     communicator = await connect()
-    await communicator.send_json_to(
-        {
-            "type": "generate",
-            "request_id": "long",
-            "prompt": "Count:",
-            "params": {"temperature": 0, "max_tokens": 300, "ignore_eos": True},
-        }
-    )
+    await communicator.send_json_to(generate("long", "Count:", params={"temperature": 0, "max_tokens": 300, "ignore_eos": True}))
     tokens = [e["id"] for e in await events_until_end(communicator, "long") if e["type"] == "token"]
     await communicator.send_json_to({"type": "inspect", "request_id": "far", "prompt": "Count:", "prefix_tokens": tokens[:299]})
     await communicator.send_json_to({"type": "cancel", "request_id": "far"})
@@ -626,13 +551,13 @@ SURROGATE_FRAMES = [  # (frame with a lone-surrogate escape, the field named)
 async def test_a_lone_surrogate_is_refused_at_the_edge_and_nothing_is_saved(frame, param):
     from channels.db import database_sync_to_async
 
-    from playground.models import Run
+    from playground.runs.models import Run
 
     communicator = await connect()
     request_id = json.loads(frame)["request_id"]
     event = await expect_error(communicator, frame, "invalid_value", param)
     assert event["request_id"] == request_id
-    await communicator.send_json_to({"type": "generate", "request_id": "after", "prompt": "Hi", "params": {"max_tokens": 1}})
+    await communicator.send_json_to(generate("after", "Hi", params={"max_tokens": 1}))
     assert (await events_until_end(communicator, "after"))[-1]["type"] == "done"
     await communicator.disconnect()
     assert await database_sync_to_async(Run.objects.exclude(prompt="Hi").count)() == 0
@@ -642,7 +567,7 @@ async def test_a_huge_logit_bias_key_is_named_in_generate_and_inspect():
     communicator = await connect()
     key = "7" * 5000
     for frame in (
-        {"type": "generate", "request_id": "g", "prompt": "hi", "params": {"logit_bias": {key: 1}}},
+        generate("g", "hi", params={"logit_bias": {key: 1}}),
         {"type": "inspect", "request_id": "i", "prompt": "hi", "variants": [{"logit_bias": {key: 1}}]},
     ):
         event = await expect_error(
@@ -655,23 +580,23 @@ async def test_a_huge_logit_bias_key_is_named_in_generate_and_inspect():
 async def test_the_largest_seed_works_with_several_samples_and_sample_0_is_unchanged():
     communicator = await connect()
     params = {"temperature": 1.0, "max_tokens": 3, "seed": 2**63 - 1}
-    await communicator.send_json_to({"type": "generate", "request_id": "n1", "prompt": "Colours:", "params": params})
+    await communicator.send_json_to(generate("n1", "Colours:", params=params))
     single = (await events_until_end(communicator, "n1"))[-1]
-    await communicator.send_json_to({"type": "generate", "request_id": "n3", "prompt": "Colours:", "params": params | {"n": 3}})
+    await communicator.send_json_to(generate("n3", "Colours:", params=params | {"n": 3}))
     events = await events_until_end(communicator, "n3")
     assert events[0]["type"] == "started" and events[0]["seed"] == 2**63 - 1, events[-1]
     done = events[-1]
     assert done["type"] == "done" and len(done["samples"]) == 3
     assert done["samples"][0]["text"] == single["text"]  # sample 0 draws exactly as the n = 1 run
     # sample 1 wrapped to seed 0: it draws as a run seeded 0
-    await communicator.send_json_to({"type": "generate", "request_id": "z", "prompt": "Colours:", "params": params | {"seed": 0}})
+    await communicator.send_json_to(generate("z", "Colours:", params=params | {"seed": 0}))
     assert (await events_until_end(communicator, "z"))[-1]["text"] == done["samples"][1]["text"]
     await communicator.disconnect()
 
 
 async def test_a_cancel_that_crosses_the_end_of_its_run_is_an_unknown_request():
     communicator = await connect()
-    await communicator.send_json_to({"type": "generate", "request_id": "x", "prompt": "Hi", "params": {"max_tokens": 2}})
+    await communicator.send_json_to(generate("x", "Hi", params={"max_tokens": 2}))
     while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
         pass  # the run is going: the cancel is passed on to the worker, which may finish first
     await communicator.send_json_to({"type": "cancel", "request_id": "x"})
@@ -690,15 +615,13 @@ async def test_cancelling_a_request_queued_behind_another_connections_run_answer
 
     from channels.db import database_sync_to_async
 
-    from playground.models import Run
+    from playground.runs.models import Run
 
     busy, waiting = await connect(), await connect()
-    await busy.send_json_to(
-        {"type": "generate", "request_id": "long", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}}
-    )
+    await busy.send_json_to(generate("long", "Once", params={"max_tokens": 3000, "ignore_eos": True}))
     while (await busy.receive_json_from(timeout=TIMEOUT))["type"] != "token":
         pass
-    await waiting.send_json_to({"type": "generate", "request_id": "queued", "prompt": "Never run", "params": {"max_tokens": 5}})
+    await waiting.send_json_to(generate("queued", "Never run", params={"max_tokens": 5}))
     await waiting.send_json_to({"type": "cancel", "request_id": "queued"})
     began = time.monotonic()
     event = await waiting.receive_json_from(timeout=10)
@@ -713,29 +636,35 @@ async def test_cancelling_a_request_queued_behind_another_connections_run_answer
 
 
 async def test_a_socket_closed_with_queued_requests_runs_none_of_them():
+    """What holds whatever the timing (one request running when the socket closes, or several that
+    had already joined the batch): no request of the closed socket runs to its end; each is
+    cancelled (saved as such, short of its max_tokens) or never starts (nothing saved); the one
+    seen streaming is saved cancelled; and the worker is free for the next socket."""
     from channels.db import database_sync_to_async
 
-    from playground.models import Run
+    from playground.runs.models import Run
 
     communicator = await connect()
     for i in range(8):
-        await communicator.send_json_to(
-            {
-                "type": "generate",
-                "request_id": f"q{i}",
-                "prompt": f"Queued {i}",
-                "params": {"max_tokens": 3000, "ignore_eos": True},
-            }
-        )
-    while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
+        await communicator.send_json_to(generate(f"q{i}", f"Queued {i}", params={"max_tokens": 3000, "ignore_eos": True}))
+    while (event := await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
         pass
+    streaming = f"Queued {event['request_id'].removeprefix('q')}"
     await communicator.disconnect()
-    other = await connect()  # served after the worker has dropped the queue
-    await other.send_json_to({"type": "generate", "request_id": "next", "prompt": "Hi", "params": {"max_tokens": 1}})
+    other = await connect()
+    await other.send_json_to(generate("next", "Hi", params={"max_tokens": 1}))
     assert (await events_until_end(other, "next"))[-1]["type"] == "done"
     await other.disconnect()
-    saved = await database_sync_to_async(list)(Run.objects.filter(prompt__startswith="Queued"))
-    assert [(r.prompt, r.status) for r in saved] == [("Queued 0", "cancelled")]
+    queued = Run.objects.filter(prompt__startswith="Queued")
+    for _ in range(300):  # a run is saved as it ends, on the worker's thread
+        saved = await database_sync_to_async(list)(queued)
+        if streaming in {run.prompt for run in saved}:
+            break
+        await asyncio.sleep(0.1)
+    assert streaming in {run.prompt for run in saved}, "the run that was streaming when the socket closed was not saved"
+    for run in saved:
+        assert (run.status, run.reason) == ("cancelled", "cancelled"), (run.prompt, run.status)
+        assert len(run.tokens) < 3000
 
 
 async def test_tokenize_pages_its_answer_and_every_page_fits_a_frame():
@@ -763,10 +692,10 @@ async def test_per_client_limits_hold_across_connections(settings):
     }
     client_limits.client_limits.cache_clear()  # made again with the narrowed settings (cleared after by the conftest)
     first, second = await connect(), await connect()
-    slow = {"type": "generate", "prompt": "Once", "params": {"max_tokens": 3000, "ignore_eos": True}}
-    await first.send_json_to(slow | {"request_id": "a"})
-    await second.send_json_to(slow | {"request_id": "b"})
-    event = await expect_error(second, slow | {"request_id": "c"}, "too_many_requests", None)
+    slow = {"params": {"max_tokens": 3000, "ignore_eos": True}}
+    await first.send_json_to(generate("a", "Once", **slow))
+    await second.send_json_to(generate("b", "Once", **slow))
+    event = await expect_error(second, generate("c", "Once", **slow), "too_many_requests", None)
     assert event["request_id"] == "c" and event["error"]["retry_after"] is None
     for communicator, request_id in ((first, "a"), (second, "b")):
         await communicator.send_json_to({"type": "cancel", "request_id": request_id})

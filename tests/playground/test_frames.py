@@ -11,6 +11,7 @@ import pytest
 from playground.edge.frames import ProtocolError, parse_client_frame
 from playground.runs.request_fields import record_fields
 from playground.wire import channel_messages, events
+from tests.client_frames import generate
 
 SURROGATE = "\\ud800"  # a JSON escape of a lone surrogate: valid JSON, not encodable text
 
@@ -20,10 +21,6 @@ def refused(frame: str | dict) -> ProtocolError:
     with pytest.raises(ProtocolError) as caught:
         parse_client_frame(text)
     return caught.value
-
-
-def generate(**fields) -> dict:
-    return {"type": "generate", "request_id": "r", "prompt": "hi"} | fields
 
 
 def with_surrogate(frame: dict, marker: str = "@S@") -> str:
@@ -109,14 +106,18 @@ def test_a_long_but_plausible_logit_bias_key_is_named_in_full():
         '{"type": "generate", "request_id": "r", "prompt": "hi", "top_n": -' + "9" * 100_000 + "}",
         '{"type": "generate", "request_id": "r", "prompt": "hi", "params": {"top_p": 1e400}}',
         '{"type": "generate", "request_id": "r", "prompt": "hi", "params": {"top_p": -Infinity}}',
-        "[" * 100_000 + "]" * 100_000,
-        '{"a":' * 50_000 + "1" + "}" * 50_000,
+        "[" * 100_000 + "]" * 100_000,  # read (its depth cut), but no object
     ],
 )
-def test_numbers_too_large_and_nesting_too_deep_are_invalid_json(frame):
+def test_numbers_too_large_and_a_frame_that_is_no_object_are_invalid_json(frame):
     error = refused(frame)
     assert error.code == "invalid_json"
     assert len(error.to_event()["error"]["message"]) <= events.MAX_ERROR_MESSAGE
+
+
+def test_an_object_nested_past_any_field_is_refused_by_its_field():
+    error = refused('{"a":' * 50_000 + "1" + "}" * 50_000)
+    assert (error.code, error.param) == ("nested_too_deep", "a")
 
 
 @pytest.mark.parametrize(
@@ -203,14 +204,14 @@ def test_tokenize_pages_default_to_the_first_page():
             params={"temperature": 0.7, "logit_bias": {"42": -3}, "stop": "x", "seed": 2**63 - 1, "n": 2, "max_tokens": 9},
         ),
         generate(),
-        {
-            "type": "generate",
-            "request_id": "c",
-            "mode": "chat",
-            "messages": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A is"}],
-            "continue_final_message": True,
-            "save": False,
-        },
+        generate(
+            "c",
+            None,
+            mode="chat",
+            messages=[{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A is"}],
+            continue_final_message=True,
+            save=False,
+        ),
         {"type": "tokenize", "request_id": "t", "text": "hello", "mode": "plain", "offset": 3, "limit": 10},
         {"type": "tokenize", "request_id": "t", "messages": [{"role": "user", "content": "hi"}]},
         {
@@ -269,7 +270,7 @@ def test_the_recorder_gets_the_branch_from_the_typed_job():
     ],
 )
 def test_chat_messages_are_checked_naming_the_field(fields, param):
-    frame = {"type": "generate", "request_id": "c", **fields}
+    frame = generate("c", None) | fields
     with pytest.raises(ProtocolError) as caught:
         parse_client_frame(json.dumps(frame))
     assert caught.value.param == param
@@ -277,10 +278,9 @@ def test_chat_messages_are_checked_naming_the_field(fields, param):
 
 def test_a_messages_frame_is_a_chat_request_with_its_turns():
     turns = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]
-    job = parse_client_frame(json.dumps({"type": "generate", "request_id": "c", "messages": turns}))
+    job = parse_client_frame(json.dumps(generate("c", None, messages=turns)))
     assert job.request.mode == "chat" and job.request.chat.to_list() == turns
     assert job.request.prompt == "Q" and record_fields(job)["messages"] == turns
     assert record_fields(job)["continue_final_message"] is False
-    continued = {"type": "generate", "request_id": "c", "messages": [*turns, {"role": "assistant", "content": "A"}]}
-    continued["continue_final_message"] = True
+    continued = generate("c", None, messages=[*turns, {"role": "assistant", "content": "A"}], continue_final_message=True)
     assert record_fields(parse_client_frame(json.dumps(continued)))["continue_final_message"] is True

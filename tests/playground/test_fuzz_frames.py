@@ -45,7 +45,15 @@ pytestmark = pytest.mark.real_model
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = 650  # batches of 1–10 frames (drawn with a bias to short ones): about 2,300 frames
 MAX_MESSAGE = 1024 * 1024  # daphne's --websocket_max_message_size default
-FIELD_CODES = {"missing_field", "unknown_param", "unknown_type", "duplicate_request", "unknown_request", "prompt_too_long"}
+FIELD_CODES = {
+    "missing_field",
+    "unknown_param",
+    "unknown_type",
+    "duplicate_request",
+    "unknown_request",
+    "prompt_too_long",
+    "nested_too_deep",
+}
 FORBIDDEN_CODES = {"generation_failed", "internal_error", "reply_too_large"}
 
 
@@ -394,6 +402,31 @@ class Client:
         assert close is not None and close.code == item.closes and close.reason, closed.value
         self.tally.closes[close.code] += 1
         self.ws = None
+
+
+@pytest.mark.parametrize("depth", [970, 5000])
+def test_a_value_nested_past_any_field_is_refused_by_field_with_its_id_and_no_traceback(server, depth):
+    """Found by this fuzz: a list nested 970 deep in a parameter raised RecursionError in the
+    server and was answered without its request id."""
+    deep = "[" * depth + "]" * depth
+    sent = {
+        f"deep-stop-{depth}": ('"params": {"stop": ' + deep + "}", "params.stop"),
+        f"deep-bias-{depth}": ('"params": {"logit_bias": {"5": ' + deep + "}}", "params.logit_bias"),
+        f"deep-messages-{depth}": ('"messages": [{"role": "user", "content": ' + deep + "}]", "messages"),
+    }
+    log_before = len(server["log"].read_text(errors="replace"))
+    with connect(server["url"], origin=server["origin"], max_size=None, open_timeout=30) as ws:
+        for request_id, (field_text, _) in sent.items():
+            ws.send('{"type": "generate", "request_id": "' + request_id + '", "prompt": "hi", ' + field_text + "}")
+        answers = {}
+        while len(answers) < len(sent):
+            event = json.loads(ws.recv(timeout=60))
+            answers[event.get("request_id")] = event
+    assert set(answers) == set(sent), answers
+    for request_id, (_, param) in sent.items():
+        error = answers[request_id]["error"]
+        assert (error["code"], error["param"]) == ("nested_too_deep", param), answers[request_id]
+    assert "Traceback" not in server["log"].read_text(errors="replace")[log_before:]
 
 
 def test_every_frame_gets_its_answer_or_a_structured_error(server):

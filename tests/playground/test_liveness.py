@@ -215,7 +215,8 @@ TOKEN = {
 @pytest.mark.django_db
 def test_a_relayed_run_is_saved_as_failed_under_the_announced_id_once():
     from playground.edge.watchdog import relayed_recorder, save_failed_run
-    from playground.models import Run, hash_delete_token, new_delete_token, new_run_id
+    from playground.runs.ids import hash_delete_token, new_delete_token, new_run_id
+    from playground.runs.models import Run
 
     started = STARTED | {"run_id": new_run_id(), "delete_token": new_delete_token()}
     recorder = relayed_recorder("r", {"prompt": "The", "mode": "completion", "system": None, "prefix_tokens": []}, started)

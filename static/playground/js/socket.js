@@ -7,55 +7,21 @@
 // name no running request (e.g. an error about a frame the server could not read) go to the
 // `unrouted` listeners. The client knows nothing about the page.
 
+import { parseJson, seedValue } from "./seeds.js";
+
 /** ws:// or wss:// on this page's host, path /ws/generate/. */
 export function socketUrl(loc = window.location) {
   const scheme = loc.protocol === "https:" ? "wss:" : "ws:";
   return `${scheme}//${loc.host}/ws/generate/`;
 }
 
-// Seeds are integers up to 2^63 − 1: more than a JS number holds exactly. They are kept as
-// decimal strings when read (using the reviver's source text) and sent as raw JSON numbers.
-const HAS_SOURCE_TEXT = (() => {
-  let seen = false;
-  JSON.parse("1", (key, value, context) => {
-    seen = typeof context?.source === "string";
-    return value;
-  });
-  return seen;
-})();
-
-function reviveSeed(key, value, context) {
-  if (key === "seed" && typeof value === "number") {
-    return HAS_SOURCE_TEXT ? context.source : String(value);
-  }
-  return value;
-}
+// Seeds stay exact both ways (seeds.js): events are read with `parseJson`, and `seedValue` is
+// re-exported for the modules that send a seed.
+export { seedValue };
 
 /** Parses a server frame; any `seed` comes back as a decimal string. */
 export function parseEvent(text) {
-  return JSON.parse(text, reviveSeed);
-}
-
-/** A value for `params.seed`. Digits are a whole number, sent exactly in canonical form ("007" →
- *  7); any other JSON number literal ("-1", "1.5", "1e3") is sent as written, and anything else as
- *  a string, so the server — the one judge of valid values — names the problem next to the seed
- *  field. Never throws. */
-export function seedValue(text) {
-  const trimmed = String(text).trim();
-  if (/^\d+$/.test(trimmed)) return exactNumber(BigInt(trimmed).toString(), trimmed); // no leading zeros in JSON
-  if (/^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/.test(trimmed)) return exactNumber(trimmed, trimmed); // JSON's number grammar
-  return trimmed;
-}
-
-/** `literal` as a raw JSON number (exact digits); a plain number without JSON.rawJSON; `fallback`
- *  (sent as a string) should the browser refuse the literal. */
-function exactNumber(literal, fallback) {
-  if (typeof JSON.rawJSON !== "function") return Number(literal);
-  try {
-    return JSON.rawJSON(literal);
-  } catch {
-    return fallback;
-  }
+  return parseJson(text);
 }
 
 export class GenerateClient extends EventTarget {

@@ -4,13 +4,14 @@
 import { renderLegend } from "../../playground/js/colors.js";
 import { quoteToken } from "../../playground/js/format.js";
 import { Inspector, InspectorController } from "../../playground/js/inspector.js";
+import { parseJson } from "../../playground/js/seeds.js";
 import { TokenStream } from "../../playground/js/stream.js";
 import { replay } from "./replay.js";
 import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "./store.js";
 import { drawStrip } from "./strip.js";
 
 const root = document.querySelector(".saved-run");
-const run = JSON.parse(document.getElementById("run-data").textContent);
+const run = parseJson(document.getElementById("run-data").textContent); // seeds exact, as everywhere
 const seed = root.dataset.seed; // exact: JSON numbers above 2^53 would lose digits
 rememberRun(run.id);
 

@@ -1,6 +1,8 @@
 // This browser's own list of runs, in localStorage: ids it made or opened, and the delete tokens
 // the server gave once (in `done`, or in an import's answer). The server never lists runs.
 
+import { parseJson } from "../../playground/js/seeds.js";
+
 const KEY = "playground.runs.v1";
 const PICKED = "playground.runs.picked.v1";
 const LIMIT = 500;
@@ -48,7 +50,7 @@ export function setPicked(ids) {
   localStorage.setItem(PICKED, JSON.stringify(ids.slice(0, 4)));
 }
 
-/** POSTs JSON; resolves to {status, body}. */
+/** POSTs JSON; resolves to {status, body}, any `seed` in the body exact (a decimal string). */
 export async function postJson(url, body) {
   const response = await fetch(url, {
     method: "POST",
@@ -58,7 +60,7 @@ export async function postJson(url, body) {
   const text = await response.text();
   let parsed = null;
   try {
-    parsed = text ? JSON.parse(text) : null;
+    parsed = text ? parseJson(text) : null;
   } catch {
     parsed = null;
   }

@@ -55,8 +55,8 @@ def test_greedy_logprobs_are_the_log_of_the_websockets_raw_probabilities(client,
             assert value == pytest.approx(expected[text], abs=1e-5)
     done = events[-1]
     assert answer.choices[0].text == done["text"]
-    offsets = logprobs.text_offset
-    assert offsets == [sum(len(t["text"]) for t in tokens[:i]) for i in range(len(tokens))]
+    offsets = logprobs.text_offset  # from the prompt's start, as OpenAI counts (the prompt not echoed)
+    assert offsets == [len(PROMPT) + sum(len(t["text"]) for t in tokens[:i]) for i in range(len(tokens))]
     manifest_hash = hashlib.sha256((default_model_dir() / MANIFEST_FILE).read_bytes()).hexdigest()
     assert answer.system_fingerprint == manifest_hash
 
@@ -65,7 +65,9 @@ def test_usage_counts_and_the_saved_run(client, api_server, model_id):
     answer = client.completions.create(model=model_id, prompt=PROMPT, max_tokens=5, logprobs=0, **GREEDY)
     extension = answer.model_extra["playground"]
     assert answer.usage.completion_tokens == len(answer.choices[0].logprobs.tokens) == 5
-    assert answer.usage.prompt_tokens == len(extension["prompt_tokens"])
+    # the prompt's own tokens: not completion mode's <|endoftext|> before them, which the run lists
+    assert extension["prompt_tokens"][0]["text"] == "<|endoftext|>"
+    assert answer.usage.prompt_tokens == len(extension["prompt_tokens"]) - 1
     assert answer.usage.total_tokens == answer.usage.prompt_tokens + 5
     assert answer.choices[0].finish_reason == "length"
     assert extension["permalink"] == f"{api_server.url}/r/{extension['run_id']}"
@@ -74,6 +76,7 @@ def test_usage_counts_and_the_saved_run(client, api_server, model_id):
     assert run["result"]["text"] == answer.choices[0].text
     trace = answer.choices[0].model_extra["playground"]["tokens"][0]
     assert {"raw_prob", "prob", "removed_by", "stages", "draw", "alternatives", "entropy"} <= trace.keys()
+    assert trace["draw_interval"] == [0.0, 1.0]  # greedy: the one token left fills the bar
 
 
 def test_max_tokens_defaults_to_openais_16_for_completions(client, model_id):
@@ -177,6 +180,19 @@ def test_chat_single_turn_feeds_the_same_tokens_as_the_websockets_chat_mode(clie
         assert len(entry.top_logprobs) == 3
 
 
+def test_a_chats_logprobs_are_its_messages_tokens_and_usage_counts_the_end_of_turn(client, model_id):
+    arguments = {"model": model_id, "messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 40}
+    answer = client.chat.completions.create(**arguments, logprobs=True, **GREEDY)
+    choice = answer.choices[0]
+    assert choice.finish_reason == "stop" and choice.model_extra["playground"]["reason"] == "eos"
+    assert b"".join(bytes(entry.bytes) for entry in choice.logprobs.content).decode() == choice.message.content
+    assert choice.model_extra["playground"]["tokens"][-1]["token"] == "<|im_end|>"
+    assert answer.usage.completion_tokens == len(choice.logprobs.content) + 1  # the end of turn is generated too
+    chunks = list(client.chat.completions.create(**arguments, logprobs=True, stream=True, **GREEDY))
+    streamed = [entry.token for c in chunks if c.choices and c.choices[0].logprobs for entry in c.choices[0].logprobs.content]
+    assert streamed == [entry.token for entry in choice.logprobs.content]
+
+
 def test_chat_several_turns_streamed(client, model_id):
     messages = [
         {"role": "system", "content": "You answer in one word."},
@@ -240,7 +256,7 @@ def test_echo_scores_the_prompt_as_evaluation_harnesses_ask(client, model_id):
     choice = scored.choices[0]
     assert choice.text == text and "".join(choice.logprobs.tokens) == text
     assert choice.logprobs.text_offset[-1] == len(PROMPT)
-    assert scored.usage.completion_tokens == 0 and scored.usage.prompt_tokens == len(choice.logprobs.tokens) + 1
+    assert scored.usage.completion_tokens == 0 and scored.usage.prompt_tokens == len(choice.logprobs.tokens)
     assert all(len(top) == 2 for top in choice.logprobs.top_logprobs)
     # the last token's log-probability is the one a greedy run gives its first token (the 4-bit
     # kernels differ in the fifth decimal when the prompt is fed in other splits)
@@ -251,4 +267,5 @@ def test_echo_scores_the_prompt_as_evaluation_harnesses_ask(client, model_id):
     echoed = client.completions.create(model=model_id, prompt=PROMPT, max_tokens=3, echo=True, logprobs=1, **GREEDY)
     logprobs = echoed.choices[0].logprobs
     assert echoed.choices[0].text.startswith(PROMPT) and "".join(logprobs.tokens) == echoed.choices[0].text
-    assert echoed.usage.completion_tokens == 3 and len(logprobs.tokens) == len(choice.logprobs.tokens) - 1 + 3
+    assert echoed.usage.completion_tokens == 3 and len(logprobs.tokens) == echoed.usage.prompt_tokens + 3
+    assert logprobs.text_offset[0] == 0 and logprobs.text_offset[echoed.usage.prompt_tokens] == len(PROMPT)

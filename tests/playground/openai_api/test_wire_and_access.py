@@ -70,6 +70,28 @@ def test_an_oversized_body_is_413_and_bad_json_400(api_server, model_id):
     assert response.status_code == 400
 
 
+@pytest.mark.parametrize(
+    ("sent", "named"),
+    [
+        ({"content": b"{}", "headers": {"Content-Type": "text/plain"}}, "'text/plain'"),
+        ({"data": {"model": "m", "prompt": "p"}}, "'application/x-www-form-urlencoded'"),
+        ({"files": {"body": ("body.json", b"{}", "application/json")}}, "multipart/form-data"),
+    ],
+)
+def test_a_body_that_is_not_sent_as_json_is_refused_naming_its_type(api_server, model_id, sent, named):
+    if "content" in sent:
+        sent = sent | {"content": json.dumps({"model": model_id, "prompt": PROMPT, "max_tokens": 1}).encode()}
+    response = httpx.post(api_server.url + "/v1/completions", timeout=30, **sent)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "unsupported_content_type" and error["param"] is None and error["type"] == "invalid_request_error"
+    assert named in error["message"]
+    body = {"model": model_id, "prompt": PROMPT, "max_tokens": 1}
+    with_charset = {"Content-Type": "application/json; charset=utf-8"}
+    response = httpx.post(api_server.url + "/v1/completions", content=json.dumps(body), headers=with_charset, timeout=60)
+    assert response.status_code == 200, response.text
+
+
 def test_a_browser_cookie_and_no_csrf_token_do_not_matter(api_server, model_id):
     body = {"model": model_id, "prompt": PROMPT, "max_tokens": 1}
     response = httpx.post(api_server.url + "/v1/completions", json=body, cookies={"csrftoken": "x" * 32}, timeout=60)

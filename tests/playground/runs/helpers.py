@@ -64,6 +64,7 @@ def token(
         ],
         "forced": False,
         "draw": draw,
+        "draw_interval": None,  # as in runs saved before it; test_token_rows stores a real one
         "entropy": {"before": 1.5, "after": 0.9},
         "stages": [{"name": s, "kept": 10 - k} for k, s in enumerate(STAGES)],
         "elapsed_ms": 20.5,

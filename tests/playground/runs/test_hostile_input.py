@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from playground.models import Run
 from playground.runs import views
+from playground.runs.models import Run
 from tests.playground.runs import helpers
 
 pytestmark = pytest.mark.django_db(databases=["default", "postgres"])

@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from playground.models import Run
+from playground.runs.models import Run
 from playground.runs.views import default_params
 from tests.playground.runs import helpers
 

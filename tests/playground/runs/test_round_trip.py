@@ -19,8 +19,8 @@ import pytest
 from inference.batching import Scheduler
 from playground.address import turns_value
 from playground.edge import frames
-from playground.models import Run
 from playground.runs import schema
+from playground.runs.models import Run
 from playground.runs.token_rows import ENVELOPE_KEYS, load_rows
 from playground.worker import serving
 

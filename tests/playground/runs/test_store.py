@@ -9,8 +9,8 @@ import re
 import pytest
 from django.db import OperationalError
 
-from playground.models import Run
 from playground.runs import schema
+from playground.runs.models import Run
 from playground.runs.token_rows import ENVELOPE_KEYS
 from tests.playground.runs import helpers
 
@@ -52,7 +52,7 @@ def test_recorder_saves_everything_and_done_carries_the_id(db_alias):
     # The delete token is not stored, only its hash.
     assert done["delete_token"] not in run.delete_token_hash and run.check_delete_token(done["delete_token"])
     # Every token's trace comes back exactly as it was sent.
-    exported = [schema.expand_token(row) for row in run.tokens]
+    exported = schema.run_to_dict(run)["tokens"]
     sent = [{k: v for k, v in e.items() if k not in ENVELOPE_KEYS} for e in evts[1:-1]]
     assert exported == sent
     assert run.parent is None and run.branch_index is None
@@ -146,6 +146,7 @@ def test_a_seed_above_2_to_the_53_survives_exactly(client, db_alias):
         ("/r/short", "invalid_id", "id"),
         ("/r/has.dot-in-it-aaaaaaaaaaaa", "invalid_id", "id"),
         ("/r/" + "A" * 22, "not_found", "id"),
+        ("/r/" + "A" * 22 + "%0A", "invalid_id", "id"),  # the whole id is checked: no line end after it
         ("/compare/" + "A" * 22, "invalid_id", "ids"),
         ("/compare/" + ",".join(["A" * 22] * 5), "invalid_id", "ids"),
     ],

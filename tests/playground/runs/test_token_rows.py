@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from playground.models import Run
 from playground.runs import schema
+from playground.runs.fields import TOKENS
+from playground.runs.models import Run
 from playground.runs.token_rows import Alternative, Stage, TokenRow, sample_text, stored_row_from_event
 from tests.playground.runs import helpers
 
@@ -41,7 +42,7 @@ def test_a_token_event_becomes_named_fields_and_the_same_compact_row():
     assert (row.entropy_before, row.entropy_after, row.removed_by, row.forced) == (1.5, 0.9, None, False)
     # Stored exactly as before: defaults (removed_by null, forced false) take no room.
     assert stored_row_from_event(EVENT) == OLD_ROW
-    assert schema.compact_token(EVENT) == OLD_ROW  # the name recording.py calls today
+    assert TOKENS.columns([EVENT]) == {"tokens": [OLD_ROW]}  # the field table's token conversion
     assert TokenRow.from_stored(OLD_ROW) == row
     assert row.to_event() == {k: v for k, v in EVENT.items() if k not in ("type", "request_id")}
     assert list(row.to_event()) == list(TokenRow.EVENT_KEYS)  # in the order the server sends them
@@ -59,6 +60,28 @@ def test_fields_without_a_column_live_in_the_trailing_object():
     # The row the recorder writes today (the defaults spelled out) loads the same way.
     today = OLD_ROW + [{"removed_by": None, "forced": False}]
     assert TokenRow.from_stored(today) == TokenRow.from_stored(OLD_ROW)
+
+
+def test_the_draw_interval_is_kept_in_the_trailing_object_and_old_rows_have_none():
+    event = EVENT | {"draw_interval": [0.0, 0.7]}
+    stored = stored_row_from_event(event)
+    assert stored == OLD_ROW + [{"draw_interval": [0.0, 0.7]}]
+    row = TokenRow.from_stored(json.loads(json.dumps(stored)))
+    assert row.draw_interval == (0.0, 0.7) and row.extra == {}
+    assert row.to_event() == {k: v for k, v in event.items() if k not in ("type", "request_id")}
+    assert TokenRow.from_stored(OLD_ROW).draw_interval is None
+    assert TokenRow.from_stored(OLD_ROW).to_event()["draw_interval"] is None
+
+
+def test_an_exported_token_without_a_draw_interval_imports_and_a_bad_one_is_named():
+    exported = TokenRow.from_event(EVENT).to_event()
+    del exported["draw_interval"]  # as files written before it
+    schema._token(exported, "run.tokens[0]", 5, 1)  # passes the checks
+    assert TokenRow.from_event(exported).draw_interval is None
+    for bad, where in (([0.8, 0.7], ""), ([0.1, 1.5], "[1]"), ([0.1], "")):
+        with pytest.raises(schema.SchemaError) as error:
+            schema._token(exported | {"draw_interval": bad}, "run.tokens[0]", 5, 1)
+        assert error.value.param == f"run.tokens[0].draw_interval{where}"
 
 
 def test_sample_text_joins_one_samples_tokens():

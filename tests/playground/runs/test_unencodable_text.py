@@ -13,8 +13,8 @@ import pytest
 from django.core.management import call_command
 from django.db import DataError, connections, transaction
 
-from playground.models import Run
 from playground.runs.errors import UnencodableText
+from playground.runs.models import Run
 from playground.runs.recording import RunRecorder
 from playground.runs.token_rows import TokenRow, load_rows
 from tests.playground.runs import helpers

@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 from channels.db import database_sync_to_async as sync_to_async  # closes its connections after
-from channels.testing import WebsocketCommunicator
 
-from playground.asgi import application
-from playground.models import Run
-from playground.runs.schema import expand_token
+from playground.runs.models import Run
+from playground.runs.schema import run_to_dict
 from playground.runs.token_rows import ENVELOPE_KEYS
+from tests.client_frames import generate
+from tests.communicator import TIMEOUT, connect
 
 pytestmark = [
     pytest.mark.real_model,
@@ -20,22 +20,7 @@ pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "postgres"]),
 ]
 
-ORIGIN = (b"origin", b"http://localhost")
-HOST = (b"host", b"localhost")
-TIMEOUT = 60
-GENERATE = {
-    "type": "generate",
-    "prompt": "Once upon a time",
-    "top_n": 4,
-    "params": {"temperature": 0.8, "top_p": 0.95, "max_tokens": 200, "seed": 7},
-}
-
-
-async def connect():
-    communicator = WebsocketCommunicator(application, "/ws/generate/", headers=[ORIGIN, HOST])
-    connected, _ = await communicator.connect(timeout=TIMEOUT)
-    assert connected
-    return communicator
+GENERATE = generate(None, "Once upon a time", top_n=4, params={"temperature": 0.8, "top_p": 0.95, "max_tokens": 200, "seed": 7})
 
 
 async def until(communicator, request_id, stop):
@@ -67,7 +52,7 @@ async def test_cancel_mid_stream_saves_a_partial_run(db_alias):
     started = events[0]
     assert run.prompt_tokens == [[t["id"], t["text"]] for t in started["prompt_tokens"]]
     assert run.onnxruntime_version == started["model"]["onnxruntime_version"]
-    assert [expand_token(r) for r in run.tokens] == [{k: v for k, v in t.items() if k not in ENVELOPE_KEYS} for t in tokens]
+    assert run_to_dict(run)["tokens"] == [{k: v for k, v in t.items() if k not in ENVELOPE_KEYS} for t in tokens]
     assert run.text == done["text"]
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from playground.models import ApiKey
+from playground.openai_api.models import ApiKey
 
 
 class Command(BaseCommand):

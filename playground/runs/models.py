@@ -3,7 +3,7 @@
 Per-token data (each token's alternatives, stage counts, entropy and draw) lives compactly in one
 JSON column, ``tokens``, as rows read and written by ``playground.runs.token_rows.TokenRow`` (see
 ``playground.runs.schema`` for the expanded, documented export). Ids are random and unguessable;
-nothing lists all runs.
+nothing lists all runs (``playground.runs.ids``).
 
 A run is never saved with text that cannot be stored or shown (``playground.runs.text_check``):
 ``Run.save``, and ``bulk_create``, ``bulk_update`` and ``update`` of its queries, refuse it with
@@ -12,8 +12,6 @@ A run is never saved with text that cannot be stored or shown (``playground.runs
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -22,23 +20,9 @@ from django.utils import timezone
 
 from playground.runs.conversation import messages_from_stored
 from playground.runs.errors import UnencodableText
+from playground.runs.ids import check_delete_token, new_run_id
 from playground.runs.text_check import first_unencodable
 from playground.runs.token_rows import TokenRow
-
-RUN_ID_BYTES = 16  # 128 random bits → 22 URL-safe characters
-RUN_ID_PATTERN = r"[A-Za-z0-9_-]{16,43}"
-
-
-def new_run_id() -> str:
-    return secrets.token_urlsafe(RUN_ID_BYTES)
-
-
-def new_delete_token() -> str:
-    return secrets.token_urlsafe(24)
-
-
-def hash_delete_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def _refuse_unencodable(name: str, value: Any) -> None:
@@ -129,6 +113,10 @@ class Run(models.Model):
     objects = RunQuerySet.as_manager()
 
     class Meta:
+        # The table keeps the name it had when ``Run`` lived in the ``playground`` app (migration
+        # runs 0001): moving the model moved no data, and a process of the previous release still
+        # reads this table while a rolling upgrade runs.
+        db_table = "playground_run"
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
@@ -140,7 +128,7 @@ class Run(models.Model):
         return messages_from_stored(self.messages)
 
     def check_delete_token(self, token: str) -> bool:
-        return secrets.compare_digest(self.delete_token_hash, hash_delete_token(token))
+        return check_delete_token(token, self.delete_token_hash)
 
     def text_fields(self) -> Iterator[tuple[str, Any]]:
         """Every field that holds text (strings, or JSON with strings in it), as (name, value)."""
@@ -173,32 +161,3 @@ class Run(models.Model):
         be stored or shown again."""
         self.refuse_unencodable_text()
         super().save(*args, **kwargs)
-
-
-API_KEY_PREFIX = "pg-"  # every key starts so; the next 8 characters name it in listings
-
-
-def hash_api_key(key: str) -> str:
-    """An API key as stored: its sha256 (a key has 256 random bits, so no salt or stretching is needed)."""
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-class ApiKey(models.Model):
-    """A bearer token for the OpenAI-compatible API; only its hash is kept (``manage.py apikey``)."""
-
-    name = models.CharField(max_length=100, help_text="what the key is for (shown in listings)")
-    key_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the key, hex")
-    prefix = models.CharField(max_length=16, help_text="the key's first characters, to recognise it")
-    created_at = models.DateTimeField(default=timezone.now)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    @classmethod
-    def create(cls, name: str) -> tuple[ApiKey, str]:
-        """A new key and its secret, which is shown once and never stored."""
-        secret = API_KEY_PREFIX + secrets.token_urlsafe(32)
-        key = cls.objects.create(name=name, key_hash=hash_api_key(secret), prefix=secret[: len(API_KEY_PREFIX) + 8])
-        return key, secret
-
-    @classmethod
-    def valid(cls, secret: str) -> bool:
-        return cls.objects.filter(key_hash=hash_api_key(secret), revoked_at__isnull=True).exists()

@@ -22,7 +22,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DEFAULT_DB_ALIAS, transaction
 
-from playground.models import Run
+from playground.runs.models import Run
 from playground.runs.text_check import first_unencodable, repaired
 
 BATCH = 200  # runs read at a time: a run's tokens may be large

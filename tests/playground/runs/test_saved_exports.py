@@ -1,0 +1,87 @@
+"""Exports written by an earlier version of this server import, and export again byte for byte
+(on SQLite): the files in ``exports/`` are what ``/r/<id>.json`` and ``/compare/<ids>.json`` answered
+(schema ``token-playground.run`` / ``.comparison``, version 3) for runs of every kind made by the
+worker on the tiny model. Only ``id``, ``source``, ``imported_from`` (and a branch's
+``parent_run``, whose parent is not saved here) say that the copy is a copy, and the one field
+added to tokens since these files were written (``draw_interval``, exported as null after
+``draw`` where a file had none)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.django_db(databases=["default", "postgres"])
+
+EXPORTS = Path(__file__).parent / "exports"
+RUN_FILES = sorted(EXPORTS.glob("run-*.json"))
+
+
+def _as_served(data: dict) -> bytes:
+    """JSON as the export endpoints write it (``ensure_ascii`` off, the default separators)."""
+    return json.dumps(data, ensure_ascii=False).encode("utf-8")
+
+
+def _assert_served_as(served: bytes, expected: dict, db_alias: str) -> None:
+    """The bytes the server wrote; on PostgreSQL the same JSON (its ``jsonb`` columns, ``params``
+    and ``usage`` among them, give their keys back in an order of their own, as they always did)."""
+    if db_alias == "postgres":
+        assert json.loads(served) == expected
+    else:
+        assert served == _as_served(expected)
+
+
+def _import(client, content: bytes) -> list[str]:
+    answer = client.post("/api/runs/import", data=content, content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    return [run["id"] for run in answer.json()["runs"]]
+
+
+def _with_draw_interval(token: dict) -> dict:
+    """A token as exported now: a file written before ``draw_interval`` gets it as null, after ``draw``."""
+    if "draw_interval" in token:
+        return token
+    keys = list(token)
+    at = keys.index("draw") + 1
+    return {k: token[k] for k in keys[:at]} | {"draw_interval": None} | {k: token[k] for k in keys[at:]}
+
+
+def _copy(run: dict, new_id: str, parent: str | None) -> dict:
+    tokens = [_with_draw_interval(token) for token in run["tokens"]]
+    return run | {"id": new_id, "source": "imported", "imported_from": run["id"], "parent_run": parent, "tokens": tokens}
+
+
+def test_the_files_are_as_the_server_wrote_them():
+    assert {path.stem for path in RUN_FILES} >= {
+        f"run-{kind}" for kind in ("plain", "chat", "conversation", "turns", "samples", "beams", "cancelled", "failed", "branch")
+    }
+    for path in [*RUN_FILES, EXPORTS / "comparison-branch.json"]:
+        content = path.read_bytes()
+        assert _as_served(json.loads(content)) == content, path.name
+
+
+@pytest.mark.parametrize("path", RUN_FILES, ids=lambda path: path.stem)
+def test_a_saved_run_export_imports_and_exports_the_same_bytes(client, db_alias, path):
+    content = path.read_bytes()
+    written = json.loads(content)
+    (copy_id,) = _import(client, content)
+    again = client.get(f"/r/{copy_id}.json")
+    assert again.status_code == 200
+    expected = written | {"run": _copy(written["run"], copy_id, None)}  # a parent not saved here: dropped
+    _assert_served_as(again.content, expected, db_alias)
+
+
+def test_a_saved_comparison_imports_as_a_branch_of_the_new_parent_and_exports_the_same_bytes(client, db_alias):
+    content = (EXPORTS / "comparison-branch.json").read_bytes()
+    written = json.loads(content)
+    parent_id, branch_id = _import(client, content)
+    again = client.get(f"/compare/{parent_id},{branch_id}.json")
+    parent, branch = written["runs"]
+    assert branch["parent_run"] == parent["id"]
+    expected = written | {
+        "runs": [_copy(parent, parent_id, None), _copy(branch, branch_id, parent_id)],
+        "comparison": written["comparison"] | {"runs": [parent_id, branch_id]},
+    }
+    _assert_served_as(again.content, expected, db_alias)

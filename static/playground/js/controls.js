@@ -9,10 +9,10 @@
 // Settings as strings (`values()` / `apply()`) are what the URL and the presets keep: exactly what
 // was typed, so a 19-digit seed survives.
 
-import { clearFieldErrors, el } from "./dom.js";
-import { listValue, paramText } from "./address.js";
+import { clearFieldErrors, el } from "../../shared/js/dom.js";
+import { listValue, paramText } from "../../shared/js/address.js";
 import { GROUPS, PARAMS, PARAM_BY_KEY, SCHEMA, controlId, initialValue } from "./params-schema.js";
-import { seedValue } from "./socket.js";
+import { seedValue } from "../../shared/js/socket.js";
 
 // Fields of the request that are not sampler params: `error.param` → control id.
 const REQUEST_FIELDS = { prompt: "prompt", mode: "mode", system: "system", top_n: "top-n" };

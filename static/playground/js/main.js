@@ -4,28 +4,28 @@
 
 import { BeamView } from "./beam-view.js";
 import { BranchTree, BranchTreeView } from "./branches.js";
-import { ChatTurns } from "./chat-turns.js";
+import { ChatTurns } from "../../shared/js/chat-turns.js";
 import { branchRun, stepRun, whatIfRun } from "./continuation.js";
-import { renderLegend } from "./colors.js";
+import { renderLegend } from "../../shared/js/colors.js";
 import { ParamsForm } from "./controls.js";
-import { Inspector, InspectorController } from "./inspector.js";
+import { Inspector, InspectorController } from "../../shared/js/inspector.js";
 import { LatencyChart } from "./latency-chart.js";
 import { LoadIndicator } from "./load-indicator.js";
 import { LogitBiasEditor } from "./logit-bias.js";
-import { settingsFromAddress, settingsToAddress } from "./address.js";
+import { settingsFromAddress, settingsToAddress } from "../../shared/js/address.js";
 import { SCHEMA, enabledStages } from "./params-schema.js";
 import { Presets } from "./presets.js";
 import { clearPromptTokens, LivePromptTokens } from "./prompt-tokens.js";
 import { Run } from "./run.js";
 import { SamplesView } from "./samples-view.js";
-import { GenerateClient } from "./socket.js";
+import { GenerateClient } from "../../shared/js/socket.js";
 import { StageOrder } from "./stage-order.js";
 import { RunStats } from "./stats.js";
 import { StripChart } from "./strip-chart.js";
-import { TokenStream } from "./stream.js";
+import { TokenStream } from "../../shared/js/stream.js";
 import { TemperatureExplorer } from "./temperature-explorer.js";
 import { WhatIf } from "./what-if.js";
-import { rememberRun } from "../../runs/js/store.js";
+import { rememberRun } from "../../shared/js/store.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -350,7 +350,7 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
   }
 }
 
-/** Keeps a saved run's id and delete token (static/runs/js/store.js keeps a token it already has);
+/** Keeps a saved run's id and delete token (static/shared/js/store.js keeps a token it already has);
  *  a browser without storage just has no history. */
 function remember(event) {
   try {

@@ -1,8 +1,8 @@
 // /history: this browser's runs (ids kept in localStorage), summarised by the server for exactly
 // those ids; search by prompt text, select 2–4 to compare, delete your own, import a file.
 
-import { el } from "../../playground/js/dom.js";
-import { deleteToken, describeError, forgetRun, listRuns, picked, postJson, rememberRun, setPicked } from "./store.js";
+import { el } from "../../shared/js/dom.js";
+import { deleteToken, describeError, forgetRun, listRuns, picked, postJson, rememberRun, setPicked } from "../../shared/js/store.js";
 
 const body = document.querySelector("[data-testid=history] tbody");
 const status = document.querySelector("[data-testid=history-status]");

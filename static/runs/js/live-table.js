@@ -4,9 +4,9 @@
 // marked as soon as two columns disagree there; it can only move earlier as lagging columns
 // catch up. Rows after it are greyed: their contexts differ.
 
-import { probColors } from "../../playground/js/colors.js";
-import { el } from "../../playground/js/dom.js";
-import { formatProb, quoteToken, visibleWhitespace } from "../../playground/js/format.js";
+import { probColors } from "../../shared/js/colors.js";
+import { el } from "../../shared/js/dom.js";
+import { formatProb, quoteToken, visibleWhitespace } from "../../shared/js/format.js";
 
 class Column {
   constructor(label) {

@@ -1,12 +1,12 @@
 // /r/<id>: a saved run drawn from the page's embedded JSON with the playground's own token,
 // colour and inspector modules; Replay, pick-for-comparison and delete.
 
-import { renderLegend } from "../../playground/js/colors.js";
-import { quoteToken } from "../../playground/js/format.js";
-import { Inspector, InspectorController } from "../../playground/js/inspector.js";
-import { TokenStream } from "../../playground/js/stream.js";
+import { renderLegend } from "../../shared/js/colors.js";
+import { quoteToken } from "../../shared/js/format.js";
+import { Inspector, InspectorController } from "../../shared/js/inspector.js";
+import { TokenStream } from "../../shared/js/stream.js";
 import { replay } from "./replay.js";
-import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "./store.js";
+import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "../../shared/js/store.js";
 import { drawStrip } from "./strip.js";
 
 const root = document.querySelector(".saved-run");

@@ -170,9 +170,11 @@ export class ParamsForm {
     return values;
   }
 
-  /** The values a fresh page starts with (for comparing and resetting). */
+  /** The values a fresh page starts with (for comparing and resetting); the prompt is the
+   *  worked example the template puts in its field. */
   static initialValues() {
-    const values = { prompt: "", mode: "completion", system: "", top_n: "5", no_cache: "" };
+    const prompt = document.getElementById("prompt")?.defaultValue ?? "";
+    const values = { prompt, mode: "completion", system: "", top_n: "5", no_cache: "" };
     for (const spec of PARAMS) values[spec.key] = controlText(spec, initialValue(spec));
     return values;
   }

@@ -17,6 +17,7 @@ import { SCHEMA, enabledStages } from "./params-schema.js";
 import { Presets } from "./presets.js";
 import { clearPromptTokens, LivePromptTokens } from "./prompt-tokens.js";
 import { Run } from "./run.js";
+import { endAdvice, looksLikeInstruction } from "./run-advice.js";
 import { SamplesView } from "./samples-view.js";
 import { GenerateClient } from "../../shared/js/socket.js";
 import { StageOrder } from "./stage-order.js";
@@ -35,6 +36,8 @@ const stats = new RunStats($("stats"), $("status"));
 const output = $("output");
 const reuseSeed = document.querySelector("[data-action=reuse-seed]");
 const stepButton = document.querySelector("[data-action=step]");
+const modeSuggestion = document.querySelector("[data-mode-suggestion]");
+const advice = $("run-advice");
 const tokenize = (body) => client.tokenize(body);
 const inspect = (body) => client.inspect(body);
 
@@ -80,6 +83,7 @@ restoreFromUrl();
 let urlTimer = 0;
 function settingsChanged() {
   syncChatOnly();
+  suggestChat();
   const values = form.values();
   const params = typedParams();
   order.markEnabled(enabledStages(params, order.order));
@@ -117,6 +121,29 @@ function restoreFromUrl() {
   if (savedOrder) order.set(savedOrder);
   if (savedBias.length) bias.setEntries(savedBias);
   syncChatOnly();
+}
+
+/** An instruction typed in completion mode: chat mode is suggested, one click away. */
+function suggestChat() {
+  modeSuggestion.hidden = !(form.mode === "completion" && looksLikeInstruction(form.control("prompt").value));
+}
+
+modeSuggestion.querySelector("[data-action=use-chat]").addEventListener("click", () => {
+  form.apply({ mode: "chat" });
+  form.form.querySelector("input[name=mode]:checked").focus(); // the button hides: focus the choice it made
+  stats.status("Chat mode: the prompt goes to the model as a message. Press Generate.", "idle");
+});
+
+/** Why a finished run ended, in plain words, and what to try when its result is empty or odd
+ *  (run-advice.js); hidden when the result calls for nothing. */
+function showAdvice(run) {
+  const done = run?.done;
+  const { why, tryNext } = done ? endAdvice({
+    reason: done.reason, stopString: done.stop_string, text: done.text ?? "", tokens: run.tokens.length,
+    mode: run.request.mode, prompt: run.request.prompt ?? "", maxTokens: run.request.params.max_tokens ?? null,
+  }) : { why: "", tryNext: null };
+  advice.hidden = !tryNext;
+  advice.textContent = tryNext ? `${why} ${tryNext}` : "";
 }
 
 function syncChatOnly() {
@@ -258,6 +285,7 @@ async function launch(run, node, { keepView = false } = {}) {
   samplesView.clear();
   beamView.clear();
   reuseSeed.hidden = true;
+  showAdvice(null);
   stats.waiting();
   workerLoad.watchWhile(() => active === run && run.state === "waiting");
   form.setRunning(true);
@@ -330,6 +358,7 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
       if (onScreen) {
         stream.appendTail(run.isBeam ? event.text : event.tail);
         stats.done(event);
+        showAdvice(run);
         strip.render(run.tokens);
         samplesView.render(run);
         if (run.isBeam) beamView.render(run);
@@ -385,6 +414,7 @@ function showRun(node) {
   }
   stats.progress(run.tokens.length);
   if (run.done) stats.done(run.done);
+  showAdvice(run);
   reuseSeed.hidden = !run.started;
 }
 

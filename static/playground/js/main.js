@@ -120,6 +120,7 @@ function restoreFromUrl() {
   if (Object.keys(values).length) form.apply(values);
   if (savedOrder) order.set(savedOrder);
   if (savedBias.length) bias.setEntries(savedBias);
+  revealEditors(savedOrder, savedBias);
   syncChatOnly();
 }
 
@@ -144,6 +145,12 @@ function showAdvice(run) {
   }) : { why: "", tryNext: null };
   advice.hidden = !tryNext;
   advice.textContent = tryNext ? `${why} ${tryNext}` : "";
+}
+
+/** A stage order or logit-bias entries in force open their (closed) editors. */
+function revealEditors(savedOrder, savedBias) {
+  if (savedOrder?.length) document.querySelector("details[data-group=order]").open = true;
+  if (savedBias?.length) document.querySelector("details[data-group=logit-bias]").open = true;
 }
 
 function syncChatOnly() {
@@ -177,6 +184,7 @@ presets.addEventListener("restore", (e) => {
   form.apply(preset.values);
   order.set(preset.order ?? []);
   bias.setEntries(preset.bias ?? []);
+  revealEditors(preset.order, preset.bias);
   stats.status(`Preset “${preset.name}” loaded.`, "idle");
 });
 

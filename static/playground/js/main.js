@@ -43,6 +43,7 @@ const inspect = (body) => client.inspect(body);
 
 const tree = new BranchTree();
 let active = null; // the run streaming now, if any
+let focusAfterRun = null; // where focus goes when the run ends, if it would fall to the body
 const shown = () => tree.current?.run ?? null; // the run on screen
 
 const order = new StageOrder($("stage-order"), document.querySelector("[data-order-announcer]"));
@@ -282,6 +283,7 @@ function continueWith(run, index, sampling) {
 
 async function launch(run, node, { keepView = false } = {}) {
   active = run;
+  const held = document.activeElement;
   controller.reset();
   whatIf.clear();
   explorer.clear();
@@ -297,6 +299,8 @@ async function launch(run, node, { keepView = false } = {}) {
   stats.waiting();
   workerLoad.watchWhile(() => active === run && run.state === "waiting");
   form.setRunning(true);
+  keepFocus(held);
+  bringStatusIntoView();
   output.setAttribute("aria-busy", "true");
   // A step keeps the text on screen until its first token replaces it.
   const view = { forkIndex: node.parent ? node.forkIndex : null, replaceOnFirstToken: keepView };
@@ -397,9 +401,35 @@ function remember(event) {
   }
 }
 
+/** Generate and Step are disabled while a run streams: focus they held (or focus already lost, as
+ *  from a Branch button whose inspector closed) moves to Stop, not to the body. When the run ends
+ *  it goes back to Step (for the next step) or on to the output (not a token: focusing one opens
+ *  its inspector over the text). */
+function keepFocus(held) {
+  const lost = !held || held === document.body || !held.isConnected || held.disabled;
+  focusAfterRun = held === stepButton ? stepButton : lost || held === form.generateButton ? output : null;
+  if (focusAfterRun) form.stopButton.focus({ preventScroll: true });
+}
+
+function restoreFocus() {
+  const target = focusAfterRun === stepButton ? stepButton : output; // the output itself: its token is one Tab on
+  focusAfterRun = null;
+  target.focus({ preventScroll: true });
+}
+
+/** On a narrow screen the output sits below the whole form: a run brings its status line (and the
+ *  first tokens under it) into view. */
+function bringStatusIntoView() {
+  const box = $("status").getBoundingClientRect();
+  if (box.top < 0 || box.bottom > window.innerHeight) document.querySelector(".result-head").scrollIntoView({ block: "start" });
+}
+
 function finish(run) {
   if (active === run) active = null;
+  const focusLost = document.activeElement === form.stopButton || document.activeElement === document.body;
   form.setRunning(false);
+  if (focusLost) restoreFocus();
+  focusAfterRun = null;
   output.setAttribute("aria-busy", "false");
   tree.touch();
 }

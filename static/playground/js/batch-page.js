@@ -57,7 +57,7 @@ const grid = new StepGrid($("step-grid"), $("step-grid-summary"), (lane, index) 
 });
 
 renderLegend($("legend"));
-load.refresh();
+load.watchWhile(() => false); // the present load, followed while the workers are busy
 
 /** The inspector's callbacks for lane n's tokens: they say which lane the index belongs to. */
 function laneHandlers(n) {

@@ -76,7 +76,7 @@ new BranchTreeView($("branches"), tree, (node) => {
 
 renderLegend($("legend"));
 const workerLoad = new LoadIndicator($("worker-load")); // why a run waits: the workers' load
-workerLoad.refresh();
+workerLoad.watchWhile(() => false); // the present load, followed while the workers are busy
 clearPromptTokens($("prompt-tokens"), $("prompt-token-count"));
 
 // Settings: restored from the address, written back on every change.
@@ -297,7 +297,7 @@ async function launch(run, node, { keepView = false } = {}) {
   reuseSeed.hidden = true;
   showAdvice(null);
   stats.waiting();
-  workerLoad.watchWhile(() => active === run && run.state === "waiting");
+  workerLoad.watchWhile(() => active === run); // while it waits and streams, then until the workers idle
   form.setRunning(true);
   keepFocus(held);
   bringStatusIntoView();

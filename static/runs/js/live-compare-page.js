@@ -32,7 +32,7 @@ form.form.addEventListener("change", writeAddress);
 
 function showDivergence(index, tokens) {
   const chosen = tokens.map((t, i) => `Settings ${i + 1} ${t ? quoteToken(t.token) : "(stopped)"}`);
-  divergence.textContent = `First divergence at position ${index}: ${chosen.join(", ")}.`;
+  divergence.textContent = `First divergence at position ${index + 1}: ${chosen.join(", ")}.`; // from 1, as in the inspector
 }
 
 function setStatus(text, state = "") {

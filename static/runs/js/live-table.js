@@ -95,7 +95,7 @@ export class LiveTable {
     while (this.rows.length <= index) {
       const tr = el("tr");
       tr.dataset.index = String(this.rows.length);
-      const th = el("th", null, String(this.rows.length));
+      const th = el("th", null, String(this.rows.length + 1)); // positions count from 1, as in the inspector
       th.scope = "row";
       tr.append(th, ...this.columns.map(() => el("td", "cell")));
       if (this.firstDivergence !== null) tr.classList.add("other-context");

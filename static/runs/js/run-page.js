@@ -56,7 +56,7 @@ replayButton.addEventListener("click", async () => {
       status.append(`Replay: ${beamDifference(result)}.`);
       status.dataset.result = "differs";
     } else {
-      const where = result.sample ? `sample ${result.sample}, position ${result.position}` : `position ${result.position}`;
+      const where = result.sample ? `sample ${result.sample}, position ${result.position + 1}` : `position ${result.position + 1}`; // from 1
       const expected = result.expected ? quoteToken(result.expected.token) : "nothing";
       const got = result.got ? quoteToken(result.got.token) : "nothing";
       status.append(`Replay: differs first at ${where}: saved ${expected}, replay ${got}.`);
@@ -83,7 +83,7 @@ function beamDifference({ beam, position, expected, got }) {
       : `the replay has a beam ${beam + 1} that the saved run does not`;
   }
   const id = (value) => (value === null ? "nothing" : `token id ${value}`);
-  return `beam ${beam + 1} differs first at position ${position}: saved ${id(expected)}, replay ${id(got)}`;
+  return `beam ${beam + 1} differs first at position ${position + 1}: saved ${id(expected)}, replay ${id(got)}`;
 }
 
 const pick = root.querySelector("[data-action=pick]");

@@ -1,6 +1,6 @@
 """The playground's address format, written by the server: a run's settings in the page's query string.
 
-The page keeps its settings in its address (static/playground/js/address.js); "Open in the
+The page keeps its settings in its address (static/shared/js/address.js); "Open in the
 playground" links from a saved run write the same format here. Both codecs read the same
 parameter facts (``playground.param_facts``) and are tested on one table of cases
 (tests/playground/address_cases.json), down to the byte: values are written as JavaScript writes

@@ -29,7 +29,7 @@ FIELDS = {
 
 
 def format_prob(p: float) -> str:
-    """The page's formatProb (static/playground/js/format.js): JS toFixed rounds ties up."""
+    """The page's formatProb (static/shared/js/format.js): JS toFixed rounds ties up."""
     if p == 0:
         return "0%"
     if p < 0.00005:

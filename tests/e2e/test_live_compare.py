@@ -80,7 +80,7 @@ def test_two_temperatures_stream_side_by_side_and_save_a_comparison(page: Page, 
         and (position >= len(low) or position >= len(high) or low[position] != high[position])
     )
     expect(marked.locator(".divergence-mark")).to_have_text("first divergence")
-    expect(page.get_by_test_id("live-first-divergence")).to_contain_text(f"First divergence at position {position}:")
+    expect(page.get_by_test_id("live-first-divergence")).to_contain_text(f"First divergence at position {position + 1}:")
     page.screenshot(path=str(artifacts / "live-compare.png"), full_page=True)
 
     # The settings are in the address; the runs are in this browser's history, with delete tokens.
@@ -98,7 +98,7 @@ def test_two_temperatures_stream_side_by_side_and_save_a_comparison(page: Page, 
     expect(differing.locator("tbody tr")).to_have_count(1)
     expect(differing.locator("tr[data-setting='params.temperature']")).to_contain_text("0.2")
     expect(differing.locator("tr[data-setting='params.temperature']")).to_contain_text("1.5")
-    expect(page.get_by_test_id("first-divergence")).to_contain_text(f"position {position}")
+    expect(page.get_by_test_id("first-divergence")).to_contain_text(f"position {position + 1}")
     expect(page.get_by_test_id("seed-note")).to_contain_text(f"seed {SEED}")
 
     # The copied address, in a fresh browser, restores the form and runs the same tokens again.

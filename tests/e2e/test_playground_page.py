@@ -23,11 +23,13 @@ def assert_tokens_match_frames(view: PlaygroundPage) -> list[dict]:
     assert view.tokens.count() == len(frames)
     shown = view.tokens.evaluate_all(
         "els => els.map(el => ({text: el.textContent, pending: el.classList.contains('pending'),"
-        " tint: getComputedStyle(el).backgroundColor, prob: el.dataset.prob}))"
+        " eos: el.classList.contains('eos'), tint: getComputedStyle(el).backgroundColor, prob: el.dataset.prob}))"
     )
     for frame, element in zip(frames, shown):
         assert element["text"] == frame["text"]
-        assert element["pending"] == (frame["text"] == "")  # a partial character gets a placeholder
+        end = frame["text"] == "" and frame["token"].startswith("<|") and frame["token"].endswith("|>")
+        assert element["eos"] == end  # the end-of-sequence token is shown as the end
+        assert element["pending"] == (frame["text"] == "" and not end)  # a partial character gets a placeholder
         assert element["tint"] not in ("", "transparent", "rgba(0, 0, 0, 0)")
         assert float(element["prob"]) == frame["prob"]
     return frames

@@ -261,6 +261,7 @@ def test_no_kv_cache_latency_plot_compares_both(playground: PlaygroundPage) -> N
     page = playground.page
     playground.run(PROMPT, temperature=0, max_tokens=10)
     cached = [t["elapsed_ms"] for t in playground.events("token")]
+    playground.open_group("Run and display")
     page.get_by_label("No KV cache", exact=True).check()
     playground.run()
     assert playground.sent_of("generate")[-1]["use_cache"] is False

@@ -217,7 +217,7 @@ def test_replaying_a_beam_search_compares_the_beams(page: Page, daphne_server):
     page.goto(f"{base}/r/{altered}")
     page.get_by_role("button", name="Replay").click()
     expect(result).to_have_text(
-        f"Replay: beam 2 differs first at position {position}: saved token id {saved}, "
+        f"Replay: beam 2 differs first at position {position + 1}: saved token id {saved}, "
         f"replay token id {saved - 1}. Compare with the replay",
         timeout=90_000,
     )

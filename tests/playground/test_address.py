@@ -1,5 +1,5 @@
 """The page's address format: the Python codec (playground/address.py) and the page's own
-(static/playground/js/address.js, run in Node) on one table of cases, and on random texts."""
+(static/shared/js/address.js, run in Node) on one table of cases, and on random texts."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ CASES = json.loads((Path(__file__).parent / "address_cases.json").read_text(enco
 SCHEMA = params_schema()
 
 JS_CODEC = f"""
-    import * as address from "{module_url("playground/js/address.js")}";
+    import * as address from "{module_url("shared/js/address.js")}";
     const {{ schema, values, addresses, decode, turns = [], turnTexts = [], settings = [] }} = INPUT;
     console.log(JSON.stringify({{
       texts: values.map(({{ key, value }}) => address.paramText(schema, key, value)),

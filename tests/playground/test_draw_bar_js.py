@@ -1,4 +1,4 @@
-"""The draw bar's layout (static/playground/js/draw-bar.js), run in Node: the chosen token sits at
+"""The draw bar's layout (static/shared/js/draw-bar.js), run in Node: the chosen token sits at
 the server's ``draw_interval`` wherever it ranks, the unlisted mass is drawn as "other tokens",
 and the label says where u fell only when that is true."""
 
@@ -9,7 +9,7 @@ import pytest
 from tests.js import module_url, run_js
 
 SCRIPT = f"""
-const {{ cumulativeSegments, drawLabel }} = await import("{module_url("playground/js/draw-bar.js")}");
+const {{ cumulativeSegments, drawLabel }} = await import("{module_url("shared/js/draw-bar.js")}");
 const out = INPUT.map((token) => {{
   const segments = cumulativeSegments(token);
   return {{ segments, label: typeof token.draw === "number" ? drawLabel(token, segments) : null }};

@@ -1,4 +1,4 @@
-"""The page's seed codec (static/playground/js/seeds.js), run in Node: seeds above 2^53 (a JS
+"""The page's seed codec (static/shared/js/seeds.js), run in Node: seeds above 2^53 (a JS
 number's exact range) are read from the server's JSON as their own digits and sent back as the
 same JSON integers, with no float in between."""
 
@@ -22,7 +22,7 @@ def node_flags() -> tuple[str, ...]:
 
 
 SCRIPT = f"""
-const {{ HAS_SOURCE_TEXT, parseJson, seedValue }} = await import("{module_url("playground/js/seeds.js")}");
+const {{ HAS_SOURCE_TEXT, parseJson, seedValue }} = await import("{module_url("shared/js/seeds.js")}");
 const parsed = parseJson(INPUT.server);
 const again = INPUT.seeds.map((text) => JSON.stringify({{ seed: seedValue(text) }}));
 const typed = INPUT.typed.map((text) => JSON.stringify({{ seed: seedValue(text) }}));

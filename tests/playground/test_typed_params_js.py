@@ -1,4 +1,4 @@
-"""The forms' typed parameters (static/playground/js/typed-params.js, run in Node), shared by the
+"""The forms' typed parameters (static/shared/js/typed-params.js, run in Node), shared by the
 batch view's lanes and the live comparison's columns: a number field's text goes out as a JSON
 number only when it is one, and the JSON box's mistakes are named like the server's errors."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from tests.js import module_url, run_js
 
 TYPED = f"""
-const typed = await import("{module_url("playground/js/typed-params.js")}");
+const typed = await import("{module_url("shared/js/typed-params.js")}");
 const numbers = INPUT.numbers.map((text) => typed.numberOrText(text));
 const boxes = INPUT.boxes.map((text) => {{
   try {{

@@ -3,9 +3,9 @@
 // (stream.js: tinted by probability, one tab stop, arrow keys; the inspector shows a token's
 // alternatives). Reads its run (run.js); keeps no numbers of its own.
 
-import { el } from "./dom.js";
-import { describeQueued, describeReason, formatMs, formatRate } from "./format.js";
-import { TokenStream } from "./stream.js";
+import { el } from "../../shared/js/dom.js";
+import { describeQueued, describeReason, formatMs, formatRate } from "../../shared/js/format.js";
+import { TokenStream } from "../../shared/js/stream.js";
 
 export class LaneView {
   /** @param container  where the lane's card goes; @param n  its number (1-based);

@@ -4,11 +4,11 @@
 // nothing here repeats a fact. Reads one `generate` body per lane and shows the server's errors
 // beside the field `error.param` names, in the lane that sent it.
 
-import { clearFieldErrors, el } from "./dom.js";
-import { paramText } from "./address.js";
+import { clearFieldErrors, el } from "../../shared/js/dom.js";
+import { paramText } from "../../shared/js/address.js";
 import { PARAM_BY_KEY, SCHEMA, initialValue } from "./params-schema.js";
-import { seedValue } from "./socket.js";
-import { FieldError, numberOrText, paramsFromJsonBox } from "./typed-params.js";
+import { seedValue } from "../../shared/js/socket.js";
+import { FieldError, numberOrText, paramsFromJsonBox } from "../../shared/js/typed-params.js";
 
 /** The settings each lane has a field for; any other parameter goes in the lane's JSON box. */
 export const LANE_KEYS = ["temperature", "top_p", "max_tokens", "seed"];

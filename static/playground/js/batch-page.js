@@ -10,13 +10,13 @@ import { LaneView } from "./batch-lane-view.js";
 import { SlotsView } from "./batch-slots.js";
 import { StepLog } from "./batch-steps.js";
 import { Measure, ThroughputView } from "./batch-throughput.js";
-import { renderLegend } from "./colors.js";
-import { Inspector, InspectorController } from "./inspector.js";
+import { renderLegend } from "../../shared/js/colors.js";
+import { Inspector, InspectorController } from "../../shared/js/inspector.js";
 import { LoadIndicator } from "./load-indicator.js";
 import { Run } from "./run.js";
-import { GenerateClient } from "./socket.js";
+import { GenerateClient } from "../../shared/js/socket.js";
 import { StepGrid } from "./step-grid.js";
-import { rememberRun } from "../../runs/js/store.js";
+import { rememberRun } from "../../shared/js/store.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -57,7 +57,7 @@ const grid = new StepGrid($("step-grid"), $("step-grid-summary"), (lane, index) 
 });
 
 renderLegend($("legend"));
-load.refresh();
+load.watchWhile(() => false); // the present load, followed while the workers are busy
 
 /** The inspector's callbacks for lane n's tokens: they say which lane the index belongs to. */
 function laneHandlers(n) {

@@ -3,7 +3,7 @@
 // request. Slots held by other clients are not named by the server, so they show as free here; the
 // step grid's band counts every client's rows.
 
-import { el } from "./dom.js";
+import { el } from "../../shared/js/dom.js";
 
 /** "freed by lane 2 after step 41": which lane left the slot, and after which of the worker's steps. */
 export function freedText({ lane, after }) {

@@ -4,7 +4,7 @@
 // (a worker loading its model, other clients' work) is left out. Arrival times are the page's
 // (performance.now()).
 
-import { formatRate } from "./format.js";
+import { formatRate } from "../../shared/js/format.js";
 
 /** Tokens per second of `tokens` received between `sentAt` and `lastAt` (ms); null when unknown. */
 export function wallRate(tokens, sentAt, lastAt) {

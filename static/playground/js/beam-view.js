@@ -3,8 +3,8 @@
 // proposal to the beam it extends. Every box shows its token and cumulative log-probability, and
 // the final hypotheses are listed with their scores under the chart.
 
-import { formatSigned, quoteToken } from "./format.js";
-import { r2, svg, titled } from "./svg.js";
+import { formatSigned, quoteToken } from "../../shared/js/format.js";
+import { r2, svg, titled } from "../../shared/js/svg.js";
 
 const COL = 118;
 const ROW = 30;

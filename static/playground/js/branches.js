@@ -4,7 +4,7 @@
 // cumulative log-probability under the model (Σ ln raw_prob of its tokens), and lets the user move
 // between branches (mouse or Tab + Enter).
 
-import { quoteToken } from "./format.js";
+import { quoteToken } from "../../shared/js/format.js";
 
 export class BranchNode {
   constructor(run, parent = null, forkIndex = null, note = "") {

@@ -1,5 +1,5 @@
-// The parameters form: builds a control for every parameter in params-schema.js (grouped, each
-// with its one-line explanation, and the server's range and "off" value), reads the request to send, and shows
+// The parameters form: builds a control for every parameter in params-schema.js (grouped as
+// dial-layout.js says: the main dials open, the rest closed; each with its one-line explanation, and the server's range and "off" value), reads the request to send, and shows
 // errors next to the fields they name.
 //
 // The server is the one judge of valid values (docs/websocket-api.md): the form sends what was
@@ -9,10 +9,11 @@
 // Settings as strings (`values()` / `apply()`) are what the URL and the presets keep: exactly what
 // was typed, so a 19-digit seed survives.
 
-import { clearFieldErrors, el } from "./dom.js";
-import { listValue, paramText } from "./address.js";
+import { clearFieldErrors, el } from "../../shared/js/dom.js";
+import { listValue, paramText } from "../../shared/js/address.js";
 import { GROUPS, PARAMS, PARAM_BY_KEY, SCHEMA, controlId, initialValue } from "./params-schema.js";
-import { seedValue } from "./socket.js";
+import { dialLayout, groupsToOpen } from "./dial-layout.js";
+import { seedValue } from "../../shared/js/socket.js";
 
 // Fields of the request that are not sampler params: `error.param` → control id.
 const REQUEST_FIELDS = { prompt: "prompt", mode: "mode", system: "system", top_n: "top-n" };
@@ -73,15 +74,27 @@ export class ParamsForm {
   }
 
   #build(root) {
-    for (const group of GROUPS) {
+    this.layout = dialLayout(GROUPS, PARAMS);
+    for (const group of this.layout) {
       const details = el("details", { className: "param-group", "data-group": group.id, open: group.open });
-      const summary = el("summary", {}, group.title);
+      const n = group.params.length;
+      const count = group.open ? "" : ` (${n} ${n === 1 ? "dial" : "dials"})`;
+      const summary = el("summary", {}, `${group.title}${count}`);
       const about = el("p", { className: "hint group-about" }, group.about);
       const grid = el("div", { className: "field-grid" });
-      for (const spec of PARAMS.filter((p) => p.group === group.id)) grid.append(buildField(spec));
+      for (const spec of group.params) grid.append(buildField(spec));
       details.append(summary, about, grid);
       root.append(details);
     }
+  }
+
+  /** Opens every closed group holding a dial that `values` (texts by key, as `apply` takes) set
+   *  away from a fresh form's: a setting in force is never hidden. Closes none. */
+  revealSet(values) {
+    const initial = ParamsForm.initialValues();
+    const ids = groupsToOpen(this.layout ?? [], values, initial);
+    if (["top_n", "no_cache"].some((key) => key in values && values[key] !== initial[key])) ids.add("view");
+    for (const id of ids) this.form.querySelector(`details[data-group="${id}"]`)?.setAttribute("open", "");
   }
 
   control(id) {
@@ -170,9 +183,11 @@ export class ParamsForm {
     return values;
   }
 
-  /** The values a fresh page starts with (for comparing and resetting). */
+  /** The values a fresh page starts with (for comparing and resetting); the prompt is the
+   *  worked example the template puts in its field. */
   static initialValues() {
-    const values = { prompt: "", mode: "completion", system: "", top_n: "5", no_cache: "" };
+    const prompt = document.getElementById("prompt")?.defaultValue ?? "";
+    const values = { prompt, mode: "completion", system: "", top_n: "5", no_cache: "" };
     for (const spec of PARAMS) values[spec.key] = controlText(spec, initialValue(spec));
     return values;
   }
@@ -196,6 +211,7 @@ export class ParamsForm {
       if (input.type === "checkbox") input.checked = Boolean(text) && text !== "0" && text !== "false";
       else input.value = String(text);
     }
+    this.revealSet(values);
     this.form.dispatchEvent(new Event("settingschange", { bubbles: true }));
   }
 

@@ -3,8 +3,8 @@
 // token; without it every step recomputes the whole sequence, so its line climbs. The lines
 // differ by style and marker (solid/circles vs dashed/squares) and are labelled in text.
 
-import { formatMs } from "./format.js";
-import { r2, svg, titled } from "./svg.js";
+import { formatMs } from "../../shared/js/format.js";
+import { r2, svg, titled } from "../../shared/js/svg.js";
 
 const W = 640;
 const H = 170;

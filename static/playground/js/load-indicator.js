@@ -1,9 +1,10 @@
 // The inference workers' current load (GET /api/load, playground/edge/load.py): streams decoding, batch
 // rows in use of the workers' total, and requests waiting, so a person knows why a run waits.
-// Fetched once when the page opens, every few seconds while a run waits for its turn (never
-// faster: the server keeps its answer for a second anyway) and once when the wait is over; each
-// sentence says when it was true. Hidden while unavailable (no worker answered, or the workers do
-// not report their load).
+// Fetched when the page opens, then every few seconds (never faster: the server keeps its answer
+// for a second anyway) while the page watches (a run of its own is on) or the last answer showed
+// work in progress, so the sentence left on screen is the present one: polling stops only once
+// the workers are idle, which stays true until someone sends a run. Each sentence says when it was
+// true. Hidden while unavailable (no worker answered, or the workers do not report their load).
 
 const POLL_MS = 2000;
 
@@ -20,8 +21,13 @@ export function describeLoad(load, at = null) {
   return `Worker load${when}: ${streams} (${used}), ${line}${across}.`;
 }
 
+/** Whether a load shows work in progress: a stream decoding or a request waiting. Pure. */
+export function isBusy(load) {
+  return Boolean(load?.available && load.total && (load.total.running > 0 || load.total.waiting > 0));
+}
+
 export class LoadIndicator {
-  #timer = 0;
+  #polling = false;
   #while = null;
 
   /** @param root  the element the sentence goes in (hidden when there is none) */
@@ -50,16 +56,19 @@ export class LoadIndicator {
     if (text !== null) this.root.dataset.waiting = String(load.total.waiting);
   }
 
-  /** Polls every few seconds while `condition()` holds (a run waiting for its turn), and once
-   *  more when it stops holding, so the sentence left on screen is not the waiting one. */
+  /** Polls every few seconds while `condition()` holds (a run of the page's own is on) and, after
+   *  that, until an answer shows the workers idle: the sentence left on screen is never a busy
+   *  one that has since ended. `watchWhile(() => false)` shows the present once and follows it
+   *  while busy. */
   watchWhile(condition) {
     this.#while = condition;
-    if (this.#timer) return;
+    if (this.#polling) return;
+    this.#polling = true;
     const tick = async () => {
-      this.#timer = 0;
-      const waiting = Boolean(this.#while?.());
-      await this.refresh();
-      if (waiting) this.#timer = setTimeout(tick, POLL_MS);
+      const watching = Boolean(this.#while?.());
+      const load = await this.refresh();
+      this.#polling = watching || Boolean(this.#while?.()) || isBusy(load); // a run may have started meanwhile
+      if (this.#polling) setTimeout(tick, POLL_MS);
     };
     tick();
   }

@@ -3,7 +3,7 @@
 // any other stage (−100 all but bans it, +100 all but forces it). The entries become
 // `params.logit_bias` ({id: bias}). "#1234" adds a token by id.
 
-import { quoteToken } from "./format.js";
+import { quoteToken } from "../../shared/js/format.js";
 
 export class LogitBiasEditor extends EventTarget {
   /** @param root  the editor's container (holds #logit-bias, #logit-bias-value, the list);

@@ -4,28 +4,29 @@
 
 import { BeamView } from "./beam-view.js";
 import { BranchTree, BranchTreeView } from "./branches.js";
-import { ChatTurns } from "./chat-turns.js";
+import { ChatTurns } from "../../shared/js/chat-turns.js";
 import { branchRun, stepRun, whatIfRun } from "./continuation.js";
-import { renderLegend } from "./colors.js";
+import { renderLegend } from "../../shared/js/colors.js";
 import { ParamsForm } from "./controls.js";
-import { Inspector, InspectorController } from "./inspector.js";
+import { Inspector, InspectorController } from "../../shared/js/inspector.js";
 import { LatencyChart } from "./latency-chart.js";
 import { LoadIndicator } from "./load-indicator.js";
 import { LogitBiasEditor } from "./logit-bias.js";
-import { settingsFromAddress, settingsToAddress } from "./address.js";
+import { settingsFromAddress, settingsToAddress } from "../../shared/js/address.js";
 import { SCHEMA, enabledStages } from "./params-schema.js";
 import { Presets } from "./presets.js";
 import { clearPromptTokens, LivePromptTokens } from "./prompt-tokens.js";
 import { Run } from "./run.js";
+import { endAdvice, looksLikeInstruction } from "./run-advice.js";
 import { SamplesView } from "./samples-view.js";
-import { GenerateClient } from "./socket.js";
+import { GenerateClient } from "../../shared/js/socket.js";
 import { StageOrder } from "./stage-order.js";
 import { RunStats } from "./stats.js";
 import { StripChart } from "./strip-chart.js";
-import { TokenStream } from "./stream.js";
+import { TokenStream } from "../../shared/js/stream.js";
 import { TemperatureExplorer } from "./temperature-explorer.js";
 import { WhatIf } from "./what-if.js";
-import { rememberRun } from "../../runs/js/store.js";
+import { rememberRun } from "../../shared/js/store.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -35,11 +36,14 @@ const stats = new RunStats($("stats"), $("status"));
 const output = $("output");
 const reuseSeed = document.querySelector("[data-action=reuse-seed]");
 const stepButton = document.querySelector("[data-action=step]");
+const modeSuggestion = document.querySelector("[data-mode-suggestion]");
+const advice = $("run-advice");
 const tokenize = (body) => client.tokenize(body);
 const inspect = (body) => client.inspect(body);
 
 const tree = new BranchTree();
 let active = null; // the run streaming now, if any
+let focusAfterRun = null; // where focus goes when the run ends, if it would fall to the body
 const shown = () => tree.current?.run ?? null; // the run on screen
 
 const order = new StageOrder($("stage-order"), document.querySelector("[data-order-announcer]"));
@@ -72,7 +76,7 @@ new BranchTreeView($("branches"), tree, (node) => {
 
 renderLegend($("legend"));
 const workerLoad = new LoadIndicator($("worker-load")); // why a run waits: the workers' load
-workerLoad.refresh();
+workerLoad.watchWhile(() => false); // the present load, followed while the workers are busy
 clearPromptTokens($("prompt-tokens"), $("prompt-token-count"));
 
 // Settings: restored from the address, written back on every change.
@@ -80,6 +84,7 @@ restoreFromUrl();
 let urlTimer = 0;
 function settingsChanged() {
   syncChatOnly();
+  suggestChat();
   const values = form.values();
   const params = typedParams();
   order.markEnabled(enabledStages(params, order.order));
@@ -116,7 +121,37 @@ function restoreFromUrl() {
   if (Object.keys(values).length) form.apply(values);
   if (savedOrder) order.set(savedOrder);
   if (savedBias.length) bias.setEntries(savedBias);
+  revealEditors(savedOrder, savedBias);
   syncChatOnly();
+}
+
+/** An instruction typed in completion mode: chat mode is suggested, one click away. */
+function suggestChat() {
+  modeSuggestion.hidden = !(form.mode === "completion" && looksLikeInstruction(form.control("prompt").value));
+}
+
+modeSuggestion.querySelector("[data-action=use-chat]").addEventListener("click", () => {
+  form.apply({ mode: "chat" });
+  form.form.querySelector("input[name=mode]:checked").focus(); // the button hides: focus the choice it made
+  stats.status("Chat mode: the prompt goes to the model as a message. Press Generate.", "idle");
+});
+
+/** Why a finished run ended, in plain words, and what to try when its result is empty or odd
+ *  (run-advice.js); hidden when the result calls for nothing. */
+function showAdvice(run) {
+  const done = run?.done;
+  const { why, tryNext } = done ? endAdvice({
+    reason: done.reason, stopString: done.stop_string, text: done.text ?? "", tokens: run.tokens.length,
+    mode: run.request.mode, prompt: run.request.prompt ?? "", maxTokens: run.request.params.max_tokens ?? null,
+  }) : { why: "", tryNext: null };
+  advice.hidden = !tryNext;
+  advice.textContent = tryNext ? `${why} ${tryNext}` : "";
+}
+
+/** A stage order or logit-bias entries in force open their (closed) editors. */
+function revealEditors(savedOrder, savedBias) {
+  if (savedOrder?.length) document.querySelector("details[data-group=order]").open = true;
+  if (savedBias?.length) document.querySelector("details[data-group=logit-bias]").open = true;
 }
 
 function syncChatOnly() {
@@ -150,6 +185,7 @@ presets.addEventListener("restore", (e) => {
   form.apply(preset.values);
   order.set(preset.order ?? []);
   bias.setEntries(preset.bias ?? []);
+  revealEditors(preset.order, preset.bias);
   stats.status(`Preset “${preset.name}” loaded.`, "idle");
 });
 
@@ -247,6 +283,7 @@ function continueWith(run, index, sampling) {
 
 async function launch(run, node, { keepView = false } = {}) {
   active = run;
+  const held = document.activeElement;
   controller.reset();
   whatIf.clear();
   explorer.clear();
@@ -258,9 +295,12 @@ async function launch(run, node, { keepView = false } = {}) {
   samplesView.clear();
   beamView.clear();
   reuseSeed.hidden = true;
+  showAdvice(null);
   stats.waiting();
-  workerLoad.watchWhile(() => active === run && run.state === "waiting");
+  workerLoad.watchWhile(() => active === run); // while it waits and streams, then until the workers idle
   form.setRunning(true);
+  keepFocus(held);
+  bringStatusIntoView();
   output.setAttribute("aria-busy", "true");
   // A step keeps the text on screen until its first token replaces it.
   const view = { forkIndex: node.parent ? node.forkIndex : null, replaceOnFirstToken: keepView };
@@ -330,6 +370,7 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
       if (onScreen) {
         stream.appendTail(run.isBeam ? event.text : event.tail);
         stats.done(event);
+        showAdvice(run);
         strip.render(run.tokens);
         samplesView.render(run);
         if (run.isBeam) beamView.render(run);
@@ -350,7 +391,7 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
   }
 }
 
-/** Keeps a saved run's id and delete token (static/runs/js/store.js keeps a token it already has);
+/** Keeps a saved run's id and delete token (static/shared/js/store.js keeps a token it already has);
  *  a browser without storage just has no history. */
 function remember(event) {
   try {
@@ -360,9 +401,35 @@ function remember(event) {
   }
 }
 
+/** Generate and Step are disabled while a run streams: focus they held (or focus already lost, as
+ *  from a Branch button whose inspector closed) moves to Stop, not to the body. When the run ends
+ *  it goes back to Step (for the next step) or on to the output (not a token: focusing one opens
+ *  its inspector over the text). */
+function keepFocus(held) {
+  const lost = !held || held === document.body || !held.isConnected || held.disabled;
+  focusAfterRun = held === stepButton ? stepButton : lost || held === form.generateButton ? output : null;
+  if (focusAfterRun) form.stopButton.focus({ preventScroll: true });
+}
+
+function restoreFocus() {
+  const target = focusAfterRun === stepButton ? stepButton : output; // the output itself: its token is one Tab on
+  focusAfterRun = null;
+  target.focus({ preventScroll: true });
+}
+
+/** On a narrow screen the output sits below the whole form: a run brings its status line (and the
+ *  first tokens under it) into view. */
+function bringStatusIntoView() {
+  const box = $("status").getBoundingClientRect();
+  if (box.top < 0 || box.bottom > window.innerHeight) document.querySelector(".result-head").scrollIntoView({ block: "start" });
+}
+
 function finish(run) {
   if (active === run) active = null;
+  const focusLost = document.activeElement === form.stopButton || document.activeElement === document.body;
   form.setRunning(false);
+  if (focusLost) restoreFocus();
+  focusAfterRun = null;
   output.setAttribute("aria-busy", "false");
   tree.touch();
 }
@@ -385,6 +452,7 @@ function showRun(node) {
   }
   stats.progress(run.tokens.length);
   if (run.done) stats.done(run.done);
+  showAdvice(run);
   reuseSeed.hidden = !run.started;
 }
 

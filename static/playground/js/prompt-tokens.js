@@ -3,7 +3,7 @@
 // and authoritative once a run starts (`started.prompt_tokens`). Each token is a chip; newlines
 // and tabs get visible marks; text goes in with textContent only.
 
-import { isSpecialToken, visibleWhitespace } from "./format.js";
+import { isSpecialToken, visibleWhitespace } from "../../shared/js/format.js";
 
 export function renderPromptTokens(list, countEl, tokens, contextWindow, note = "") {
   list.replaceChildren();

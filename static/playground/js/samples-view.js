@@ -2,8 +2,8 @@
 // with sample 1 up to where a sample first differs are muted; the first differing token is marked
 // "⑂" and outlined, so the eye finds where the samples diverge. Text via textContent only.
 
-import { probColors } from "./colors.js";
-import { describeReason, visibleWhitespace } from "./format.js";
+import { probColors } from "../../shared/js/colors.js";
+import { describeReason, visibleWhitespace } from "../../shared/js/format.js";
 
 /** The first index where two id lists differ (the shorter length when one is a prefix). */
 export function divergence(a, b) {

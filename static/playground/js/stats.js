@@ -2,7 +2,7 @@
 // stopped, and the model that ran. The status line is an aria-live region; it announces state
 // changes, not every token.
 
-import { describeQueued, describeReason, formatMs, formatRate } from "./format.js";
+import { describeQueued, describeReason, formatMs, formatRate } from "../../shared/js/format.js";
 
 export class RunStats {
   constructor(root, statusEl) {

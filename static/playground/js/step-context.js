@@ -2,7 +2,7 @@
 // message and sampling parameters, and the tokens before that step as `prefix_tokens`.
 
 import { SAMPLING_KEYS } from "./params-schema.js";
-import { seedValue } from "./socket.js";
+import { seedValue } from "../../shared/js/socket.js";
 
 /** A seed as the server gave it (a decimal string, socket.js) → a value to send exactly. */
 export function wireSeed(seed) {

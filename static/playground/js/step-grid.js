@@ -4,7 +4,7 @@
 // client's, from the `batch` field), up to the worker's batch size. Clicking a cell selects
 // that token. Every number is also in text: cell titles and the summary under the chart.
 
-import { r2, svg, titled } from "./svg.js";
+import { r2, svg, titled } from "../../shared/js/svg.js";
 
 const MIN_CELL = 7; // px per step column: wider for short runs, scrolls sideways for long ones
 const MAX_CELL = 22;

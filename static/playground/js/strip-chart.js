@@ -4,8 +4,8 @@
 // move the selection and Home/End jump to the ends. Two series differ by line style and marker,
 // not by colour alone.
 
-import { formatProb } from "./format.js";
-import { r2, svg, titled } from "./svg.js";
+import { formatProb } from "../../shared/js/format.js";
+import { r2, svg, titled } from "../../shared/js/svg.js";
 
 const W = 640;
 const H = 132;

@@ -4,8 +4,8 @@
 // `inspect` with five variants; rows are the step's most likely tokens, and the last rows give
 // how many times likelier the top token is than the second, and the entropy.
 
-import { barCell, el } from "./dom.js";
-import { quoteToken } from "./format.js";
+import { barCell, el } from "../../shared/js/dom.js";
+import { quoteToken } from "../../shared/js/format.js";
 import { EXPLORER_TEMPERATURES } from "./params-schema.js";
 import { inspectBase } from "./step-context.js";
 

@@ -4,9 +4,9 @@
 // probability, which stage removed each token, and what each stage kept. Only the latest answer
 // is drawn. "Continue from here with these settings" starts a branch at this step.
 
-import { alternativeRow } from "./alternative-row.js";
-import { el } from "./dom.js";
-import { formatProb, quoteToken } from "./format.js";
+import { alternativeRow } from "../../shared/js/alternative-row.js";
+import { el } from "../../shared/js/dom.js";
+import { formatProb, quoteToken } from "../../shared/js/format.js";
 import { PARAM_BY_KEY, WHAT_IF } from "./params-schema.js";
 import { inspectBase, samplingParams } from "./step-context.js";
 

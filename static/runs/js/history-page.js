@@ -1,8 +1,8 @@
 // /history: this browser's runs (ids kept in localStorage), summarised by the server for exactly
 // those ids; search by prompt text, select 2–4 to compare, delete your own, import a file.
 
-import { el } from "../../playground/js/dom.js";
-import { deleteToken, describeError, forgetRun, listRuns, picked, postJson, rememberRun, setPicked } from "./store.js";
+import { el } from "../../shared/js/dom.js";
+import { deleteToken, describeError, forgetRun, listRuns, picked, postJson, rememberRun, setPicked } from "../../shared/js/store.js";
 
 const body = document.querySelector("[data-testid=history] tbody");
 const status = document.querySelector("[data-testid=history-status]");
@@ -57,10 +57,11 @@ function row(run) {
   link.href = run.url;
   promptCell.append(link);
   if (run.turns) promptCell.append(el("span", { className: "muted" }, ` (${run.turns} messages)`));
+  const mode = el("td", { className: "mode" }, run.mode); // completion or chat
   const output = el("td", null, run.text.length > 80 ? `${run.text.slice(0, 80)}…` : run.text);
   const settings = el("td", null, `${settingsText(run.params)}; seed ${run.seed}; ${run.status}${run.reason ? ` (${run.reason})` : ""}`);
   const saved = el("td", null, new Date(run.created_at).toLocaleString());
-  const actions = el("td");
+  const actions = el("td", { className: "actions" });
   const token = deleteToken(run.id);
   if (token) {
     const del = el("button", null, "Delete");
@@ -91,7 +92,7 @@ function row(run) {
     });
     actions.append(forget);
   }
-  tr.append(selectCell, promptCell, output, settings, saved, actions);
+  tr.append(selectCell, promptCell, mode, output, settings, saved, actions);
   return tr;
 }
 

@@ -3,13 +3,13 @@
 // each saved run is remembered in this browser's history as it ends, and when all have ended the
 // saved comparison's permalink is offered. The address always holds the settings.
 
-import { renderLegend } from "../../playground/js/colors.js";
-import { quoteToken } from "../../playground/js/format.js";
-import { GenerateClient } from "../../playground/js/socket.js";
+import { renderLegend } from "../../shared/js/colors.js";
+import { quoteToken } from "../../shared/js/format.js";
+import { GenerateClient } from "../../shared/js/socket.js";
 import { LiveForm } from "./live-form.js";
 import { describeColumn, drawSeed, generateBodies, settingsFromQuery, settingsToQuery } from "./live-settings.js";
 import { LiveTable } from "./live-table.js";
-import { rememberRun } from "./store.js";
+import { rememberRun } from "../../shared/js/store.js";
 
 const form = new LiveForm(document.getElementById("live-form"));
 const status = document.querySelector("[data-testid=live-status]");
@@ -32,7 +32,7 @@ form.form.addEventListener("change", writeAddress);
 
 function showDivergence(index, tokens) {
   const chosen = tokens.map((t, i) => `Settings ${i + 1} ${t ? quoteToken(t.token) : "(stopped)"}`);
-  divergence.textContent = `First divergence at position ${index}: ${chosen.join(", ")}.`;
+  divergence.textContent = `First divergence at position ${index + 1}: ${chosen.join(", ")}.`; // from 1, as in the inspector
 }
 
 function setStatus(text, state = "") {

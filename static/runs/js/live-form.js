@@ -1,7 +1,7 @@
 // The live comparison's form: the server renders four columns of fields, this shows 2–4 of them,
 // reads and writes the settings' texts, and puts errors next to the field they name.
 
-import { clearFieldErrors, el } from "../../playground/js/dom.js";
+import { clearFieldErrors, el } from "../../shared/js/dom.js";
 import { LABELS } from "../../playground/js/param-labels.js";
 import { emptyColumn, fieldFor, MAX_COLUMNS, MIN_COLUMNS, SHARED } from "./live-settings.js";
 

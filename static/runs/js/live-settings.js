@@ -11,10 +11,10 @@
 // turns and the answer's start as the playground's address writes them (`turns`, JSON
 // [[role, content], …], and `assistant_prefix`): every column then sends the same `messages`.
 
-import { turnsText, turnsValue } from "../../playground/js/address.js";
-import { chatConversation } from "../../playground/js/chat-turns.js";
-import { seedValue } from "../../playground/js/socket.js";
-import { FieldError, numberOrText, paramsFromJsonBox } from "../../playground/js/typed-params.js";
+import { turnsText, turnsValue } from "../../shared/js/address.js";
+import { chatConversation } from "../../shared/js/chat-turns.js";
+import { seedValue } from "../../shared/js/socket.js";
+import { FieldError, numberOrText, paramsFromJsonBox } from "../../shared/js/typed-params.js";
 import { FIELDS, SHARED } from "./live-fields.js";
 
 export { FIELDS, SHARED };

@@ -4,9 +4,9 @@
 // marked as soon as two columns disagree there; it can only move earlier as lagging columns
 // catch up. Rows after it are greyed: their contexts differ.
 
-import { probColors } from "../../playground/js/colors.js";
-import { el } from "../../playground/js/dom.js";
-import { formatProb, quoteToken, visibleWhitespace } from "../../playground/js/format.js";
+import { probColors } from "../../shared/js/colors.js";
+import { el } from "../../shared/js/dom.js";
+import { formatProb, quoteToken, visibleWhitespace } from "../../shared/js/format.js";
 
 class Column {
   constructor(label) {
@@ -95,7 +95,7 @@ export class LiveTable {
     while (this.rows.length <= index) {
       const tr = el("tr");
       tr.dataset.index = String(this.rows.length);
-      const th = el("th", null, String(this.rows.length));
+      const th = el("th", null, String(this.rows.length + 1)); // positions count from 1, as in the inspector
       th.scope = "row";
       tr.append(th, ...this.columns.map(() => el("td", "cell")));
       if (this.firstDivergence !== null) tr.classList.add("other-context");

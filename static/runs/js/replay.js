@@ -1,7 +1,7 @@
 // Replay: runs a saved run's request again over the websocket, with the same seed, and says
 // whether the tokens came out identical or where they first differ. Pure comparison + one client.
 
-import { GenerateClient, seedValue } from "../../playground/js/socket.js";
+import { GenerateClient, seedValue } from "../../shared/js/socket.js";
 
 /** The `generate` body that reproduces a saved run; `seed` is the exact decimal string. A chat
  *  run's conversation (`messages`, `continue_final_message`) is sent whole, in place of `prompt`. */

@@ -1,13 +1,13 @@
 // /r/<id>: a saved run drawn from the page's embedded JSON with the playground's own token,
 // colour and inspector modules; Replay, pick-for-comparison and delete.
 
-import { renderLegend } from "../../playground/js/colors.js";
-import { quoteToken } from "../../playground/js/format.js";
-import { Inspector, InspectorController } from "../../playground/js/inspector.js";
-import { parseJson } from "../../playground/js/seeds.js";
-import { TokenStream } from "../../playground/js/stream.js";
+import { renderLegend } from "../../shared/js/colors.js";
+import { quoteToken } from "../../shared/js/format.js";
+import { Inspector, InspectorController } from "../../shared/js/inspector.js";
+import { parseJson } from "../../shared/js/seeds.js";
+import { TokenStream } from "../../shared/js/stream.js";
 import { replay } from "./replay.js";
-import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "./store.js";
+import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "../../shared/js/store.js";
 import { drawStrip } from "./strip.js";
 
 const root = document.querySelector(".saved-run");
@@ -57,7 +57,7 @@ replayButton.addEventListener("click", async () => {
       status.append(`Replay: ${beamDifference(result)}.`);
       status.dataset.result = "differs";
     } else {
-      const where = result.sample ? `sample ${result.sample}, position ${result.position}` : `position ${result.position}`;
+      const where = result.sample ? `sample ${result.sample}, position ${result.position + 1}` : `position ${result.position + 1}`; // from 1
       const expected = result.expected ? quoteToken(result.expected.token) : "nothing";
       const got = result.got ? quoteToken(result.got.token) : "nothing";
       status.append(`Replay: differs first at ${where}: saved ${expected}, replay ${got}.`);
@@ -84,7 +84,7 @@ function beamDifference({ beam, position, expected, got }) {
       : `the replay has a beam ${beam + 1} that the saved run does not`;
   }
   const id = (value) => (value === null ? "nothing" : `token id ${value}`);
-  return `beam ${beam + 1} differs first at position ${position}: saved ${id(expected)}, replay ${id(got)}`;
+  return `beam ${beam + 1} differs first at position ${position + 1}: saved ${id(expected)}, replay ${id(got)}`;
 }
 
 const pick = root.querySelector("[data-action=pick]");

@@ -13,7 +13,7 @@
 import { drawBar } from "./draw-bar.js";
 import { alternativeRow } from "./alternative-row.js";
 import { el } from "./dom.js";
-import { formatProb, quoteToken } from "./format.js";
+import { formatProb, isEndToken, quoteToken } from "./format.js";
 
 export class Inspector {
   /** @param options.onBranch  (tokenIndex, alternative) → void: shows a Branch button per row */
@@ -96,6 +96,7 @@ export class Inspector {
   #render(token) {
     const title = el("p", "inspector-title");
     title.append(`Token ${token.index + 1}: `, el("code", "token-text", quoteToken(token.token)), ` (id ${token.id})`);
+    if (isEndToken(token)) title.append(": the end-of-sequence token, which ends the text");
 
     const summary = el("p", "inspector-summary");
     summary.id = "inspector-summary";

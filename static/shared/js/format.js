@@ -44,6 +44,12 @@ export function isSpecialToken(text) {
   return /^<\|[^|]*\|>$/.test(text);
 }
 
+/** Whether a `token` event is an end-of-sequence token: a special token that adds no text (the
+ *  model's end token, streamed as the run's last token; with ignore_eos its markup is text). */
+export function isEndToken(token) {
+  return token.text === "" && isSpecialToken(token.token ?? "");
+}
+
 const REASONS = {
   eos: "end of sequence (the model's end token)",
   stop: "a stop string matched",

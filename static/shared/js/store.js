@@ -1,7 +1,7 @@
 // This browser's own list of runs, in localStorage: ids it made or opened, and the delete tokens
 // the server gave once (in `done`, or in an import's answer). The server never lists runs.
 
-import { parseJson } from "../../playground/js/seeds.js";
+import { parseJson } from "./seeds.js";
 
 const KEY = "playground.runs.v1";
 const PICKED = "playground.runs.picked.v1";

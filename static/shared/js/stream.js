@@ -10,7 +10,7 @@
 // the output's text stays exactly the model's. A token forced by a branch is marked.
 
 import { probColors } from "./colors.js";
-import { visibleWhitespace } from "./format.js";
+import { isEndToken, visibleWhitespace } from "./format.js";
 
 export class TokenStream {
   /**
@@ -55,7 +55,13 @@ export class TokenStream {
     el.style.setProperty("--tint", tint);
     el.style.setProperty("--tint-strong", strong);
     el.dataset.prob = String(token.prob);
-    if (token.text === "") {
+    const end = isEndToken(token);
+    if (end) {
+      // The end of the text: shown by name (a stylesheet label, so copied text stays the model's).
+      el.classList.add("eos");
+      el.dataset.name = token.token;
+      el.title = `end of sequence: the model chose ${token.token}, its end token, and the text ends here`;
+    } else if (token.text === "") {
       // Part of a character: its bytes show up with the token that completes it.
       el.classList.add("pending");
       el.title = "part of a character; the text appears with the next token";
@@ -72,7 +78,8 @@ export class TokenStream {
     // inspector describes it (aria-describedby) while open.
     el.setAttribute("role", "button");
     el.setAttribute("aria-expanded", "false");
-    if (token.text === "") el.setAttribute("aria-label", "partial character");
+    if (end) el.setAttribute("aria-label", `end of sequence (${token.token})`);
+    else if (token.text === "") el.setAttribute("aria-label", "partial character");
     this.elements[token.index] = el;
     this.root.append(el);
     return el;

@@ -159,9 +159,9 @@ class _Sample:
         ``max_tokens`` and ``min_tokens`` count the new tokens only."""
         position = len(self.generated) - len(self.prefix)  # < 0 inside the prefix
         forced = self.prefix[len(self.generated)] if position < 0 else None
-        if forced is None and position < self.loop.min_tokens:
-            logits = without_tokens(logits, self.codec.eos_ids)
-        history = prompt_ids + self.generated if self.loop.penalize_prompt else self.generated
+        if forced is None:
+            logits = hold_off_end(logits, self.loop, position, self.codec.eos_ids)
+        history = penalized_history(self.loop, prompt_ids, self.generated)
         trace = self.chain.step(logits, history, self.rng, top_n=top_n, force=forced)
         token = int(trace.token)  # type: ignore[arg-type]
         self.generated.append(token)
@@ -477,6 +477,18 @@ class StepClock:
             "decode_tokens_per_s": rate,
             "total_ms": (time.perf_counter() - self.started_at) * 1000.0,
         }
+
+
+def hold_off_end(logits: np.ndarray, loop: LoopParams, new_tokens: int, eos_ids: frozenset[int]) -> np.ndarray:
+    """The logits [V] the chain sees after ``new_tokens`` new tokens: before ``min_tokens`` of them,
+    a copy with the end-of-sequence tokens ruled out; after, the logits themselves."""
+    return without_tokens(logits, eos_ids) if new_tokens < loop.min_tokens else logits
+
+
+def penalized_history(loop: LoopParams, prompt_ids: list[int], generated: list[int]) -> list[int]:
+    """The tokens the penalties count: the tokens generated so far (the list itself), after the
+    prompt's with ``penalize_prompt``."""
+    return prompt_ids + generated if loop.penalize_prompt else generated
 
 
 def without_tokens(logits: np.ndarray, ids: frozenset[int]) -> np.ndarray:

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inference.errors import Cancelled
+from inference.errors import Cancelled, ParamError
+from inference.generation import check_prefix, hold_off_end, penalized_history
+from inference.loop_params import LoopParams
 from inference.prefill import prefill
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
@@ -29,7 +31,7 @@ class Variant:
     top_final: tuple[tuple[int, float], ...]  # (token id, final probability), most likely first
 
 
-__all__ = ["Cancelled", "LogitsCache", "Variant", "inspect_position"]
+__all__ = ["Cancelled", "LogitsCache", "Variant", "inspect_position", "inspect_variants"]
 
 
 class LogitsCache:
@@ -95,4 +97,37 @@ def inspect_position(
         top = np.argpartition(-final, top_n)[:top_n] if top_n < final.size else np.arange(final.size)
         top = sorted((int(i) for i in top if final[i] > 0), key=lambda i: (-final[i], i))
         results.append(Variant(params, trace, tuple((i, float(final[i])) for i in top)))
+    return results
+
+
+def inspect_variants(
+    runtime: Runtime,
+    prompt_ids: list[int],
+    generated: Sequence[int],
+    variants: Sequence[tuple[SamplingParams, LoopParams]],
+    top_n: int,
+    cache: LogitsCache,
+    is_cancelled: Callable[[], bool] = lambda: False,
+) -> list[Variant]:
+    """The position after ``prompt_ids`` + ``generated`` as each setting's run would see it there:
+    the checks a run makes (context window, token ids, vocabulary), then its rules for the chain's
+    input (``generation.hold_off_end``: no end of sequence before ``min_tokens`` new tokens;
+    ``generation.penalized_history``: what the penalties count)."""
+    prefix = list(generated)
+    ids = prompt_ids + prefix
+    if len(ids) > runtime.shape.context_window:
+        raise ParamError(
+            "prefix_tokens",
+            f"the prompt and prefix_tokens are {len(ids)} tokens; the context window is {runtime.shape.context_window}",
+            code="prompt_too_long",
+        )
+    check_prefix(tuple(prefix), runtime.shape.vocab_size)
+    for sampling, _ in variants:
+        sampling.validate_for_vocab(runtime.shape.vocab_size)
+    logits = cache.logits(runtime, prompt_ids, prefix, is_cancelled)
+    results = []
+    for sampling, loop in variants:
+        seen = hold_off_end(logits, loop, len(prefix), runtime.codec.eos_ids)
+        history = penalized_history(loop, prompt_ids, prefix)
+        results += inspect_position(seen, history, [sampling], runtime.codec.token_texts(), top_n)
     return results

@@ -9,9 +9,10 @@ django_asgi_app = get_asgi_application()  # before importing consumers: it sets 
 
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from playground.origin import OriginValidator  # noqa: E402
-from playground.routing import websocket_urlpatterns  # noqa: E402
-from playground.worker import INFERENCE_CHANNEL, InferenceWorker  # noqa: E402
+from playground.edge.origin import OriginValidator  # noqa: E402
+from playground.edge.routing import websocket_urlpatterns  # noqa: E402
+from playground.wire.channel_messages import INFERENCE_CHANNEL  # noqa: E402
+from playground.worker.consumer import InferenceWorker  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

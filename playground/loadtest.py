@@ -82,7 +82,7 @@ def endpoint(url: str) -> str:
 
 
 def default_origin(url: str) -> str:
-    """The origin of a page served at the socket's own address (what playground/origin.py accepts)."""
+    """The origin of a page served at the socket's own address (what playground/edge/origin.py accepts)."""
     parts = urlsplit(url)
     return urlunsplit(("https" if parts.scheme == "wss" else "http", parts.netloc, "", "", ""))
 

@@ -4,7 +4,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import cache_control, never_cache
 from django.views.decorators.http import etag, require_GET
 
-from playground import load
+from playground.edge import load
 from playground.param_facts import params_schema, params_schema_json
 
 BATCH_LANES = 8  # the batch view's most prompts (issue 9), within one connection's limit of requests at once
@@ -38,5 +38,5 @@ def params_schema_view(request: HttpRequest) -> HttpResponse:
 @never_cache
 async def load_view(request: HttpRequest) -> HttpResponse:
     """The inference workers' load (requests decoding, rows in use, requests waiting), from their
-    ping answers, at most a second old (playground/load.py)."""
+    ping answers, at most a second old (playground/edge/load.py)."""
     return JsonResponse(await load.current_load())

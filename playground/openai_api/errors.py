@@ -8,7 +8,7 @@ from typing import Any
 from django.http import JsonResponse
 
 from playground import json_depth
-from playground.events import MAX_ERROR_MESSAGE
+from playground.wire.events import MAX_ERROR_MESSAGE
 
 INVALID_REQUEST = "invalid_request_error"
 # Our error codes (docs/websocket-api.md) → (HTTP status, OpenAI error type).
@@ -21,7 +21,6 @@ EVENT_STATUS: dict[str, tuple[int, str]] = {
     "too_many_requests": (429, "rate_limit_error"),
     "rate_limited": (429, "rate_limit_error"),
     "busy": (429, "rate_limit_error"),
-    "queue_full": (429, "rate_limit_error"),
     "no_worker": (503, "service_unavailable"),
     "worker_lost": (503, "service_unavailable"),
     "cancelled": (499, "cancelled"),

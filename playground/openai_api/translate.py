@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
-from playground import frames, json_depth
+from playground import json_depth
+from playground.edge import frames
 from playground.openai_api.errors import ApiError, from_event, not_found
 
 Kind = Literal["completion", "chat"]

@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from inference.model_dir import MANIFEST_FILE, default_model_dir
-from playground import frames
+from playground.edge import frames
 from playground.openai_api import auth
 from playground.openai_api.errors import ApiError, from_event, not_found
 from playground.openai_api.shapes import Responder, echo_only

@@ -75,7 +75,7 @@ def json_endpoint(*methods: str) -> Callable[[Callable[..., HttpResponse]], Call
 
 
 def _page(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
-    return render(request, template, context, status=status)  # its CSP: playground/security.py, as every page
+    return render(request, template, context, status=status)  # its CSP: playground/edge/security.py, as every page
 
 
 def _not_found_page(request: HttpRequest, error: NotFound) -> HttpResponse:

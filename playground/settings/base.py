@@ -24,14 +24,14 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: /health, /ready and /metrics answer probes and scrapers that reach a process by its
     # address (no allowed host, no HTTPS redirect applies to them).
-    "playground.health.ProbeMiddleware",
+    "playground.edge.health.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (compressed, hashed names under prod); in development straight from STATICFILES_DIRS.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "playground.security.ContentSecurityPolicyMiddleware",  # one policy for every page
+    "playground.edge.security.ContentSecurityPolicyMiddleware",  # one policy for every page
 ]
 
 ROOT_URLCONF = "playground.urls"
@@ -76,15 +76,15 @@ DATABASES = {
 
 # Embedded default: the in-memory layer (one process). Scale-out: PLAYGROUND_REDIS_URL points every
 # web process and every `manage.py runworker inference` worker at the same Redis, with connection
-# settings made for the layer's blocking reads (see playground/channel_layer.py).
-# The waiting line (playground/waiting_line.py): a generation that finds MAX_WAITING requests already
+# settings made for the layer's blocking reads (see playground/wire/channel_layer.py).
+# The waiting line (playground/edge/waiting_line.py): a generation that finds MAX_WAITING requests already
 # waiting for a worker is refused at once with `busy`; none waits longer than MAX_WAIT_SECONDS (the
 # channel layer keeps messages a margin longer, so a waiting request is never dropped silently).
 WAITING_LINE = {
     "MAX_WAITING": int(os.environ.get("PLAYGROUND_MAX_WAITING", "64")),
     "MAX_WAIT_SECONDS": float(os.environ.get("PLAYGROUND_MAX_WAIT_SECONDS", "300")),
 }
-from playground.channel_layer import in_memory_channel_layer, redis_channel_layer  # noqa: E402
+from playground.wire.channel_layer import in_memory_channel_layer, redis_channel_layer  # noqa: E402
 
 _REDIS_URL = os.environ.get("PLAYGROUND_REDIS_URL", "")
 if _REDIS_URL:
@@ -92,7 +92,7 @@ if _REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": in_memory_channel_layer(WAITING_LINE["MAX_WAIT_SECONDS"])}
 
-# Worker liveness (playground/liveness.py): a worker holding requests beats this often; a request
+# Worker liveness (playground/wire/liveness.py): a worker holding requests beats this often; a request
 # whose worker has said nothing for LEASE_SECONDS fails with `worker_lost` (so a dead worker is
 # noticed within LEASE_SECONDS plus a tenth of it); one that no worker acknowledged within
 # ACK_TIMEOUT_SECONDS fails with `no_worker`. A worker acknowledges as it takes a request off the

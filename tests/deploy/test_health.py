@@ -9,7 +9,7 @@ import pytest
 from channels_redis.core import RedisChannelLayer
 from django.test import AsyncClient
 
-from playground import health
+from playground.edge import health
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 

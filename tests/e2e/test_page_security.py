@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Page
 
-from playground.security import CONTENT_SECURITY_POLICY
+from playground.edge.security import CONTENT_SECURITY_POLICY
 from tests.e2e.playground_page import page_errors
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,7 @@ import pytest
 from inference.generation import GenerationRequest
 from inference.loop_params import LoopParams
 from inference.sampling import SamplerChain, SamplingParams
-from inference.whatif import Cancelled, LogitsCache, inspect_position
+from inference.whatif import Cancelled, LogitsCache, inspect_position, inspect_variants
 
 from .helpers import collect, recording
 
@@ -151,3 +151,19 @@ def test_a_cancelled_inspection_stops_within_one_token(tiny_runtime, sampled_run
     assert len(decoder.calls) == 2  # the prompt and one token, then it stopped
     cache.logits(runtime, prompt_ids, generated[:1])  # what was computed on the way is kept
     assert len(decoder.calls) == 2
+
+
+def test_inspecting_a_run_applies_its_own_rules_min_tokens_and_penalize_prompt(tiny_runtime):
+    """``inspect_variants`` sees each position as the run did: no end of sequence before
+    ``min_tokens`` new tokens, penalties counting the prompt with ``penalize_prompt`` (the rules of
+    ``inference.generation``, not a copy of them)."""
+    params = SamplingParams(temperature=0.9, repetition_penalty=1.6, presence_penalty=0.7, seed=5)
+    loop = LoopParams(max_tokens=6, min_tokens=6, penalize_prompt=True)
+    started, steps, _ = collect(tiny_runtime, GenerationRequest(PROMPT, sampling=params, loop=loop))
+    generated = [s.token_id for s in steps]
+    cache = LogitsCache()
+    for i, step in enumerate(steps):
+        (variant,) = inspect_variants(tiny_runtime, started.prompt_ids, generated[:i], [(params, loop)], 50, cache)
+        assert variant.trace.stages == step.trace.stages  # what each stage kept: the end of sequence held off
+        assert variant.trace.alternatives[:5] == step.trace.alternatives  # penalized as the run was
+        assert variant.trace.describe(step.token_id) == step.trace.chosen

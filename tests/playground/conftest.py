@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from playground.worker import resources
+from playground.worker.serving import resources
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def fresh_client_limits():
     """Every test starts as a new client: the per-address token bucket is per process, and the
     requests of the tests before one must not spend its burst (a 15-page tokenize was refused as
     rate limited on a fast clone)."""
-    from playground.client_limits import client_limits
+    from playground.edge.client_limits import client_limits
 
     client_limits.cache_clear()
     yield

@@ -1,10 +1,10 @@
 """The batch view's pure modules in Node: the step log (static/playground/js/batch-steps.js) built
 from token events' `batch` fields as the websocket API defines them, and the load indicator's
-sentence (load-indicator.js) from /api/load's document (playground/load.py's `summarize`)."""
+sentence (load-indicator.js) from /api/load's document (playground/edge/load.py's `summarize`)."""
 
 from __future__ import annotations
 
-from playground import load
+from playground.edge import load
 from tests.js import module_url, run_js
 
 REPLAY = f"""

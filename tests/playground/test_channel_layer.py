@@ -6,7 +6,7 @@ import pytest
 from channels_redis.core import RedisChannelLayer
 from channels_redis.utils import create_pool
 
-from playground.channel_layer import BLOCKING_READ_SECONDS, RedisLayerError, redis_channel_layer
+from playground.wire.channel_layer import BLOCKING_READ_SECONDS, RedisLayerError, redis_channel_layer
 
 
 def test_the_read_timeout_outlasts_the_layers_blocking_read():
@@ -43,7 +43,7 @@ def test_urls_that_would_break_the_layer_are_refused(url, message):
 
 
 def test_the_layers_keep_messages_longer_than_the_longest_wait_in_line():
-    from playground.channel_layer import in_memory_channel_layer, message_expiry
+    from playground.wire.channel_layer import in_memory_channel_layer, message_expiry
 
     assert redis_channel_layer("redis://redis:6379/0", 300)["CONFIG"]["expiry"] == message_expiry(300) > 300
     assert in_memory_channel_layer(900)["CONFIG"]["expiry"] > 900

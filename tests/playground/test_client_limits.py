@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from playground.client_limits import ClientLimits
+from playground.edge.client_limits import ClientLimits
 
 
 class Clock:

@@ -610,30 +610,6 @@ async def test_a_cancel_that_crosses_the_end_of_its_run_is_an_unknown_request():
     await communicator.disconnect()
 
 
-async def test_a_cancel_always_crosses_the_end_of_a_finished_run_queued_on_the_consumer():
-    """Deterministic crossing: the cancel reaches the consumer while the run's last event is on its way."""
-    from playground.consumers import GenerateConsumer
-    from playground.liveness import Watchdog
-
-    communicator = await connect()
-    await communicator.send_json_to(generate("y", "Hi", params={"max_tokens": 1}))
-    events = await events_until_end(communicator, "y")
-    assert events[-1]["reason"] == "max_tokens"
-    # replay what the consumer sees when a cancel was passed on but the run had ended
-    consumer = GenerateConsumer()
-    sent = []
-    consumer.requests, consumer.cancel_asked, consumer.cancel_sent, consumer.client = {"y": "w"}, set(), {"y"}, "test"
-
-    async def capture(event):
-        sent.append(event)
-
-    consumer._send = capture
-    consumer.watchdog = Watchdog(None, "reply", capture)  # holds no lease for "y": a worker without leases
-    await consumer.inference_event({"request_id": "y", "event": events[-1]})
-    assert [e["type"] for e in sent] == ["done", "error"] and sent[1]["error"]["code"] == "unknown_request"
-    await communicator.disconnect()
-
-
 async def test_cancelling_a_request_queued_behind_another_connections_run_answers_at_once():
     import time
 
@@ -709,7 +685,7 @@ async def test_tokenize_pages_its_answer_and_every_page_fits_a_frame():
 
 
 async def test_per_client_limits_hold_across_connections(settings):
-    from playground import client_limits
+    from playground.edge import client_limits
 
     settings.INFERENCE = settings.INFERENCE | {
         "CLIENT_LIMITS": {"MAX_ACTIVE_REQUESTS": 2, "REQUESTS_PER_SECOND": 0.01, "BURST": 4}
@@ -732,35 +708,3 @@ async def test_per_client_limits_hold_across_connections(settings):
     assert event["request_id"] == "t3" and event["error"]["retry_after"] > 0
     await first.disconnect()
     await second.disconnect()
-
-
-async def test_a_request_taken_by_two_workers_is_answered_by_the_first_only(monkeypatch):
-    """The Redis layer can hand one request to two workers (see playground.channel_messages): the
-    connection keeps the first worker that acknowledged it, cancels the other, and drops what the
-    other sends. Two stand-in workers read a channel of the test's own."""
-    from channels.layers import get_channel_layer
-
-    from playground import channel_messages as messages
-    from playground import consumers
-
-    monkeypatch.setattr(consumers, "QUICK_CHANNEL", "inference-taken-twice")  # (a tokenize: the quick channel)
-    layer = get_channel_layer()
-    communicator = await connect()
-    await communicator.send_json_to({"type": "tokenize", "request_id": "twice", "text": "Hi"})
-    request = await layer.receive("inference-taken-twice")
-    reply, lease = request["reply_channel"], request.get("lease")
-    first, second = await layer.new_channel(), await layer.new_channel()
-    await layer.send(reply, messages.queued("twice", first, lease))
-    await layer.send(reply, messages.queued("twice", second, lease))
-    assert await asyncio.wait_for(layer.receive(second), TIMEOUT) == messages.cancel("twice", reply)
-    from_second = {"type": "tokens", "request_id": "twice", "ids": [666], "from": "second"}
-    from_first = {"type": "tokens", "request_id": "twice", "ids": [1], "from": "first"}
-    await layer.send(reply, messages.event("twice", from_second, lease, second))
-    await layer.send(reply, messages.event("twice", from_first, lease, first))
-    await layer.send(reply, messages.finished("twice", lease, first))
-    assert await communicator.receive_json_from(timeout=TIMEOUT) == from_first
-    assert await communicator.receive_nothing(timeout=0.5)
-    # the id is free again: a new request under it is taken as usual
-    await communicator.send_json_to({"type": "tokenize", "request_id": "twice", "text": "Hi"})
-    assert (await layer.receive("inference-taken-twice"))["request_id"] == "twice"
-    await communicator.disconnect()

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from playground import channel_messages, events, frames
-from playground.frames import ProtocolError, parse_client_frame
+from playground.edge.frames import ProtocolError, parse_client_frame
+from playground.runs.request_fields import record_fields
+from playground.wire import channel_messages, events
 from tests.client_frames import generate
 
 SURROGATE = "\\ud800"  # a JSON escape of a lone surrogate: valid JSON, not encodable text
@@ -236,13 +237,13 @@ def test_a_job_crosses_the_channel_layer_as_plain_data_and_comes_back_the_same(f
     job = parse_client_frame(json.dumps(frame))
     message = channel_messages.request(job, "reply")
     carried = msgpack.unpackb(msgpack.packb(message), raw=False)
-    assert frames.job_from_dict(carried["job"]) == job
+    assert channel_messages.job_from_dict(carried["job"]) == job
     assert carried["quick"] is (frame["type"] in ("tokenize", "inspect", "score"))  # no decode slot needed
 
 
 def test_the_recorder_gets_the_branch_from_the_typed_job():
     job = parse_client_frame(json.dumps(generate(parent_run="b" * 22, branch_index=3, prefix_tokens=[1, 2])))
-    assert frames.record_fields(job) | {} == {
+    assert record_fields(job) | {} == {
         "prompt": "hi",
         "mode": "completion",
         "system": None,
@@ -279,7 +280,7 @@ def test_a_messages_frame_is_a_chat_request_with_its_turns():
     turns = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]
     job = parse_client_frame(json.dumps(generate("c", None, messages=turns)))
     assert job.request.mode == "chat" and job.request.chat.to_list() == turns
-    assert job.request.prompt == "Q" and frames.record_fields(job)["messages"] == turns
-    assert frames.record_fields(job)["continue_final_message"] is False
+    assert job.request.prompt == "Q" and record_fields(job)["messages"] == turns
+    assert record_fields(job)["continue_final_message"] is False
     continued = generate("c", None, messages=[*turns, {"role": "assistant", "content": "A"}], continue_final_message=True)
-    assert frames.record_fields(parse_client_frame(json.dumps(continued)))["continue_final_message"] is True
+    assert record_fields(parse_client_frame(json.dumps(continued)))["continue_final_message"] is True

@@ -36,8 +36,8 @@ from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from playground.events import FINAL_EVENTS, ended_by_cancel
-from playground.frames import REQUEST_ID, parse_json
+from playground.edge.frames import REQUEST_ID, parse_json
+from playground.wire.events import FINAL_EVENTS, ended_by_cancel
 from tests.servers import running_daphne
 
 pytestmark = pytest.mark.real_model

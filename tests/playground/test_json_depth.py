@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from playground import frames, json_depth
+from playground import json_depth
+from playground.edge import frames
 from playground.json_depth import CUT, MAX_DEPTH, shallow, too_deep
 from playground.openai_api.errors import ApiError
 from playground.openai_api.translate import translate

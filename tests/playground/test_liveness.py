@@ -11,8 +11,10 @@ from types import SimpleNamespace
 import pytest
 from channels.layers import InMemoryChannelLayer
 
-from playground import channel_messages
-from playground.liveness import NO_WORKER, WORKER_LOST, Timing, Watchdog, WorkerHeartbeat, heartbeats
+from playground.edge.watchdog import NO_WORKER, WORKER_LOST, Watchdog
+from playground.wire import channel_messages
+from playground.wire.liveness import Timing
+from playground.worker.heartbeat import WorkerHeartbeat, heartbeats
 
 FAST = {"HEARTBEAT_SECONDS": 0.1, "LEASE_SECONDS": 0.4, "ACK_TIMEOUT_SECONDS": 0.6}
 JOB = {"type": "inference.request", "request_id": "r", "reply_channel": "x", "job": {}}
@@ -212,7 +214,7 @@ TOKEN = {
 
 @pytest.mark.django_db
 def test_a_relayed_run_is_saved_as_failed_under_the_announced_id_once():
-    from playground.liveness import relayed_recorder, save_failed_run
+    from playground.edge.watchdog import relayed_recorder, save_failed_run
     from playground.runs.ids import hash_delete_token, new_delete_token, new_run_id
     from playground.runs.models import Run
 

@@ -1,4 +1,4 @@
-"""GET /api/load's gathering (playground/load.py): the answers summed once per worker process,
+"""GET /api/load's gathering (playground/edge/load.py): the answers summed once per worker process,
 the reasons when there is nothing to show, and the real embedded worker answering the ping on the
 in-memory channel layer, with the answer kept for a second."""
 
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from playground import load
+from playground.edge import load
 
 LOAD = {"running": 2, "rows": 3, "waiting": 1, "max_batch": 8}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from playground.origin import origin_allowed, parse_origin
+from playground.edge.origin import origin_allowed, parse_origin
 
 
 def scope(origin: str | None, host: str | None = "localhost:8000", scheme: str = "ws", **headers: str) -> dict:

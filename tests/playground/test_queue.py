@@ -95,10 +95,10 @@ async def test_the_http_api_answers_429_busy_with_retry_after_when_the_line_is_f
     generation is refused at once (429, code busy, Retry-After), a quick job still goes."""
     from channels.layers import InMemoryChannelLayer
 
-    from playground import frames
+    from playground.edge import frames
     from playground.openai_api import worker_call
     from playground.openai_api.errors import ApiError
-    from playground.worker import INFERENCE_CHANNEL, QUICK_CHANNEL
+    from playground.wire.channel_messages import INFERENCE_CHANNEL, QUICK_CHANNEL
 
     layer = InMemoryChannelLayer()  # a layer of its own: no embedded worker reads it
     monkeypatch.setattr(worker_call, "get_channel_layer", lambda: layer)

@@ -10,7 +10,7 @@ import time
 import pytest
 from websockets.sync.client import connect
 
-from playground.channel_layer import BLOCKING_READ_SECONDS, READ_MARGIN_SECONDS
+from playground.wire.channel_layer import BLOCKING_READ_SECONDS, READ_MARGIN_SECONDS
 from tests.playground.scale_out import ScaleOut, request_events
 
 pytestmark = pytest.mark.real_model
@@ -115,7 +115,7 @@ def test_idle_worker_and_idle_websocket_outlive_every_timeout(scaled_out):
 
 def test_a_killed_worker_is_noticed_its_ids_freed_and_its_partial_run_saved(scaled_out):
     """SIGKILL of the `runworker` mid-stream: its running client hears within 5 s (heartbeats and
-    leases, playground/liveness.py) and the partial run is saved as failed with the tokens its client
+    leases, playground/wire/liveness.py) and the partial run is saved as failed with the tokens its client
     saw; the request it held in its backlog but had not started goes to the second worker, which
     serves it to the end. With no worker running at all, a request is refused after the bounded wait.
     Ends with a fresh worker serving, so the other tests find the stack as they expect."""

@@ -7,7 +7,7 @@ import pytest
 from asgiref.testing import ApplicationCommunicator
 from django.core.asgi import get_asgi_application
 
-from playground.security import CONTENT_SECURITY_POLICY
+from playground.edge.security import CONTENT_SECURITY_POLICY
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,6 @@
 """Several worker processes reading the shared ``inference`` channel through a real Redis: every
 request is taken by exactly one of them with our layer, where channels_redis' own layer hands some
-requests to two (its in-flight backup is shared by every reader; see playground/channel_layer.py)."""
+requests to two (its in-flight backup is shared by every reader; see playground/wire/channel_layer.py)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def takes(layer_class: str, url: str, folder: Path) -> collections.Counter[int]:
 
 
 def test_each_request_is_taken_once_by_one_of_several_workers(redis_url, tmp_path):
-    taken = takes("playground.channel_layer.SingleTakeRedisChannelLayer", redis_url, tmp_path)
+    taken = takes("playground.wire.channel_layer.SingleTakeRedisChannelLayer", redis_url, tmp_path)
     assert sorted(taken) == list(range(MESSAGES))  # none lost
     assert [n for n, times in taken.items() if times > 1] == []
 
@@ -91,7 +91,7 @@ def test_the_stock_layer_hands_some_requests_to_two_workers(redis_url, tmp_path)
 
 
 def test_a_request_put_back_in_place_is_taken_before_those_sent_after_it(redis_url):
-    from playground.channel_layer import SingleTakeRedisChannelLayer
+    from playground.wire.channel_layer import SingleTakeRedisChannelLayer
 
     async def order() -> list[str]:
         layer = SingleTakeRedisChannelLayer(hosts=[redis_url], expiry=360)

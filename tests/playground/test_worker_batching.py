@@ -11,9 +11,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.test import RequestFactory, override_settings
 
-from playground import health
-from playground.health import PING
-from playground.worker import INFERENCE_CHANNEL
+from playground.edge import health
+from playground.wire.channel_messages import INFERENCE_CHANNEL, PING
 from tests.playground.test_consumer import TIMEOUT, connect
 
 pytestmark = [

@@ -1,4 +1,4 @@
-// The inference workers' current load (GET /api/load, playground/load.py): streams decoding, batch
+// The inference workers' current load (GET /api/load, playground/edge/load.py): streams decoding, batch
 // rows in use of the workers' total, and requests waiting, so a person knows why a run waits.
 // Fetched when the page opens, then every few seconds (never faster: the server keeps its answer
 // for a second anyway) while the page watches (a run of its own is on) or the last answer showed

@@ -40,7 +40,7 @@ def test_each_has_its_default_code_and_status():
 
 def test_every_field_error_of_the_project_has_one_base_and_one_shape():
     from inference.errors import FieldError
-    from playground.frames import ProtocolError
+    from playground.edge.frames import ProtocolError
 
     for cls in [ParamError, ProtocolError, *ERRORS]:
         assert issubclass(cls, FieldError), cls

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from urllib.parse import parse_qs, urlencode
 
-from playground import frames
 from playground.address import turns_text
+from playground.edge import frames
 from playground.param_facts import live_fields
 from tests.js import module_url, run_js
 

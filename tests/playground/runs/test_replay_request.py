@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from playground import frames
+from playground.edge import frames
 from tests.js import module_url, run_js
 
 REPLAY = f"""

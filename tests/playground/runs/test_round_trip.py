@@ -1,5 +1,5 @@
 """Export → import → export gives the same file back, for runs of every kind made by the real
-worker code (``playground.worker``: the protocol's events, the recorder, the database) on the tiny
+worker code (``playground.worker.serving``: the protocol's events, the recorder, the database) on the tiny
 model: plain, chat, a multi-turn conversation with an answer to continue, ``n`` samples, beam
 search, a branch, cancelled, failed. Only ``id``, ``source`` and ``imported_from`` say that the copy
 is a copy. Files of versions 1 and 2 still import."""
@@ -16,11 +16,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from playground import frames, worker
+from inference.batching import Scheduler
 from playground.address import turns_value
+from playground.edge import frames
 from playground.runs import schema
 from playground.runs.models import Run
 from playground.runs.token_rows import ENVELOPE_KEYS, load_rows
+from playground.worker import serving
 
 pytestmark = pytest.mark.django_db(databases=["default", "postgres"])
 
@@ -74,7 +76,7 @@ def generate(model, request_id: str, cancel_after: int | None = None, **frame: A
     body = {"type": "generate", "request_id": request_id, "prompt": PROMPT, "params": PARAMS, "top_n": 3} | frame
     body = {key: value for key, value in body.items() if value is not None}
     command = frames.parse_client_frame(json.dumps(body))
-    job = worker.Assignment(request_id, "test-reply", command, quick=False)
+    job = serving.Assignment(request_id, "test-reply", command, quick=False)
     events: list[dict[str, Any]] = []
 
     def emit(event: dict[str, Any]) -> None:
@@ -82,7 +84,11 @@ def generate(model, request_id: str, cancel_after: int | None = None, **frame: A
         if cancel_after is not None and sum(e["type"] == "token" for e in events) >= cancel_after:
             job.cancelled.set()
 
-    worker._generate(model, command, job, emit)
+    # the worker's listener on a decode loop of this test's own, stepped here until it is idle
+    scheduler = Scheduler(model, max_batch=max(command.request.loop.n, command.request.loop.num_beams))
+    scheduler.submit(serving.GenerationListener(job, model, emit, lambda: None).ticket())
+    while not scheduler.idle():
+        scheduler.step()
     return events
 
 

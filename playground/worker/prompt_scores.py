@@ -11,10 +11,10 @@ from typing import Any
 
 from inference.runtime import Runtime
 from inference.scoring import score_prompt
-from playground import frames
+from playground.wire.jobs import Score
 
 
-def answer(model: Runtime, command: frames.Score, is_cancelled: Callable[[], bool]) -> dict[str, Any]:
+def answer(model: Runtime, command: Score, is_cancelled: Callable[[], bool]) -> dict[str, Any]:
     ids = model.codec.encode(command.prompt, command.mode, command.system, command.chat)  # type: ignore[arg-type]
     scores = score_prompt(model, ids, command.top_n, is_cancelled)
     text = model.codec.token_text

@@ -13,24 +13,19 @@ until a worker has reported one).
 
 The line is bounded: a generation that finds ``MAX_WAITING`` requests already in the channel is
 refused at once with ``busy`` and a retry hint, and none waits longer than ``MAX_WAIT_SECONDS``
-(the channel layer keeps messages a margin longer: ``playground.channel_layer``). Both live in
+(the channel layer keeps messages a margin longer: ``playground.wire.channel_layer``). Both live in
 ``settings.WAITING_LINE``.
 """
 
 from __future__ import annotations
 
-import time
-from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from channels.layers import InMemoryChannelLayer
 from django.conf import settings
 
-from playground.channel_messages import INFERENCE_CHANNEL
-
-LINE_GROUP = "inference-line"
-TAKEN = "inference.taken"
-RATE_WINDOW_SECONDS = 60.0  # a worker's freeing rate counts the rows freed this far back
+from playground.wire.channel_messages import INFERENCE_CHANNEL
 
 
 def max_waiting() -> int:
@@ -49,8 +44,6 @@ def max_wait_seconds() -> float:
 
 async def requests_in_line(layer: Any) -> int | None:
     """Messages on the ``inference`` channel that no worker has taken yet (None: the layer cannot tell)."""
-    from channels.layers import InMemoryChannelLayer
-
     if isinstance(layer, InMemoryChannelLayer):
         queue = layer.channels.get(INFERENCE_CHANNEL)
         return 0 if queue is None else queue.qsize()
@@ -60,29 +53,6 @@ async def requests_in_line(layer: Any) -> int | None:
             total += int(await layer.connection(index).zcard(layer.prefix + INFERENCE_CHANNEL))
         return total
     return None
-
-
-def taken(ticket: float | None, freed_per_s: float, worker: str) -> dict[str, Any]:
-    """The worker's word to the line: it took the request with this ticket, and frees rows this fast."""
-    return {"type": TAKEN, "ticket": ticket, "freed_per_s": freed_per_s, "worker": worker}
-
-
-class FreeingRate:
-    """How many rows a worker freed per second over the last ``RATE_WINDOW_SECONDS``."""
-
-    def __init__(self) -> None:
-        self._freed: deque[float] = deque()
-
-    def freed(self) -> None:
-        self._freed.append(time.monotonic())
-
-    def per_second(self) -> float:
-        now = time.monotonic()
-        while self._freed and self._freed[0] < now - RATE_WINDOW_SECONDS:
-            self._freed.popleft()
-        if not self._freed:
-            return 0.0
-        return len(self._freed) / max(now - self._freed[0], 1.0)
 
 
 @dataclass

@@ -1,5 +1,5 @@
 from django.urls import path
 
-from playground.consumers import GenerateConsumer
+from playground.edge.consumers import GenerateConsumer
 
 websocket_urlpatterns = [path("ws/generate/", GenerateConsumer.as_asgi())]

@@ -4,7 +4,7 @@ The consumer calls three hooks, one line each: :func:`request_submitted` when it
 the workers, :func:`event_sent` for every event it sends its client (a worker's event relayed, or an
 error of its own), and :func:`connection_closed`. Everything else lives here.
 
-Exposed at ``/metrics`` (see ``playground.health``) in Prometheus' text format by the maintained
+Exposed at ``/metrics`` (see ``playground.edge.health``) in Prometheus' text format by the maintained
 client library. Each web process counts what passed through it: scrape every process (each pod or
 container) on its own address, not through the load balancer, and sum in queries. Where several
 processes share one port, set ``PROMETHEUS_MULTIPROC_DIR`` (the client library's multi-process
@@ -20,7 +20,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from playground.events import FINAL_EVENTS
+from playground.wire.events import FINAL_EVENTS
 
 # Time to first token and per-stream decode rates on a CPU: tens of milliseconds to a minute in a queue.
 TTFT_BUCKETS_S = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)

@@ -2,8 +2,8 @@
 
 Parsing is strict: every field is checked, unknown keys are errors, text that is not valid Unicode
 is refused wherever it is, and each error names the field and what it allows, quoting at most a
-short excerpt of the bad value. A parsed job crosses the channel layer as its normalized dict
-(``job_to_dict``) and is rebuilt on the worker (``job_from_dict``).
+short excerpt of the bad value. The jobs are ``playground.wire.jobs``' types (named here too, for the
+front doors that parse); how they cross the channel layer is ``playground.wire.channel_messages``'.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from inference.chat_template import ROLES, ChatMessage, ChatPrompt
@@ -21,7 +21,10 @@ from inference.generation import GenerationRequest
 from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
 from playground import json_depth
-from playground.events import TOKENIZE_PAGE, error_event
+from playground.wire.events import TOKENIZE_PAGE, error_event
+from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, split_params
+
+__all__ = ["Branch", "Cancel", "Generate", "Inspect", "Job", "ProtocolError", "Score", "Tokenize"]
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9_\-.:]{1,64}$")
 PROMPT_CHARACTERS = (1, 20_000)
@@ -45,7 +48,7 @@ GENERATE_KEYS = frozenset(
     }
 )
 MAX_MESSAGES = 64  # turns of one chat conversation
-RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,43}$")  # as playground.models.RUN_ID_PATTERN
+RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,43}$")  # as playground.runs.ids.RUN_ID_PATTERN
 CANCEL_KEYS = frozenset({"type", "request_id"})
 TOKENIZE_KEYS = frozenset(
     {"type", "request_id", "text", "mode", "system", "offset", "limit", "messages", "continue_final_message"}
@@ -87,67 +90,8 @@ class ProtocolError(FieldError):
 
 
 @dataclass(frozen=True)
-class Branch:
-    """A run labelled as a branch of a saved run at one of its token indexes (stored with the run)."""
-
-    parent_run: str
-    branch_index: int
-
-
-@dataclass(frozen=True)
-class Generate:
-    request_id: str
-    request: GenerationRequest
-    branch: Branch | None = None
-    save: bool = True  # false: the run is not saved (no run_id)
-
-
-@dataclass(frozen=True)
 class Cancel:
     request_id: str
-
-
-@dataclass(frozen=True)
-class Tokenize:
-    """Encode text exactly as ``generate`` would (``completion``/``chat``) or alone (``plain``)."""
-
-    request_id: str
-    text: str
-    mode: str
-    system: str | None
-    offset: int = 0  # the page of the token list to answer with: ``limit`` tokens from ``offset``
-    limit: int = TOKENIZE_PAGE[1]
-    chat: ChatPrompt | None = None  # chat mode's conversation, as ``generate`` takes it
-
-
-@dataclass(frozen=True)
-class Inspect:
-    """The chain's view of one position under one or more settings, from the real logits."""
-
-    request_id: str
-    prompt: str
-    mode: str
-    system: str | None
-    prefix_tokens: tuple[int, ...]
-    variants: tuple[tuple[SamplingParams, LoopParams], ...]
-    top_n: int
-    chat: ChatPrompt | None = None  # chat mode's conversation, as ``generate`` takes it
-
-
-@dataclass(frozen=True)
-class Score:
-    """The prompt's own log-probabilities: each token's, given the tokens before it, with the
-    ``top_n`` most likely tokens at each position."""
-
-    request_id: str
-    prompt: str
-    mode: str
-    system: str | None
-    top_n: int
-    chat: ChatPrompt | None = None
-
-
-Job = Generate | Tokenize | Inspect | Score
 
 
 def parse_client_frame(text: str) -> Job | Cancel:
@@ -170,7 +114,7 @@ def parse_client_message(message: dict[str, Any]) -> Job | Cancel:
             raise ProtocolError(deep or None, json_depth.message(deep), json_depth.CODE)
         _refuse_unencodable(message)
         if kind == "generate":
-            return Generate(_request_id(message), parse_generate(message), parse_branch(message), parse_save(message))
+            return parse_generate(message, _request_id(message))
         if kind == "cancel":
             _reject_unknown(message, CANCEL_KEYS)
             return Cancel(_request_id(message))
@@ -256,8 +200,9 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:
-    """A ``generate`` frame's request, validated (the prompt's length in tokens is checked later)."""
+def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate:
+    """A ``generate`` frame as its job, every field checked once (the prompt's length in tokens is
+    checked later, by the worker that encodes it)."""
     _reject_unknown(message, GENERATE_KEYS)
     prompt, mode, system, chat = _prompt_or_conversation(message, "prompt")
     top_n = _int_in(message, "top_n", 5, TOP_N)
@@ -266,9 +211,8 @@ def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:
         raise ProtocolError("use_cache", f"use_cache must be true or false, got {excerpt(use_cache)}", "invalid_value")
     sampling, loop = parse_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
-    parse_branch(message)
-    parse_save(message)
-    return GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat)
+    request = GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat)
+    return Generate(request_id, request, parse_branch(message), parse_save(message))
 
 
 def parse_messages(message: Mapping[str, Any]) -> ChatPrompt | None:
@@ -433,24 +377,21 @@ def _token_ids(value: Any, field_name: str) -> tuple[int, ...]:
 
 
 def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:
-    """Splits the flat ``params`` object between the sampler chain and the stopping rules."""
+    """The flat ``params`` object, checked as a client sent it, then split by ``jobs.split_params``
+    (the rule the worker rebuilds a job's parameters by)."""
     if not isinstance(params, dict):
         raise ProtocolError("params", "params must be an object", "invalid_value")
-    sampling_keys = SamplingParams.field_names()
-    stopping_keys = LoopParams.field_names()
-    unknown = sorted(set(params) - sampling_keys - stopping_keys)
+    unknown = sorted(set(params) - SamplingParams.field_names() - LoopParams.field_names())
     if unknown:
         raise ProtocolError(f"params.{unknown[0]}", f"unknown parameter params.{excerpt(unknown[0])}", "unknown_param")
     _check_logit_bias_keys(params.get("logit_bias"))
     try:
-        sampling = SamplingParams.from_dict({k: v for k, v in params.items() if k in sampling_keys})
-        stopping = LoopParams.from_dict({k: v for k, v in params.items() if k in stopping_keys})
+        return split_params(params)
     except ParamError as error:
         prefixed = error.prefixed("params.")
         raise ProtocolError(prefixed.param, prefixed.message, prefixed.code) from None
     except (TypeError, ValueError) as error:  # a value of a shape no check above foresaw
         raise ProtocolError("params", f"params: {error}", "invalid_value") from None
-    return sampling, stopping
 
 
 def _check_logit_bias_keys(bias: Any) -> None:
@@ -465,120 +406,6 @@ def _check_logit_bias_keys(bias: Any) -> None:
                 f"params.logit_bias keys must be token ids (integers from 0); got a key of {len(key)} characters",
                 "invalid_value",
             )
-
-
-def job_to_dict(job: Job) -> dict[str, Any]:
-    """A typed job as plain data (every parameter with its value; what the channel layer carries)."""
-    if isinstance(job, Generate):
-        request = job.request
-        return {
-            "kind": "generate",
-            "request_id": job.request_id,
-            "prompt": request.prompt,
-            "mode": request.mode,
-            "system": request.system,
-            "params": request.params_dict(),
-            "top_n": request.top_n,
-            "use_cache": request.use_cache,
-            "prefix_tokens": list(request.prefix_tokens),
-            "chat": _chat_to_dict(request.chat),
-            "save": job.save,
-            "branch": None
-            if job.branch is None
-            else {"parent_run": job.branch.parent_run, "branch_index": job.branch.branch_index},
-        }
-    if isinstance(job, Tokenize):
-        return {"kind": "tokenize", **asdict(job), "chat": _chat_to_dict(job.chat)}
-    if isinstance(job, Score):
-        return {"kind": "score", **asdict(job), "chat": _chat_to_dict(job.chat)}
-    return {
-        "kind": "inspect",
-        "request_id": job.request_id,
-        "prompt": job.prompt,
-        "mode": job.mode,
-        "system": job.system,
-        "prefix_tokens": list(job.prefix_tokens),
-        "top_n": job.top_n,
-        "variants": [{**sampling.to_dict(), **loop.to_dict()} for sampling, loop in job.variants],
-        "chat": _chat_to_dict(job.chat),
-    }
-
-
-def job_from_dict(data: Mapping[str, Any]) -> Job:
-    """The typed job ``job_to_dict`` made. The fields are not parsed again as a client frame; the
-    parameter objects are rebuilt by their own constructors, which keep their invariants."""
-    kind = data["kind"]
-    if kind in ("tokenize", "score"):
-        fields = {k: v for k, v in data.items() if k not in ("kind", "chat")}
-        return (Tokenize if kind == "tokenize" else Score)(**fields, chat=_chat_from_dict(data.get("chat")))
-    if kind == "inspect":
-        variants = tuple(_params_from_dict(v) for v in data["variants"])
-        return Inspect(
-            data["request_id"],
-            data["prompt"],
-            data["mode"],
-            data["system"],
-            tuple(data["prefix_tokens"]),
-            variants,
-            data["top_n"],
-            _chat_from_dict(data.get("chat")),
-        )
-    sampling, loop = _params_from_dict(data["params"])
-    request = GenerationRequest(
-        data["prompt"],
-        data["mode"],
-        data["system"],
-        sampling,
-        loop,
-        data["top_n"],
-        data["use_cache"],
-        tuple(data["prefix_tokens"]),
-        _chat_from_dict(data.get("chat")),
-    )
-    branch = data.get("branch")
-    return Generate(
-        data["request_id"],
-        request,
-        None if branch is None else Branch(branch["parent_run"], branch["branch_index"]),
-        data.get("save", True),
-    )
-
-
-def _chat_to_dict(chat: ChatPrompt | None) -> dict[str, Any] | None:
-    return None if chat is None else {"messages": chat.to_list(), "continue_final_message": chat.continue_final_message}
-
-
-def _chat_from_dict(data: Mapping[str, Any] | None) -> ChatPrompt | None:
-    if data is None:
-        return None
-    messages = tuple(ChatMessage(m["role"], m["content"]) for m in data["messages"])
-    return ChatPrompt(messages, data["continue_final_message"])
-
-
-def record_fields(job: Generate) -> dict[str, Any]:
-    """What the run's recorder keeps from the request beside its events (``started`` has only the
-    prompt's tokens): the prompt and system text or the chat conversation, the forced prefix, and
-    the branch it labels."""
-    request = job.request
-    return {
-        "prompt": request.prompt,
-        "mode": request.mode,
-        "system": request.system,
-        "prefix_tokens": list(request.prefix_tokens),
-        "parent_run": None if job.branch is None else job.branch.parent_run,
-        "branch_index": None if job.branch is None else job.branch.branch_index,
-        "messages": None if request.chat is None else request.chat.to_list(),
-        "continue_final_message": request.chat is not None and request.chat.continue_final_message,
-        "save": job.save,
-    }
-
-
-def _params_from_dict(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams]:
-    sampling_keys = SamplingParams.field_names()
-    return (
-        SamplingParams.from_dict({k: v for k, v in params.items() if k in sampling_keys}),
-        LoopParams.from_dict({k: v for k, v in params.items() if k not in sampling_keys}),
-    )
 
 
 def _request_id(message: Mapping[str, Any]) -> str:

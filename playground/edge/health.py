@@ -11,7 +11,7 @@
   body naming each check's result and time: the database answers ``SELECT 1``; a message makes a
   round trip through the channel layer; an inference worker answers a ping sent through the
   ``inference`` channel (and reports that its model is built). Each check has a short timeout.
-- ``GET /metrics``: Prometheus' text format (``playground.metrics``).
+- ``GET /metrics``: Prometheus' text format (``playground.edge.metrics``).
 
 :class:`ProbeMiddleware` answers these paths before any other middleware: probes and scrapers reach
 a process by its own address, which is not an allowed host, and over plain HTTP, which the
@@ -22,9 +22,6 @@ should not forward ``/metrics`` from the internet (docs/deploy.md).
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import os
-import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -36,12 +33,12 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from inference.model_dir import ModelNotBuiltError, default_model_dir, read_manifest
-from playground import metrics
-from playground.waiting_line import requests_in_line
+from playground.edge import metrics
+from playground.edge.waiting_line import requests_in_line
+from playground.wire import channel_messages, embedded
+from playground.wire.channel_messages import INFERENCE_CHANNEL, WORKERS_GROUP
 
 CHECK_TIMEOUT_S = 3.0
-PING = "inference.ping"  # web → the ``inference`` channel; a worker answers on ``reply_channel``
-PONG = "inference.pong"
 
 
 HEALTH_PING_TIMEOUT_S = 1.0
@@ -168,26 +165,9 @@ async def _workers() -> dict[str, Any]:
 async def _ping_worker() -> dict[str, Any]:
     """The first answer to a ping sent to the shared ``inference`` channel (a worker with room reads
     it) and to the workers' group (a full worker, which leaves the channel alone, hears it there)."""
-    from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
-
-    # The embedded default: the worker inside this process, started outside this request's context
-    # (which asgiref shuts down when the request ends; the worker must outlive it).
-    contextvars.Context().run(ensure_embedded_worker)
+    embedded.ensure_worker()
     layer = get_channel_layer()
     reply_channel = await layer.new_channel("health.")
-    await layer.send(INFERENCE_CHANNEL, {"type": PING, "reply_channel": reply_channel})
-    await layer.group_send(WORKERS_GROUP, {"type": PING, "reply_channel": reply_channel})
+    await layer.send(INFERENCE_CHANNEL, channel_messages.ping(reply_channel))
+    await layer.group_send(WORKERS_GROUP, channel_messages.ping(reply_channel))
     return await layer.receive(reply_channel)
-
-
-async def answer_ping(worker: Any, message: dict[str, Any]) -> None:
-    """The worker's handler for ``inference.ping`` (``InferenceWorker.inference_ping``): says who
-    answers, whether its model is built and its ``load`` (``InferenceWorker.load``: requests
-    decoding, rows in use, requests waiting, ``max_batch``), on the ping's reply channel."""
-    answer: dict[str, Any] = {"type": PONG, "host": socket.gethostname(), "pid": os.getpid(), "load": worker.load()}
-    try:
-        manifest = read_manifest(default_model_dir())
-        answer |= {"model_built": True, "model": manifest.get("model_name", "?")}
-    except (ModelNotBuiltError, ValueError, OSError) as error:
-        answer |= {"model_built": False, "model_error": str(error)}
-    await worker.channel_layer.send(message["reply_channel"], answer)

@@ -1,6 +1,6 @@
 """The inference workers' current load, gathered from their ping answers (``GET /api/load``).
 
-A worker answers ``inference.ping`` (``health.answer_ping``) with who it is and, once it batches,
+A worker answers ``inference.ping`` (``playground.worker.consumer.InferenceWorker.inference_ping``) with who it is and, once it batches,
 ``"load": {"running", "rows", "waiting", "max_batch"}``: requests decoding, rows of the batch in
 use, requests taken but not yet decoding, and its batch size. The ping goes to the
 ``inference-workers`` group, which every worker joins when it takes a request, so each answers
@@ -16,13 +16,13 @@ one gathering, so pages polling while their run waits cost the workers one ping 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import time
 from typing import Any
 
 from channels.layers import get_channel_layer
 
-from playground.health import PING
+from playground.wire import channel_messages, embedded
+from playground.wire.channel_messages import INFERENCE_CHANNEL, WORKERS_GROUP
 
 CACHE_S = 1.0
 GROUP_ANSWER_S = 0.5  # how long to wait for the group's first answer (a worker's event loop answers in ms)
@@ -55,16 +55,11 @@ def forget() -> None:
 
 
 async def _gather() -> dict[str, Any]:
-    from playground.worker import INFERENCE_CHANNEL, WORKERS_GROUP, ensure_embedded_worker
-
-    # The embedded default: the worker inside this process. Started outside this request's context,
-    # which holds the request's thread executor (asgiref): a worker task inheriting it would fail
-    # once this request ends.
-    contextvars.Context().run(ensure_embedded_worker)
+    embedded.ensure_worker()
     layer = get_channel_layer()
     began = time.monotonic()
     reply_channel = await layer.new_channel("load.")
-    ping = {"type": PING, "reply_channel": reply_channel}
+    ping = channel_messages.ping(reply_channel)
     await layer.group_send(WORKERS_GROUP, ping)
     answers = await _answers(layer, reply_channel, GROUP_ANSWER_S)
     if not answers:  # no worker has taken a request yet: an idle one reads the shared channel

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from django.conf import settings
+
 
 @dataclass(frozen=True)
 class Refusal:
@@ -94,7 +96,5 @@ class ClientLimits:
 
 @lru_cache(maxsize=1)
 def client_limits() -> ClientLimits:
-    from django.conf import settings
-
     config = settings.INFERENCE["CLIENT_LIMITS"]
     return ClientLimits(config["MAX_ACTIVE_REQUESTS"], config["REQUESTS_PER_SECOND"], config["BURST"])

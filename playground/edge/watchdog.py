@@ -1,30 +1,7 @@
-"""Worker liveness: heartbeats from the workers, a watchdog in each websocket connection.
-
-A request travels to a worker over the channel layer, and nothing there says when that worker
-dies: a ``runworker`` killed mid-stream simply stops talking. So, on top of the five messages
-described in ``playground.worker``:
-
-- every request a connection sends carries a fresh ``lease`` token; the worker repeats it on every
-  message about that request (``inference.queued``, ``inference.event``, ``inference.finished``);
-- while a worker holds requests (queued or running) it sends each of their connections an
-  ``inference.heartbeat`` every ``HEARTBEAT_SECONDS``: its ``worker_channel`` and the
-  ``[request_id, lease]`` pairs it holds for that connection;
-- each connection's ``Watchdog`` renews a request's lease on every message from its worker. A
-  request a worker acknowledged and started but has not mentioned for ``LEASE_SECONDS`` ends with
-  an ``error`` of code ``worker_lost``; a request no worker acknowledged within ``ACK_TIMEOUT_SECONDS`` ends
-  with ``no_worker``, unless a worker answers a ping to the workers' group (then every worker is
-  full, and the request waits in the channel for room, checked again after as long). Either way the error reaches the client as if a worker had sent it, so the
-  request id is free again; a worker that is alive after all is told to cancel, and whatever it
-  still sends under the old lease is dropped, even when the client reuses the id;
-- a request its worker took but never started (it waited in that worker's backlog) is not failed
-  when the worker is lost: it goes back to the shared channel under a new lease, same request id,
-  and another worker serves it;
-- a run that had started is saved as failed with the tokens the client saw, under the run id its
-  ``started`` announced: the connection relays every event, so it records them with the same
-  ``RunRecorder`` the worker uses.
-
-The settings live in ``settings.WORKER_LIVENESS``; ``README.md`` (Scale-out) explains them.
-"""
+"""The front door's half of liveness (``playground.wire.liveness``): a ``Watchdog`` per reply channel
+that holds each request's lease, renews it on every message from its worker, gives a request up
+(``worker_lost``, ``no_worker``, ``busy``) or sends it again when its worker went silent, and saves
+a run that had started as failed; and ``send_cancel``, the one rule of where a cancel goes."""
 
 from __future__ import annotations
 
@@ -33,22 +10,23 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
+from channels.exceptions import ChannelFull
 
-from playground import channel_messages, waiting_line
-from playground.events import FINAL_EVENTS
-
-if TYPE_CHECKING:
-    from playground.runs.recording import RunRecorder
+from playground.edge import waiting_line
+from playground.runs.models import Run
+from playground.runs.recording import RunRecorder
+from playground.wire import channel_messages
+from playground.wire.channel_messages import WORKERS_GROUP
+from playground.wire.events import FINAL_EVENTS
+from playground.wire.liveness import Timing
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT = "inference.heartbeat"
 WORKER_LOST = "worker_lost"
 NO_WORKER = "no_worker"
 BUSY = "busy"
@@ -57,88 +35,6 @@ BUSY_RETRY_AFTER_SECONDS = 5.0  # the retry hint of a request refused because ev
 # MAX_WAIT_SECONDS (``waiting_line.max_wait_seconds``); the channel layer keeps messages a margin
 # longer (``channel_layer.message_expiry``), so it is refused with ``busy`` before the layer drops it.
 ALIVE_PING_SECONDS = 1.0  # how long a watchdog waits for a worker's answer before calling a request unserved
-
-
-@dataclass(frozen=True)
-class Timing:
-    """How often workers beat, and how long a connection waits before it gives a request up."""
-
-    heartbeat_seconds: float  # a worker holding requests beats this often
-    lease_seconds: float  # an acknowledged request whose worker is silent this long is lost
-    ack_timeout_seconds: float  # a request no worker acknowledged within this is refused
-
-    def __post_init__(self) -> None:
-        if not self.heartbeat_seconds > 0:
-            raise ValueError(f"WORKER_LIVENESS HEARTBEAT_SECONDS must be above 0, got {self.heartbeat_seconds}")
-        if not self.lease_seconds >= 2 * self.heartbeat_seconds:
-            raise ValueError(
-                f"WORKER_LIVENESS LEASE_SECONDS ({self.lease_seconds}) must be at least twice HEARTBEAT_SECONDS "
-                f"({self.heartbeat_seconds}): one late heartbeat must not lose a request"
-            )
-        if not self.ack_timeout_seconds > 0:
-            raise ValueError(f"WORKER_LIVENESS ACK_TIMEOUT_SECONDS must be above 0, got {self.ack_timeout_seconds}")
-
-    @property
-    def watch_interval(self) -> float:
-        """How often a watchdog looks at its leases: a lost worker is noticed within
-        ``lease_seconds + watch_interval`` of its last word."""
-        return self.lease_seconds / 10
-
-    @classmethod
-    def from_settings(cls) -> Timing:
-        config = settings.WORKER_LIVENESS
-        return cls(float(config["HEARTBEAT_SECONDS"]), float(config["LEASE_SECONDS"]), float(config["ACK_TIMEOUT_SECONDS"]))
-
-
-# ---------------------------------------------------------------------------------------------
-# Worker side
-
-
-class HeldRequest(Protocol):
-    """What a worker knows of a request it holds (``playground.worker.Job`` is one)."""
-
-    request_id: str
-    reply_channel: str
-    lease: str | None
-
-
-def heartbeats(worker_channel: str, held: Iterable[HeldRequest]) -> dict[str, dict[str, Any]]:
-    """reply channel → the heartbeat message naming the requests this worker holds for it."""
-    messages: dict[str, dict[str, Any]] = {}
-    for request in held:
-        if request.lease is None:  # from a connection that does not watch
-            continue
-        message = messages.setdefault(request.reply_channel, {"type": HEARTBEAT, "worker_channel": worker_channel, "leases": []})
-        message["leases"].append([request.request_id, request.lease])
-    return messages
-
-
-class WorkerHeartbeat:
-    """Beats for a worker while it holds requests; stops when it holds none, starts on the next."""
-
-    def __init__(self, held: Callable[[], Iterable[HeldRequest]]) -> None:
-        self._held = held
-        self._task: asyncio.Future[None] | None = None
-
-    def ensure_running(self, channel_layer: Any, worker_channel: str) -> None:
-        if self._task is None or self._task.done():
-            self._task = asyncio.ensure_future(self._beat(channel_layer, worker_channel, Timing.from_settings()))
-
-    async def _beat(self, channel_layer: Any, worker_channel: str, timing: Timing) -> None:
-        while True:
-            await asyncio.sleep(timing.heartbeat_seconds)
-            messages = heartbeats(worker_channel, list(self._held()))
-            if not messages:
-                return
-            for reply_channel, message in messages.items():
-                try:
-                    await channel_layer.send(reply_channel, message)
-                except Exception as error:  # noqa: BLE001 — a full or gone connection; the others still hear
-                    log.warning("could not send a heartbeat to %s: %s", reply_channel, error)
-
-
-# ---------------------------------------------------------------------------------------------
-# Connection side
 
 
 @dataclass
@@ -237,6 +133,10 @@ class Watchdog:
                 lease.worker_channel = lease.worker_channel or message.get("worker_channel")
                 self._renew(lease)
 
+    def forget(self, request_id: str) -> None:
+        """The request was refused before any worker could take it: nothing to watch."""
+        self.leases.pop(request_id, None)
+
     def stop(self) -> None:
         """The connection closed: nothing to watch any more (its requests were cancelled)."""
         if self._task is not None:
@@ -333,12 +233,9 @@ class Watchdog:
         """Whether an inference worker answers a ping sent to the workers' group within
         ``ALIVE_PING_SECONDS``: a request no worker has taken is then waiting for a full worker's
         room (workers read the shared channel only when they have room), not lost."""
-        from playground.health import PING
-        from playground.worker import WORKERS_GROUP  # (the worker imports this module)
-
         try:
             reply_channel = await self.channel_layer.new_channel("alive.")
-            await self.channel_layer.group_send(WORKERS_GROUP, {"type": PING, "reply_channel": reply_channel})
+            await self.channel_layer.group_send(WORKERS_GROUP, channel_messages.ping(reply_channel))
             await asyncio.wait_for(self.channel_layer.receive(reply_channel), ALIVE_PING_SECONDS)
         except Exception:  # noqa: BLE001 — no answer (a timeout) or no layer: nobody alive to wait for
             return False
@@ -366,25 +263,32 @@ class Watchdog:
 
     async def _cancel_quietly(self, lease: Lease) -> None:
         """Tells a worker that holds the request after all to drop it, and one that takes it later
-        to skip it; neither may exist, so failures only get logged."""
-        from playground.worker import WORKERS_GROUP  # (the worker imports this module)
+        to skip it; neither may exist."""
+        await send_cancel(self.channel_layer, lease.request_id, self.reply_channel, lease.worker_channel, lease.channel)
 
-        cancel = channel_messages.cancel(lease.request_id, self.reply_channel)
+
+async def send_cancel(layer: Any, request_id: str, reply_channel: str, worker_channel: str | None, shared_channel: str) -> None:
+    """Where a cancel goes, the one rule: to the worker that acknowledged the request; before any did,
+    to the shared channel it waits in (behind the request itself) and to the workers' group (which
+    reaches every worker that took it, even when that channel is full). Failures only get logged:
+    the request may have ended, and nothing more can be done for a front door that gives it up."""
+    cancel = channel_messages.cancel(request_id, reply_channel)
+    try:
+        if worker_channel is not None:
+            await layer.send(worker_channel, cancel)
+            return
         try:
-            if lease.worker_channel is not None:
-                await self.channel_layer.send(lease.worker_channel, cancel)
-            else:
-                await self.channel_layer.send(lease.channel, cancel)
-                await self.channel_layer.group_send(WORKERS_GROUP, cancel)
-        except Exception as error:  # noqa: BLE001
-            log.warning("could not cancel request %s on its worker: %s", lease.request_id, error)
+            await layer.send(shared_channel, cancel)
+        except ChannelFull:
+            log.warning("the %s channel is full; cancel of %s sent to the workers' group only", shared_channel, request_id)
+        await layer.group_send(WORKERS_GROUP, cancel)
+    except Exception as error:  # noqa: BLE001
+        log.warning("could not cancel request %s on its worker: %s", request_id, error)
 
 
 def save_failed_run(recorder: RunRecorder, error: dict[str, Any]) -> str | None:
     """Saves the relayed run as failed; returns its id (None if it could not be saved). A worker
     that died just after saving the run itself leaves its record, which stands."""
-    from playground.runs.models import Run
-
     if Run.objects.filter(pk=recorder.run_id).exists():
         return recorder.run_id
     return recorder.fail(error)
@@ -393,8 +297,6 @@ def save_failed_run(recorder: RunRecorder, error: dict[str, Any]) -> str | None:
 def relayed_recorder(request_id: str, record: dict[str, Any], started: dict[str, Any]) -> RunRecorder:
     """A recorder for a run the connection relays, saving under the run id and delete token its
     worker announced in ``started`` (the worker saves the run itself unless it dies first)."""
-    from playground.runs.recording import RunRecorder  # the app registry is ready by now
-
     recorder = RunRecorder(request_id, record)
     recorder.run_id, recorder.delete_token = started["run_id"], started["delete_token"]
     recorder.observe(started)

@@ -117,6 +117,6 @@ def redis_channel_layer(url: str, max_wait_seconds: float) -> dict[str, Any]:
         "health_check_interval": HEALTH_CHECK_SECONDS,
     }
     return {
-        "BACKEND": "playground.channel_layer.SingleTakeRedisChannelLayer",
+        "BACKEND": "playground.wire.channel_layer.SingleTakeRedisChannelLayer",
         "CONFIG": {"hosts": [host], "capacity": CHANNEL_CAPACITY, "expiry": message_expiry(max_wait_seconds)},
     }

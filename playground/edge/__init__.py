@@ -1,0 +1,13 @@
+"""The web edge: what faces clients and hands their requests to the workers.
+
+- ``consumers`` (the ``/ws/generate/`` websocket) and ``routing``; ``frames`` (client frames parsed
+  once into typed jobs); ``origin`` and ``security`` (which pages and sockets may talk to us);
+- ``submission`` (one front door's requests to the workers: admission, lease, send, replies,
+  cancels), used by the websocket and by the HTTP API (``playground.openai_api``) alike; with
+  ``client_limits``, ``waiting_line`` (a connection's view of the line) and ``watchdog`` (the front
+  door's half of liveness);
+- ``health`` (``/health``, ``/ready``, ``/metrics``), ``load`` (``/api/load``) and ``metrics``.
+
+It never imports ``playground.worker``: the two meet only in ``playground.wire`` (checked by
+``lint-imports``).
+"""

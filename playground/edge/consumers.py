@@ -1,0 +1,77 @@
+"""The ``/ws/generate/`` websocket: checks each frame, hands requests to a worker, relays its events.
+
+The consumer never touches the model. It is a front door: it parses frames into typed jobs
+(``playground.edge.frames``) and turns them into the connection's ``Submissions``
+(``playground.edge.submission``), which speaks to the inference workers through the channel layer, so
+workers may live in this process or on other machines. Every frame gets its answer or a structured
+``error``; no reply grows past ``events.MAX_REPLY_BYTES``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from playground.edge import frames, metrics
+from playground.edge.submission import Submissions
+from playground.wire import embedded, events
+
+log = logging.getLogger(__name__)
+
+
+class GenerateConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        embedded.ensure_worker()
+        client = self.scope.get("client")
+        address = str(client[0]) if client else "unknown"  # the key of the per-client limits
+        self.submissions = Submissions(self.channel_layer, self.channel_name, address, self._send)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        """Closing the socket cancels every request it started (``Submissions.close``)."""
+        if hasattr(self, "submissions"):
+            await self.submissions.close()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data is None:
+            await self._send(events.error_event("binary_frame", "binary frames are not understood; send JSON text frames"))
+            return
+        try:
+            command = frames.parse_client_frame(text_data)
+        except frames.ProtocolError as error:
+            await self._send(error.to_event())
+            return
+        except Exception as error:  # noqa: BLE001 — a frame must never take the connection down
+            log.exception("could not read a frame")
+            await self._send(events.error_event("invalid_value", f"the frame could not be read: {type(error).__name__}"))
+            return
+        if isinstance(command, frames.Cancel):
+            await self.submissions.cancel(command.request_id)
+            return
+        refusal = await self.submissions.submit(command)
+        if refusal is not None:
+            await self._send(refusal)
+
+    # The channel layer's messages for this connection (``playground.wire.channel_messages``), each
+    # handled by the connection's submissions.
+
+    async def inference_queued(self, message: dict[str, Any]) -> None:
+        await self.submissions.handle(message)
+
+    async def inference_event(self, message: dict[str, Any]) -> None:
+        await self.submissions.handle(message)
+
+    async def inference_finished(self, message: dict[str, Any]) -> None:
+        await self.submissions.handle(message)
+
+    async def inference_heartbeat(self, message: dict[str, Any]) -> None:
+        await self.submissions.handle(message)
+
+    async def inference_taken(self, message: dict[str, Any]) -> None:
+        await self.submissions.handle(message)
+
+    async def _send(self, event: dict[str, Any]) -> None:
+        metrics.event_sent(self.channel_name, event)
+        await self.send(text_data=events.encode_event(event))

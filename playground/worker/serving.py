@@ -1,0 +1,191 @@
+"""Serving the jobs a worker took: generations through the process's decode loop (``inference.batching``),
+tokenizing, inspecting and scoring on a thread of their own, each turned into websocket events.
+
+``playground.worker.consumer``'s ``InferenceWorker`` hands each job it takes to ``submit_generation`` or
+``serve_quick_job`` with an ``emit`` callback, which receives the job's events and then ``END``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+
+from inference import generation
+from inference.batching import BatchStep, Scheduler, Slots, Ticket, serve_in_thread
+from inference.beam import BeamStep
+from inference.errors import Cancelled, ParamError
+from inference.model_dir import default_model_dir
+from inference.runtime import Runtime, load_runtime
+from inference.whatif import LogitsCache, inspect_variants
+from playground.runs.recording import RunRecorder
+from playground.runs.request_fields import record_fields
+from playground.wire import events
+from playground.wire.jobs import Generate, Inspect, Job, Score, Tokenize
+from playground.worker import prompt_scores
+
+log = logging.getLogger(__name__)
+
+END = object()  # what ``emit`` receives after a job's last event
+
+
+class ProcessResources:
+    """What one worker process owns: the model (loaded on first use), the decode loop on a thread
+    of its own, a thread for tokenizing and inspecting, and the what-if logits cache. Made on first
+    use, not at import."""
+
+    def __init__(self) -> None:
+        self.quick_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
+        self.logits_cache = LogitsCache()
+        self._runtime: Runtime | None = None
+        self._scheduler: Scheduler | None = None
+        self._lock = threading.Lock()
+
+    def scheduler(self) -> Scheduler:
+        """The process's decode loop, started on its own thread with the model (once)."""
+        runtime = self.runtime()
+        with self._lock:
+            if self._scheduler is None:
+                config = settings.INFERENCE
+                self._scheduler = Scheduler(runtime, config["MAX_BATCH"], config["PREFILL_CHUNK"])
+                serve_in_thread(self._scheduler)
+                log.info("decode loop started: up to %d rows per step", self._scheduler.max_batch)
+            return self._scheduler
+
+    def load(self) -> dict[str, int] | None:
+        """The decode loop's load, or None before it started."""
+        return None if self._scheduler is None else self._scheduler.load()
+
+    def runtime(self) -> Runtime:
+        """The process's model, loaded once, by whichever worker thread needs it first."""
+        with self._lock:
+            if self._runtime is None:
+                config = settings.INFERENCE
+                self._runtime = load_runtime(default_model_dir(), config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"])
+                info = self._runtime.info
+                log.info("inference worker serving %s on %s", info.name, info.execution_provider)
+            return self._runtime
+
+
+@lru_cache(maxsize=1)
+def resources() -> ProcessResources:
+    return ProcessResources()
+
+
+@dataclass
+class Assignment:
+    """A job this worker holds: who to answer, and the flag that cancels it."""
+
+    request_id: str
+    reply_channel: str
+    command: Job  # parsed once, at the front door
+    quick: bool  # tokenizing, inspecting or scoring: served on their own thread, never behind generations
+    lease: str | None = None  # liveness: the connection's token for this submission, on every reply
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.reply_channel, self.request_id)
+
+
+def serve_quick_job(job: Assignment, emit: Callable[[Any], None]) -> None:
+    """Runs one job on a worker thread, emitting websocket events; never raises."""
+    request_id = job.request_id
+    try:
+        if job.cancelled.is_set():
+            raise Cancelled("cancelled before its turn")
+        command = job.command
+        model = resources().runtime()
+        if isinstance(command, Tokenize):
+            ids = model.codec.encode(command.text, command.mode, command.system, command.chat)  # type: ignore[arg-type]
+            emit(events.tokens_event(request_id, ids, model.codec, model.shape.context_window, command.offset, command.limit))
+        elif isinstance(command, Inspect):
+            emit(_inspect(model, command, job.cancelled.is_set))
+        elif isinstance(command, Score):
+            emit(prompt_scores.answer(model, command, job.cancelled.is_set))
+    except ParamError as error:
+        emit(events.param_error_event(error, request_id))
+    except Cancelled:
+        emit(events.not_started_event(request_id))
+    except Exception as error:  # noqa: BLE001 — the client must hear about it, and the worker must go on
+        log.exception("request %s failed", request_id)
+        emit(events.error_event("generation_failed", f"the model failed during this request: {error}", None, request_id))
+    finally:
+        emit(END)
+
+
+async def submit_generation(job: Assignment, emit: Callable[[Any], None]) -> None:
+    """Hands a generation to the decode loop (loading the model first if need be, off the event loop)."""
+    try:
+        scheduler = await asyncio.to_thread(resources().scheduler)
+        scheduler.submit(GenerationListener(job, resources().runtime(), emit, lambda: emit(END)).ticket())
+    except Exception as error:  # noqa: BLE001 — e.g. no model: the client must hear about it
+        log.exception("request %s could not start", job.request_id)
+        emit(events.error_event("generation_failed", f"the model failed during this request: {error}", None, job.request_id))
+        emit(END)
+
+
+class GenerationListener:
+    """Turns what the decode loop delivers for one generation into websocket events. Every event
+    also goes to the run's recorder, which saves the run when it ends (finished, cancelled, or
+    failed after it started) and puts its id into ``done``. Called on the decode loop's thread."""
+
+    def __init__(self, job: Assignment, model: Runtime, emit: Callable[[Any], None], ended: Callable[[], None]) -> None:
+        assert isinstance(job.command, Generate)
+        self.job = job
+        self.command = job.command
+        self.model = model
+        self.emit = emit
+        self.ended = ended  # after the last event
+        self.recorder = RunRecorder(job.request_id, record_fields(job.command))
+
+    def ticket(self) -> Ticket:
+        return Ticket(self.command.request, self.job.cancelled.is_set, self.deliver, self.fail)
+
+    def deliver(self, item: Any, info: Slots | BatchStep | None) -> None:
+        request_id, codec = self.job.request_id, self.model.codec
+        if isinstance(item, generation.Started):
+            slots = info if isinstance(info, Slots) else None
+            self.emit(self.recorder.observe(events.started_event(request_id, item, codec, self.model.info, slots)))
+        elif isinstance(item, generation.TokenStep):
+            batch = info if isinstance(info, BatchStep) else None
+            self.emit(self.recorder.observe(events.token_event(request_id, item, codec, batch)))
+        elif isinstance(item, BeamStep):
+            self.emit(self.recorder.observe(events.beam_step_event(request_id, item, codec)))
+        else:
+            self.emit(self.recorder.finish(events.done_event(request_id, item)))
+            self.ended()
+
+    def fail(self, error: BaseException) -> None:
+        request_id = self.job.request_id
+        if isinstance(error, Cancelled):  # before ``started``: nothing to save
+            self.emit(events.not_started_event(request_id))
+        elif isinstance(error, ParamError):
+            failure = events.param_error_event(error, request_id)
+            self.emit(_with_run_id(failure, self.recorder.fail(failure)))  # saves what a run that failed midway made
+        else:
+            log.error("generation %s failed: %s", request_id, error, exc_info=error)
+            failure = events.error_event("generation_failed", f"the model failed during this run: {error}", None, request_id)
+            self.emit(_with_run_id(failure, self.recorder.fail(failure)))
+        self.ended()
+
+
+def _with_run_id(event: dict[str, Any], run_id: str | None) -> dict[str, Any]:
+    """An error of a run that was saved (it had started) names the saved run."""
+    return event if run_id is None else event | {"run_id": run_id}
+
+
+def _inspect(model: Runtime, command: Inspect, is_cancelled: Callable[[], bool]) -> dict[str, Any]:
+    """The distribution at one position under each setting asked for, from the real logits."""
+    prompt_ids = model.codec.encode(command.prompt, command.mode, command.system, command.chat)  # type: ignore[arg-type]
+    results = inspect_variants(
+        model, prompt_ids, command.prefix_tokens, command.variants, command.top_n, resources().logits_cache, is_cancelled
+    )
+    return events.inspection_event(command.request_id, len(command.prefix_tokens), results, model.codec)

@@ -15,7 +15,7 @@ values after them, in place, so a step copies nothing but its own token's keys a
 sequence outgrows the capacity the buffers are reallocated at twice the size (capped at the
 context window), the only copy of the cache.
 
-Rows of one call may have different lengths (continuous batching, ``inference.batching``): the
+Rows of one call may have different lengths (continuous batching, ``inference.batching.scheduler``): the
 attention mask is right-padded (row ``b``: ones for its own total length, zeros after it) and
 ``position_ids`` counts from each row's own past length, so GroupQueryAttention reads and writes
 each row at its own place. ``Decoder.run_rows`` runs a contiguous range of a cache's rows this way

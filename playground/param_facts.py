@@ -26,7 +26,7 @@ import hashlib
 import json
 from typing import Any
 
-from inference.loop_params import LoopParams
+from inference.decoding.loop_params import LoopParams
 from inference.sampling.params import DEFAULT_ORDER, SamplingParams
 from inference.sampling.stages import STAGES
 

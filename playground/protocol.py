@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from inference.generation import GenerationRequest
+from inference.decoding.generation import GenerationRequest
 from playground.edge import frames
 from playground.edge.frames import ProtocolError, parse_json, parse_params
 

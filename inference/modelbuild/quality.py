@@ -34,7 +34,7 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from .. import model_dir as md
-from ..peer_models import LlamaCppModel
+from ..bench.peers import LlamaCppModel
 from .reference import export_reference
 
 MIXED_TEXT = """The history of the printing press begins in the fifteenth century, when Johannes Gutenberg \

@@ -1,6 +1,6 @@
 """The fp32 reference export: the packaged GGUF dequantized to an fp32 transformers checkpoint and
 exported by optimum (~70 s, once). ``inference.modelbuild.quality`` judges a built model against
-it, and ``inference.peer_models`` builds the onnxruntime-genai peer from its checkpoint."""
+it, and ``inference.bench.peers`` builds the onnxruntime-genai peer from its checkpoint."""
 
 from __future__ import annotations
 

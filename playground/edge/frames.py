@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference.chat_template import ROLES, ChatMessage, ChatPrompt
+from inference.decoding.generation import GenerationRequest
+from inference.decoding.loop_params import LoopParams
 from inference.errors import FieldError, ParamError
-from inference.generation import GenerationRequest
-from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
 from playground import json_depth
 from playground.wire.events import TOKENIZE_PAGE, error_event

@@ -14,7 +14,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from inference.loop_params import LoopParams
+from inference.decoding.loop_params import LoopParams
 from inference.sampling import SamplingParams
 from playground import json_depth
 from playground.edge import frames

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from inference.generation import GenerationRequest
+from inference.decoding.generation import GenerationRequest
 from inference.sampling.params import MAX_SEED
 from playground import protocol
 from playground.runs.checks import (

@@ -6,7 +6,7 @@ import os
 import socket
 from pathlib import Path
 
-from inference.batch_params import DEFAULT_MAX_BATCH, PREFILL_CHUNK_BESIDE_DECODE
+from inference.batching.params import DEFAULT_MAX_BATCH, PREFILL_CHUNK_BESIDE_DECODE
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 STATE_DIR = Path(os.environ.get("PLAYGROUND_STATE_DIR", BASE_DIR / ".state"))
@@ -131,7 +131,7 @@ INFERENCE = {
     # Run an inference worker inside the server process (the embedded default). Set to 0 when
     # `manage.py runworker inference` processes serve the channel layer instead.
     "EMBEDDED_WORKER": os.environ.get("PLAYGROUND_EMBEDDED_WORKER", "1") == "1",
-    # Continuous batching (inference/batching.py): rows decoded as one batch per step in each
+    # Continuous batching (inference/batching/scheduler.py): rows decoded as one batch per step in each
     # worker process (n samples and beams take one row each), the prompt tokens a joining request
     # prefills per step while others decode, and the generations a worker takes off the shared
     # channel beyond its rows (it reads the channel only while it holds fewer than MAX_BATCH +

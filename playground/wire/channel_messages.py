@@ -52,7 +52,7 @@ from dataclasses import asdict
 from typing import Any
 
 from inference.chat_template import ChatMessage, ChatPrompt
-from inference.generation import GenerationRequest
+from inference.decoding.generation import GenerationRequest
 from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, is_quick, split_params
 
 INFERENCE_CHANNEL = "inference"

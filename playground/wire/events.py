@@ -9,15 +9,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from inference.batching import BatchStep, Slots
-from inference.beam import BeamStep, Proposal
+from inference.batching.scheduler import BatchStep, Slots
+from inference.decoding.beam import BeamStep, Proposal
+from inference.decoding.generation import Finished, Started, TokenStep
+from inference.decoding.loop_params import LoopParams
+from inference.decoding.whatif import Variant
 from inference.errors import ParamError
-from inference.generation import Finished, Started, TokenStep
-from inference.loop_params import LoopParams
 from inference.runtime import ModelInfo
 from inference.sampling import SamplingParams, StepTrace
 from inference.text import TextCodec
-from inference.whatif import Variant
 
 log = logging.getLogger(__name__)
 

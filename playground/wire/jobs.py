@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference.chat_template import ChatPrompt
-from inference.generation import GenerationRequest
-from inference.loop_params import LoopParams
+from inference.decoding.generation import GenerationRequest
+from inference.decoding.loop_params import LoopParams
 from inference.sampling import SamplingParams
 from playground.wire.events import TOKENIZE_PAGE
 

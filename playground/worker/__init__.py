@@ -18,7 +18,7 @@ on the first request (``ensure_embedded_worker``, which the app config provides 
 through ``playground.wire.embedded``). Scale-out: point ``CHANNEL_LAYERS`` at Redis and run
 ``python manage.py runworker inference`` on other machines; the front doors do not change.
 
-Continuous batching (``inference.batching``): each worker process runs one decode loop, the
+Continuous batching (``inference.batching.scheduler``): each worker process runs one decode loop, the
 ``Scheduler``, on a thread of its own, so the event loop never blocks. Up to ``MAX_BATCH`` rows
 (``PLAYGROUND_MAX_BATCH``) decode as one batch per step; generations join between steps, leave
 when they end, and a long prompt is prefilled in chunks between the others' steps. The loop checks

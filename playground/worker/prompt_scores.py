@@ -1,6 +1,6 @@
 """The answer to a ``score`` job: the prompt's tokens with their log-probabilities (``prompt_scores``).
 
-Made on the worker's decode thread (``inference.scoring``); the HTTP API's ``echo`` with
+Made on the worker's decode thread (``inference.decoding.scoring``); the HTTP API's ``echo`` with
 ``logprobs`` reads it (docs/openai-api.md), and a websocket client may ask for it too.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from inference.decoding.scoring import score_prompt
 from inference.runtime import Runtime
-from inference.scoring import score_prompt
 from playground.wire.jobs import Score
 
 

@@ -1,4 +1,4 @@
-"""Serving the jobs a worker took: generations through the process's decode loop (``inference.batching``),
+"""Serving the jobs a worker took: generations through the process's decode loop (``inference.batching.scheduler``),
 tokenizing, inspecting and scoring on a thread of their own, each turned into websocket events.
 
 ``playground.worker.consumer``'s ``InferenceWorker`` hands each job it takes to ``submit_generation`` or
@@ -18,13 +18,13 @@ from typing import Any
 
 from django.conf import settings
 
-from inference import generation
-from inference.batching import BatchStep, Scheduler, Slots, Ticket, serve_in_thread
-from inference.beam import BeamStep
+from inference.batching.scheduler import BatchStep, Scheduler, Slots, Ticket, serve_in_thread
+from inference.decoding import generation
+from inference.decoding.beam import BeamStep
+from inference.decoding.whatif import LogitsCache, inspect_variants
 from inference.errors import Cancelled, ParamError
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
-from inference.whatif import LogitsCache, inspect_variants
 from playground.runs.recording import RunRecorder
 from playground.runs.request_fields import record_fields
 from playground.wire import events

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from inference.beam import BeamStep
+from inference.decoding.beam import BeamStep
+from inference.decoding.generation import Finished, GenerationRequest, Started, TokenStep, run
 from inference.engine import Decoder, DecodeState
-from inference.generation import Finished, GenerationRequest, Started, TokenStep, run
 from inference.runtime import Runtime
 
 

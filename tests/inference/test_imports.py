@@ -1,5 +1,5 @@
 """Imports in ``inference/``: no function imports one of our own modules (where an import cycle
-hides, as ``modelbuild.quality`` and ``peer_models`` once did), only the optional tool chains'
+hides, as ``modelbuild.quality`` and ``peer_models`` (now ``bench.peers``) once did), only the optional tool chains'
 heavy modules are imported late; and the modules of that old cycle each import first."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def late_import_allowed(module: str) -> bool:
 
 
 def test_the_scan_sees_imports_inside_functions():
-    assert any(module == "llama_cpp" for _, _, module in imports_inside_functions())  # peer_models opens llama.cpp late
+    assert any(module == "llama_cpp" for _, _, module in imports_inside_functions())  # bench.peers opens llama.cpp late
 
 
 def test_no_function_in_inference_imports_anything_but_the_optional_tool_chains():
@@ -61,8 +61,8 @@ def test_no_function_in_inference_imports_anything_but_the_optional_tool_chains(
     assert wrong == []
 
 
-@pytest.mark.parametrize("first", ["inference.modelbuild.quality", "inference.peer_models"])
+@pytest.mark.parametrize("first", ["inference.modelbuild.quality", "inference.bench.peers"])
 def test_the_quality_check_and_the_peers_import_in_either_order(first):
-    other = ({"inference.modelbuild.quality", "inference.peer_models"} - {first}).pop()
+    other = ({"inference.modelbuild.quality", "inference.bench.peers"} - {first}).pop()
     code = f"import {first}, {other}; assert {first}.export_reference is {other}.export_reference"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=INFERENCE.parent, timeout=120)

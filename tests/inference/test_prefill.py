@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from inference.decoding.generation import GenerationRequest, run
+from inference.decoding.loop_params import LoopParams
 from inference.errors import Cancelled
-from inference.generation import GenerationRequest, run
-from inference.loop_params import LoopParams
 from inference.prefill import PREFILL_CHUNK, prefill
 from inference.sampling import SamplingParams
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inference.generation import GenerationRequest
-from inference.loop_params import LoopParams
+from inference.decoding.generation import GenerationRequest
+from inference.decoding.loop_params import LoopParams
 from inference.sampling import SamplerChain, SamplingParams
 
 from ..helpers import collect

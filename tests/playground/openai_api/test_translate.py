@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from inference.loop_params import LoopParams
+from inference.decoding.loop_params import LoopParams
 from playground.openai_api.errors import ApiError
 from playground.openai_api.param_table import BEGIN, END, parameter_table
 from playground.openai_api.translate import COMPLETION_MAX_TOKENS, translate

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from inference.batching import Scheduler
+from inference.batching.scheduler import Scheduler
 from playground.address import turns_value
 from playground.edge import frames
 from playground.runs import schema

@@ -1,7 +1,7 @@
 """The batch's planner: what one step of continuous batching does, decided from plain states and
 returned as plain data, without a model (as vLLM's scheduler returns a ``SchedulerOutput`` that its
-model runner executes). ``inference.batching``'s ``Scheduler`` describes its tickets and runs with
-these states, asks ``Planner`` for the plans, and ``inference.batch_runner`` executes them.
+model runner executes). ``inference.batching.scheduler``'s ``Scheduler`` describes its tickets and runs with
+these states, asks ``Planner`` for the plans, and ``inference.batching.runner`` executes them.
 
 A step is planned in two parts, because a run's prompt is encoded (and its clock started) only
 when it is admitted:

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from inference.batching import Scheduler, Ticket, serve_in_thread
-from inference.generation import Finished, GenerationRequest, TokenStep
-from inference.loop_params import LoopParams
+from inference.batching.scheduler import Scheduler, Ticket, serve_in_thread
+from inference.decoding.generation import Finished, GenerationRequest, TokenStep
+from inference.decoding.loop_params import LoopParams
 from inference.runtime import Runtime
 from inference.sampling import SamplingParams
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from inference.batching import Scheduler
+from inference.batching.scheduler import Scheduler
 
-from .test_batching import Listener, assert_same_as_alone, drain, request, submit_all
+from .test_scheduler import Listener, assert_same_as_alone, drain, request, submit_all
 
 pytestmark = pytest.mark.real_model
 

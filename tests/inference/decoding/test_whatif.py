@@ -6,12 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inference.generation import GenerationRequest
-from inference.loop_params import LoopParams
+from inference.decoding.generation import GenerationRequest
+from inference.decoding.loop_params import LoopParams
+from inference.decoding.whatif import Cancelled, LogitsCache, inspect_position, inspect_variants
 from inference.sampling import SamplerChain, SamplingParams
-from inference.whatif import Cancelled, LogitsCache, inspect_position, inspect_variants
-
-from .helpers import collect, recording
+from tests.inference.helpers import collect, recording
 
 PROMPT = "Once upon a time"
 
@@ -156,7 +155,7 @@ def test_a_cancelled_inspection_stops_within_one_token(tiny_runtime, sampled_run
 def test_inspecting_a_run_applies_its_own_rules_min_tokens_and_penalize_prompt(tiny_runtime):
     """``inspect_variants`` sees each position as the run did: no end of sequence before
     ``min_tokens`` new tokens, penalties counting the prompt with ``penalize_prompt`` (the rules of
-    ``inference.generation``, not a copy of them)."""
+    ``inference.decoding.generation``, not a copy of them)."""
     params = SamplingParams(temperature=0.9, repetition_penalty=1.6, presence_penalty=0.7, seed=5)
     loop = LoopParams(max_tokens=6, min_tokens=6, penalize_prompt=True)
     started, steps, _ = collect(tiny_runtime, GenerationRequest(PROMPT, sampling=params, loop=loop))

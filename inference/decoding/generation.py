@@ -18,7 +18,7 @@ that never calls the decoder: ``prepare`` gives the ids to prefill, ``advance`` 
 its rows and returns the step's ``TokenStep``s (or one ``BeamStep``), ``feed`` says which tokens
 its rows get next (and, for beams, which row's cache each continues). Two drivers feed programs
 logits: ``SoloDriver`` on a decoder state of the run's own (``run`` below), and
-``inference.batching.Scheduler``, which decodes many programs' rows in one batch per step. Both
+``inference.batching.scheduler.Scheduler``, which decodes many programs' rows in one batch per step. Both
 take the same tokens for the same logits.
 
 Whoever drives a program checks its cancel flag between steps, so a cancel ends the run within one
@@ -37,16 +37,16 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from inference.beam import BeamSearch, BeamStep, Hypothesis
 from inference.chat_template import ChatPrompt
+from inference.decoding.beam import BeamSearch, BeamStep, Hypothesis
+from inference.decoding.loop_params import LoopParams
+from inference.decoding.stopping import StopStringMatcher
 from inference.engine import DecodeState
 from inference.errors import Cancelled, ParamError
-from inference.loop_params import LoopParams
 from inference.prefill import prefill
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
 from inference.sampling.params import MAX_SEED
-from inference.stopping import StopStringMatcher
 from inference.text import Mode, Utf8Stream
 
 StopReason = Literal["eos", "stop", "max_tokens", "cancelled"]
@@ -212,7 +212,7 @@ class _Sample:
 
 
 class Program(Protocol):
-    """One run's own logic, fed logits by a driver (``SoloDriver`` or ``inference.batching``)."""
+    """One run's own logic, fed logits by a driver (``SoloDriver`` or ``inference.batching.scheduler``)."""
 
     request: GenerationRequest
     rows: int  # decoder rows it uses at most

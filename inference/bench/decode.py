@@ -7,7 +7,7 @@
                               [--rounds 3]
 
 With ``--concurrency``, only the continuous-batching figures are taken: concurrent streams through
-the worker's scheduler (``inference.bench_concurrency`` says how).
+the worker's scheduler (``inference.bench.concurrency`` says how).
 
 Prints JSON. Systems (each with ``--threads`` threads):
 
@@ -18,7 +18,7 @@ Prints JSON. Systems (each with ``--threads`` threads):
   it compiles for ~10 minutes, so it is optional);
 - ``genai``: ``onnxruntime-genai`` on the int4 model its own builder makes from the dequantized
   checkpoint (``--genai-model``, default ``.models/peers/genai-int4``, built by
-  ``python -m inference.peer_models``). A peer that is not installed or has no model is reported
+  ``python -m inference.bench.peers``). A peer that is not installed or has no model is reported
   as skipped.
 
 Figures: decode tokens/s after "The capital of France is" (``--tokens`` new tokens); decode
@@ -45,12 +45,13 @@ from typing import Any
 
 import numpy as np
 
-from inference import bench_concurrency, peer_models
-from inference.batch_params import DEFAULT_MAX_BATCH
-from inference.bench_concurrency import TOP_N, peak_rss_mb, rss_mb
+from inference.batching.params import DEFAULT_MAX_BATCH
+from inference.bench import concurrency as bench_concurrency
+from inference.bench import peers as peer_models
+from inference.bench.concurrency import TOP_N, peak_rss_mb, rss_mb
+from inference.decoding.generation import Finished, GenerationRequest, run
+from inference.decoding.loop_params import LoopParams
 from inference.engine import CPU
-from inference.generation import Finished, GenerationRequest, run
-from inference.loop_params import LoopParams
 from inference.model_dir import default_model_dir, read_manifest
 from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
@@ -172,7 +173,7 @@ def load_peers(threads: int, context: int, genai_model: Path) -> tuple[list[Any]
     except ImportError:
         skipped["llama.cpp"] = "llama-cpp-python not installed (pip install '.[peers]')"
     if not (genai_model / "genai_config.json").is_file():
-        skipped["genai"] = f"no genai model in {genai_model} (build it: python -m inference.peer_models)"
+        skipped["genai"] = f"no genai model in {genai_model} (build it: python -m inference.bench.peers)"
     else:
         try:
             peers.append(Genai(genai_model, context))
@@ -294,6 +295,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return report
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """``python -m inference.bench``: the report as JSON on standard output."""
     json.dump(main(), sys.stdout, indent=2)
     print()
+
+
+if __name__ == "__main__":
+    cli()

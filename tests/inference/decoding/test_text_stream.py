@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inference.stopping import StopStringMatcher
+from inference.decoding.stopping import StopStringMatcher
 from inference.text import Utf8Stream, _decode_with_byte_escapes, _unicode_to_byte
 
 

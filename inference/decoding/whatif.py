@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inference.decoding.generation import check_prefix, hold_off_end, penalized_history
+from inference.decoding.loop_params import LoopParams
 from inference.errors import Cancelled, ParamError
-from inference.generation import check_prefix, hold_off_end, penalized_history
-from inference.loop_params import LoopParams
 from inference.prefill import prefill
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace

@@ -13,13 +13,12 @@ import math
 import numpy as np
 import pytest
 
-from inference.beam import BeamSearch
+from inference.decoding.beam import BeamSearch
+from inference.decoding.generation import GenerationRequest, TokenStep, run
+from inference.decoding.loop_params import LoopParams
 from inference.errors import ParamError
-from inference.generation import GenerationRequest, TokenStep, run
-from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
-
-from .helpers import collect, collect_beams, log_softmax, logits_along, rescore
+from tests.inference.helpers import collect, collect_beams, log_softmax, logits_along, rescore
 
 PROMPT = "Once upon a time"
 EMPTY = ""  # the prompt whose best next token is end-of-sequence

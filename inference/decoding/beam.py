@@ -14,7 +14,7 @@ finished as they stand. Every step reports what was kept, pruned and finished, s
 draw the whole tree.
 
 The search only reads logits and says what to feed next (``advance`` / ``feed``): whoever drives it
-(``inference.generation``'s solo loop, or ``inference.batching``'s shared batch) runs the decoder,
+(``inference.decoding.generation``'s solo loop, or ``inference.batching.scheduler``'s shared batch) runs the decoder,
 rearranging the beams' cache rows as ``feed`` says before feeding its tokens.
 """
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inference.batch_plan import (
+from inference.batching.plan import (
     MIN_PREFILL_CHUNK,
     Admit,
     Chunk,

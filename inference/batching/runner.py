@@ -1,4 +1,4 @@
-"""The batch's runner: executes a ``StepPlan`` (``inference.batch_plan``) against the decoder and
+"""The batch's runner: executes a ``StepPlan`` (``inference.batching.plan``) against the decoder and
 the key/value cache, and leaves each run the logits of its rows. It decides nothing: which rows
 decode, which prompts prefill which tokens and which run alone all come in the plan.
 
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from inference.batch_plan import Chunk, FreshGroup, RunState, SoloChunk, StepPlan
+from inference.batching.plan import Chunk, FreshGroup, RunState, SoloChunk, StepPlan
+from inference.decoding.generation import Program, SoloDriver
 from inference.engine import KVCache
-from inference.generation import Program, SoloDriver
 from inference.runtime import Runtime
 
 log = logging.getLogger(__name__)

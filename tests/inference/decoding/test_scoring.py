@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inference import scoring
+from inference.decoding import scoring
 from inference.errors import Cancelled
 
 

@@ -9,14 +9,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from inference.batching import BatchStep, Scheduler, Slots, Ticket
-from inference.beam import BeamStep
+from inference.batching.scheduler import BatchStep, Scheduler, Slots, Ticket
+from inference.decoding.beam import BeamStep
+from inference.decoding.generation import Finished, GenerationRequest, Started, TokenStep
+from inference.decoding.loop_params import LoopParams
 from inference.errors import Cancelled, ParamError
-from inference.generation import Finished, GenerationRequest, Started, TokenStep
-from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
-
-from .helpers import collect, collect_beams
+from tests.inference.helpers import collect, collect_beams
 
 LOGIT_ROUNDING = 1e-5  # measured: a row's logits in a batch vs alone differ by at most ~3e-7 on the tiny model
 

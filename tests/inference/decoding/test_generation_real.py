@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from inference.generation import GenerationRequest, run
-from inference.loop_params import LoopParams
+from inference.decoding.generation import GenerationRequest, run
+from inference.decoding.loop_params import LoopParams
 from inference.sampling import SamplingParams
-
-from .helpers import collect
+from tests.inference.helpers import collect
 
 pytestmark = pytest.mark.real_model
 
@@ -99,7 +98,7 @@ def test_beam_search_is_deterministic_and_ranks_by_score(real_runtime):
 
 def test_beam_search_cumulative_logprob_matches_the_model(real_runtime):
     """Re-score the best hypothesis token by token with a plain greedy-free forward pass."""
-    from inference.beam import log_softmax
+    from inference.decoding.beam import log_softmax
 
     finished = list(run(real_runtime, beam_request(2, max_tokens=6)))[-1]
     best = finished.beams[0]

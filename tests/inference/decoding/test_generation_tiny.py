@@ -10,13 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inference import generation as generation_module
+from inference.decoding import generation as generation_module
+from inference.decoding.generation import Finished, Generation, GenerationRequest, SoloDriver, Started, StepClock, TokenStep, run
+from inference.decoding.loop_params import LoopParams
 from inference.errors import Cancelled, ParamError
-from inference.generation import Finished, Generation, GenerationRequest, SoloDriver, Started, StepClock, TokenStep, run
-from inference.loop_params import LoopParams
 from inference.sampling import SamplingParams
-
-from .helpers import collect, recording, single_token, softmax
+from tests.inference.helpers import collect, recording, single_token, softmax
 
 PROMPT = "Once upon a time"
 

@@ -2,7 +2,7 @@
 by genai's own builder, and llama.cpp opened on the very GGUF our model is built from
 (:class:`LlamaCppModel`, read by the bench and by ``inference.modelbuild.quality --llama-cpp``).
 
-    python -m inference.peer_models [--out .models/peers/genai-int4]
+    python -m inference.bench.peers [--out .models/peers/genai-int4]
 
 genai's builder (``onnxruntime_genai.models.builder``, the ``peers`` extra) makes an int4 model
 (``-p int4 -e cpu``: its own requantization, accuracy_level 4, fused attention, shared KV buffer)
@@ -105,7 +105,7 @@ class LlamaCppModel:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m inference.peer_models", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m inference.bench.peers", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     print(build_genai_model(args.out))

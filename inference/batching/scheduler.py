@@ -6,8 +6,8 @@ The ``Scheduler`` holds ``max_batch`` rows (*slots*) of one key/value cache. A r
 samples, ``num_beams`` beams) from the moment it is admitted until it ends; a run that ends frees
 its slots at once and the next run reuses them.
 
-The scheduler decides nothing itself and runs no decoder call: ``inference.batch_plan``'s
-``Planner`` plans each step from plain states, and ``inference.batch_runner``'s ``BatchRunner``
+The scheduler decides nothing itself and runs no decoder call: ``inference.batching.plan``'s
+``Planner`` plans each step from plain states, and ``inference.batching.runner``'s ``BatchRunner``
 executes the plan against the decoder and the cache. Each iteration of ``step``:
 
 1. takes new tickets in (each gets its program at once: a request that cannot make one fails
@@ -28,7 +28,7 @@ and every run when the cache does not live in host memory (row views of the buff
 *solo*: each has a decoder state of its own and gets one step per iteration beside the batch.
 
 Exactness: a row's logits in a batch equal the same sequence decoded alone up to the batch
-arithmetic's float rounding (measured in tests/inference/test_batching.py; docs/websocket-api.md
+arithmetic's float rounding (measured in tests/inference/batching/test_scheduler.py; docs/websocket-api.md
 gives the figures), so greedy runs give the same tokens and seeded runs the same draws, except
 where two candidates are tied to within that rounding.
 """
@@ -42,12 +42,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from inference.batch_params import DEFAULT_MAX_BATCH, PREFILL_CHUNK_BESIDE_DECODE
-from inference.batch_plan import Departure, Intake, Planner, WaitingState
-from inference.batch_runner import BatchRun, BatchRunner
-from inference.beam import BeamStep
+from inference.batching.params import DEFAULT_MAX_BATCH, PREFILL_CHUNK_BESIDE_DECODE
+from inference.batching.plan import Departure, Intake, Planner, WaitingState
+from inference.batching.runner import BatchRun, BatchRunner
+from inference.decoding.beam import BeamStep
+from inference.decoding.generation import Finished, GenerationRequest, Program, SoloDriver, Started, TokenStep, new_program
 from inference.errors import Cancelled, ParamError
-from inference.generation import Finished, GenerationRequest, Program, SoloDriver, Started, TokenStep, new_program
 from inference.prefill import PREFILL_CHUNK
 from inference.runtime import Runtime
 

@@ -14,7 +14,7 @@ per process) keeps its own in-flight backup of the messages it has just taken. T
 one backup per channel, shared by every reader, and each receive first puts everything in that backup
 back into the channel (meant for messages a crashed reader never finished), so a request another
 worker had taken a moment before went back into the line and was served twice (about 1 in 8 with
-three readers taking a burst; ``tests/playground/test_single_take.py``). With a backup of its own, a
+three readers taking a burst; ``tests/playground/wire/test_single_take.py``). With a backup of its own, a
 reader only puts back what it took itself and was interrupted in. It can also put a message back
 into a shared channel at the place it first had (``send_in_place``).
 """

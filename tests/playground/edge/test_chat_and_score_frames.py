@@ -8,7 +8,7 @@ import math
 import pytest
 
 from playground.runs.models import Run
-from tests.playground.test_consumer import connect, events_until_end
+from tests.playground.edge.test_consumer import connect, events_until_end
 
 pytestmark = [pytest.mark.real_model, pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 

@@ -42,7 +42,7 @@ from tests.servers import running_daphne
 
 pytestmark = pytest.mark.real_model
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = 650  # batches of 1–10 frames (drawn with a bias to short ones): about 2,300 frames
 MAX_MESSAGE = 1024 * 1024  # daphne's --websocket_max_message_size default
 FIELD_CODES = {

@@ -13,7 +13,7 @@ from django.test import RequestFactory, override_settings
 
 from playground.edge import health
 from playground.wire.channel_messages import INFERENCE_CHANNEL, PING
-from tests.playground.test_consumer import TIMEOUT, connect
+from tests.playground.edge.test_consumer import TIMEOUT, connect
 
 pytestmark = [
     pytest.mark.real_model,

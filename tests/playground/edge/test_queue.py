@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from tests.playground.test_consumer import TIMEOUT, connect
+from tests.playground.edge.test_consumer import TIMEOUT, connect
 
 pytestmark = [
     pytest.mark.real_model,

@@ -15,6 +15,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from inference.batching import Scheduler, Ticket
 from inference.errors import ParamError
 from inference.generation import Generation, GenerationRequest, SpeculativeDriver, TokenStep, Verification, run
 from inference.loop_params import LoopParams, SpeculativeParams
@@ -24,7 +25,7 @@ from ..helpers import logits_along, single_token
 
 PROMPT = " red green blue red green blue red"
 COLOURS = (" red", " green", " blue")
-RUNS = 1200
+RUNS = 500
 TOKENS = 4
 
 
@@ -187,3 +188,11 @@ def test_after_a_rejection_the_cache_is_a_plain_runs(tiny_runtime, colours):
     np.testing.assert_allclose(
         driver.state.append_tokens([sample.generated[-1]]), plain.append_tokens([sample.generated[-1]]), rtol=1e-4, atol=1e-4
     )
+
+
+def test_the_batch_scheduler_refuses_speculation_by_field(tiny_runtime, colours):
+    errors: list[BaseException] = []
+    scheduler = Scheduler(tiny_runtime, max_batch=2)
+    scheduler.submit(Ticket(request(colours, seed=1), lambda: False, lambda item, info: None, errors.append))
+    scheduler.step()
+    assert len(errors) == 1 and isinstance(errors[0], ParamError) and errors[0].param == "speculative"

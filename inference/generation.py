@@ -21,6 +21,11 @@ logits: ``SoloDriver`` on a decoder state of the run's own (``run`` below), and
 ``inference.batching.Scheduler``, which decodes many programs' rows in one batch per step. Both
 take the same tokens for the same logits.
 
+A run with ``speculative`` set is driven by ``SpeculativeDriver``: each step feeds the pending
+token and a few drafted ones in one pass, ``Generation.verify`` judges the drafts in order by the
+exact acceptance rule on the chain's distributions, and the cache is cut back past the rejected
+ones (docs/speculative.md). Its steps yield a ``Verification`` before their ``TokenStep``s.
+
 Whoever drives a program checks its cancel flag between steps, so a cancel ends the run within one
 token. The prompt is fed in chunks (``inference.prefill``) with the flag checked between them, so
 even a long prefill stops within one chunk; a run cancelled before its prefill is over raises

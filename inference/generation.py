@@ -301,7 +301,9 @@ def encode_prompt(runtime: Runtime, request: GenerationRequest) -> list[int]:
 class Generation:
     """Sampling: ``n`` samples of one prompt, each with its own chain, seed and stopping rules."""
 
-    def __init__(self, runtime: Runtime, request: GenerationRequest) -> None:
+    def __init__(self, runtime: Runtime, request: GenerationRequest, drafter: DraftSource | None = None) -> None:
+        """``drafter``: a speculative run's draft source when not the one its parameter names
+        (a draft model, ``inference.speculative.model_draft``, until models have names there)."""
         self.runtime = runtime
         self.request = request.with_seed()
         self.seed: int = int(self.request.sampling.seed)  # type: ignore[arg-type]
@@ -315,7 +317,9 @@ class Generation:
         speculative = self.request.speculative
         if speculative is not None and (n > 1 or self.request.loop.num_beams > 1):
             raise ParamError("speculative", "speculative decoding runs one sample: set n and num_beams to 1")
-        self.drafter: DraftSource | None = None if speculative is None else new_draft_source(speculative)
+        if speculative is not None and drafter is None:
+            drafter = new_draft_source(speculative)
+        self.drafter: DraftSource | None = None if speculative is None else drafter
         self.drafted = self.accepted = 0  # speculative totals: drafts checked, drafts accepted
         self.prompt_ids: list[int] = []
         self._prepared = False

@@ -3,6 +3,7 @@ exact acceptance rule (``rule``). The loop that uses them is ``inference.generat
 
 from inference.loop_params import SpeculativeParams
 from inference.speculative.drafts import Draft, DraftSource, PromptLookup, lookup
+from inference.speculative.model_draft import ModelDraft
 from inference.speculative.rule import Check, judge, residual_pick
 
 
@@ -13,4 +14,4 @@ def new_draft_source(params: SpeculativeParams) -> DraftSource:
     raise ValueError(f"no draft source named {params.draft!r}")
 
 
-__all__ = ["Check", "Draft", "DraftSource", "PromptLookup", "judge", "lookup", "new_draft_source", "residual_pick"]
+__all__ = ["Check", "Draft", "DraftSource", "ModelDraft", "PromptLookup", "judge", "lookup", "new_draft_source", "residual_pick"]

@@ -21,17 +21,11 @@ from inference.generation import Generation, GenerationRequest, SpeculativeDrive
 from inference.loop_params import LoopParams, SpeculativeParams
 from inference.sampling import SamplerChain, SamplingParams
 
-from ..helpers import logits_along, single_token
+from ..helpers import logits_along
 
 PROMPT = " red green blue red green blue red"
-COLOURS = (" red", " green", " blue")
 RUNS = 500
 TOKENS = 4
-
-
-@pytest.fixture(scope="module")
-def colours(tiny_runtime) -> list[int]:
-    return [single_token(tiny_runtime, text) for text in COLOURS]
 
 
 def sampling(colours, seed: int | None = None, temperature: float = 1.0) -> SamplingParams:
@@ -130,6 +124,16 @@ def chi_square_limit(dof: int, z: float = 3.09) -> float:
     return dof * (1 - 2 / (9 * dof) + z * math.sqrt(2 / (9 * dof))) ** 3
 
 
+def chi_square(counts: Counter, expected: dict[tuple[int, ...], float], runs: int) -> tuple[float, float]:
+    """The chi-square statistic of ``counts`` against ``expected`` probabilities, and its 0.001
+    limit; cells expected fewer than 5 times are pooled into one."""
+    big = [path for path, p in expected.items() if p * runs >= 5]
+    observed = [counts[path] for path in big] + [runs - sum(counts[path] for path in big)]
+    wanted = [expected[path] * runs for path in big] + [runs * (1 - sum(expected[path] for path in big))]
+    chi2 = sum((o - e) ** 2 / e for o, e in zip(observed, wanted) if e > 0)
+    return chi2, chi_square_limit(len(observed) - 1)
+
+
 @pytest.mark.parametrize("k", [1, 3])
 def test_speculative_samples_are_distributed_as_the_plain_chains(tiny_runtime, colours, k):
     prompt_ids = tiny_runtime.codec.encode(PROMPT, "completion")
@@ -142,12 +146,8 @@ def test_speculative_samples_are_distributed_as_the_plain_chains(tiny_runtime, c
         counts[tuple(item.token_id for item in items if isinstance(item, TokenStep))] += 1
         rejected += items[-1].speculative.drafted - items[-1].speculative.accepted
     assert rejected > RUNS // 4  # the rule's both branches ran many times
-    # cells expected fewer than 5 times are pooled into one
-    big = [path for path, p in expected.items() if p * RUNS >= 5]
-    observed = [counts[path] for path in big] + [RUNS - sum(counts[path] for path in big)]
-    wanted = [expected[path] * RUNS for path in big] + [RUNS * (1 - sum(expected[path] for path in big))]
-    chi2 = sum((o - e) ** 2 / e for o, e in zip(observed, wanted) if e > 0)
-    assert chi2 < chi_square_limit(len(observed) - 1), (chi2, len(observed))
+    chi2, limit = chi_square(counts, expected, RUNS)
+    assert chi2 < limit, (chi2, limit)
 
 
 def test_greedy_speculation_gives_the_plain_tokens(tiny_runtime, colours):

@@ -112,10 +112,11 @@ class TokenStep:
 
 @dataclass(frozen=True)
 class Verification:
-    """One speculative step: the tokens drafted after ``index`` - 1 and verified in one pass. The
-    checks run in order up to the first rejection (or the first token that ends the sample);
-    ``corrected`` is the token drawn instead of the rejected draft, ``bonus`` the token the
-    model's own distribution gave after every draft was accepted. The token steps follow it."""
+    """One speculative step: the tokens drafted for positions ``index``, ``index`` + 1, … and
+    verified in one pass. The checks run in order up to the first rejection (or the first token
+    that ends the sample); ``corrected`` is the token drawn instead of the rejected draft,
+    ``bonus`` the token the model's own distribution gave after every draft was accepted. The
+    token steps follow it."""
 
     sample: int
     index: int  # the index of the first drafted position among the sample's tokens
@@ -189,13 +190,13 @@ class _Sample:
         self.last_check: Check | None = None  # the acceptance rule's last verdict (speculative runs)
 
     def pick(
-        self, logits: np.ndarray, prompt_ids: list[int], top_n: int, draft: int | None = None, q: np.ndarray | None = None
+        self, logits: np.ndarray, prompt_ids: list[int], top_n: int, draft: tuple[int, np.ndarray] | None = None
     ) -> tuple[int, str, StepTrace]:
         """Chooses this sample's next token from its logits [V] and returns what it releases.
 
         While the prefix lasts the token is the prefix's, traced at its real position; after it,
-        ``max_tokens`` and ``min_tokens`` count the new tokens only. With a ``draft`` token (drawn
-        from ``q`` [V]) the token is the acceptance rule's, judged on the chain's final
+        ``max_tokens`` and ``min_tokens`` count the new tokens only. With a ``draft`` (a token and
+        the q [V] it was drawn from) the token is the acceptance rule's, judged on the chain's final
         distribution: the draft or its correction (``last_check`` says which)."""
         position = len(self.generated) - len(self.prefix)  # < 0 inside the prefix
         forced = self.prefix[len(self.generated)] if position < 0 else None
@@ -205,7 +206,7 @@ class _Sample:
         if draft is None or forced is not None:
             trace = self.chain.step(logits, history, self.rng, top_n=top_n, force=forced)
         else:
-            trace = self.chain.step_with(logits, history, self._judge(draft, q), top_n=top_n)
+            trace = self.chain.step_with(logits, history, self._judge(*draft), top_n=top_n)
         token = int(trace.token)  # type: ignore[arg-type]
         self.generated.append(token)
         text = self._release(token, position)
@@ -215,7 +216,7 @@ class _Sample:
         self.texts.append(text)
         return token, text, trace
 
-    def _judge(self, draft: int, q: np.ndarray | None) -> Callable[[Candidates], tuple[int, float | None]]:
+    def _judge(self, draft: int, q: np.ndarray) -> Callable[[Candidates], tuple[int, float | None]]:
         def choose(final: Candidates) -> tuple[int, float | None]:
             self.last_check = judge(final, draft, q, self.rng, self.chain.greedy)
             return self.last_check.token, self.last_check.draw
@@ -386,7 +387,7 @@ class Generation:
         picked: list[tuple[int, str, StepTrace, bool]] = []
         checks: list[Check] = []
         for position, token in enumerate(draft.tokens):
-            chosen = sample.pick(logits[position], self.prompt_ids, self.request.top_n, token, draft.q_of(position, vocab_size))
+            chosen = sample.pick(logits[position], self.prompt_ids, self.request.top_n, (token, draft.q_of(position, vocab_size)))
             check = sample.last_check
             assert check is not None
             checks.append(check)

@@ -309,6 +309,13 @@ class DecodeState:
                 logits = logits[:, -block.shape[1] :]
         return logits
 
+    def truncate(self, length: int) -> None:
+        """Forgets every position after the first ``length``: speculative decoding's rollback past
+        rejected drafts. The cache keeps its buffers; the next call writes over what lay beyond."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot truncate {self.length} positions to {length}")
+        self.ids = self.ids[:, :length]
+
     def reorder(self, rows: Sequence[int]) -> None:
         """Keeps the given rows (with repeats) as the new batch: beam search's cache shuffle."""
         index = np.asarray(rows, dtype=np.int64)

@@ -182,6 +182,11 @@ class Scheduler:
                 ticket = self._intake.get_nowait()
             except queue.Empty:
                 return
+            if ticket.request.speculative is not None:  # docs/speculative.md: what the scheduler still lacks
+                ticket.fail(
+                    ParamError("speculative", "speculative decoding runs solo only; the batch scheduler has no verify step yet")
+                )
+                continue
             try:
                 program = new_program(self.runtime, ticket.request)
             except Exception as error:  # noqa: BLE001 — a bad request ends alone

@@ -6,8 +6,11 @@
     python -m inference.bench --concurrency 1,2,4,8,16 [--tokens 48] [--requests-per-stream 2] [--max-batch 8]
                               [--rounds 3]
 
+    python -m inference.bench --speculative 2,4,8 [--tokens 128] [--rounds 3] [--temperature 0]
+
 With ``--concurrency``, only the continuous-batching figures are taken: concurrent streams through
-the worker's scheduler (``inference.bench.concurrency`` says how).
+the worker's scheduler (``inference.bench.concurrency`` says how). With ``--speculative``, only
+speculative decoding against plain decoding on three prompt kinds (``inference.bench.decode.speculative``).
 
 Prints JSON. Systems (each with ``--threads`` threads):
 
@@ -48,6 +51,7 @@ import numpy as np
 from inference.batching.params import DEFAULT_MAX_BATCH
 from inference.bench import concurrency as bench_concurrency
 from inference.bench import peers as peer_models
+from inference.bench import speculative as bench_speculative
 from inference.bench.concurrency import TOP_N, peak_rss_mb, rss_mb
 from inference.decoding.generation import Finished, GenerationRequest, run
 from inference.decoding.loop_params import LoopParams
@@ -211,7 +215,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--concurrency", default="", help="e.g. 1,2,4,8,16: concurrent streams through the batching scheduler")
     parser.add_argument("--requests-per-stream", type=int, default=2, help="with --concurrency: requests each stream sends")
     parser.add_argument("--max-batch", type=int, default=DEFAULT_MAX_BATCH, help="with --concurrency: the scheduler's rows")
+    parser.add_argument("--speculative", default="", help="e.g. 2,4,8: prompt-lookup speculation at each k against plain runs")
+    parser.add_argument("--temperature", type=float, default=0.0, help="with --speculative: the runs' temperature")
     args = parser.parse_args(argv)
+    if args.speculative:
+        runtime = load_runtime((args.model_dir or [default_model_dir()])[0], (CPU,), args.threads)
+        ks = [int(k) for k in args.speculative.split(",") if k]
+        return bench_speculative.measure(runtime, ks, args.tokens or 128, args.rounds, args.temperature)
     if args.concurrency:
         runtime = load_runtime((args.model_dir or [default_model_dir()])[0], (CPU,), args.threads)
         levels = [int(c) for c in args.concurrency.split(",") if c]

@@ -21,6 +21,11 @@ logits: ``SoloDriver`` on a decoder state of the run's own (``run`` below), and
 ``inference.batching.scheduler.Scheduler``, which decodes many programs' rows in one batch per step. Both
 take the same tokens for the same logits.
 
+A run with ``speculative`` set is driven by ``SpeculativeDriver``: each step feeds the pending
+token and a few drafted ones in one pass, ``Generation.verify`` judges the drafts in order by the
+exact acceptance rule on the chain's distributions, and the cache is cut back past the rejected
+ones (docs/speculative.md). Its steps yield a ``Verification`` before their ``TokenStep``s.
+
 Whoever drives a program checks its cancel flag between steps, so a cancel ends the run within one
 token. The prompt is fed in chunks (``inference.prefill``) with the flag checked between them, so
 even a long prefill stops within one chunk; a run cancelled before its prefill is over raises
@@ -39,14 +44,16 @@ import numpy as np
 
 from inference.chat_template import ChatPrompt
 from inference.decoding.beam import BeamSearch, BeamStep, Hypothesis
-from inference.decoding.loop_params import LoopParams
+from inference.decoding.loop_params import LoopParams, SpeculativeParams
 from inference.decoding.stopping import StopStringMatcher
 from inference.engine import DecodeState
 from inference.errors import Cancelled, ParamError
 from inference.prefill import prefill
 from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
+from inference.sampling.candidates import Candidates
 from inference.sampling.params import MAX_SEED
+from inference.speculative import Check, Draft, DraftSource, judge, new_draft_source
 from inference.text import Mode, Utf8Stream
 
 StopReason = Literal["eos", "stop", "max_tokens", "cancelled"]
@@ -69,6 +76,7 @@ class GenerationRequest:
     use_cache: bool = True
     prefix_tokens: tuple[int, ...] = ()  # forced as the first generated tokens (a branch's path)
     chat: ChatPrompt | None = None  # chat mode's conversation; None: ``prompt`` (and ``system``) is one turn
+    speculative: SpeculativeParams | None = None  # drafts verified in one pass; same output distribution
 
     def with_seed(self) -> GenerationRequest:
         """The same request with a seed: the client's, or one drawn now so the run can be replayed."""
@@ -99,6 +107,33 @@ class TokenStep:
     trace: StepTrace
     elapsed_ms: float
     forced: bool = False  # taken from the request's prefix_tokens, not picked
+    drafted: bool = False  # speculative decoding: a drafted token the model accepted
+
+
+@dataclass(frozen=True)
+class Verification:
+    """One speculative step: the tokens drafted for positions ``index``, ``index`` + 1, … and
+    verified in one pass. The checks run in order up to the first rejection (or the first token
+    that ends the sample); ``corrected`` is the token drawn instead of the rejected draft,
+    ``bonus`` the token the model's own distribution gave after every draft was accepted. The
+    token steps follow it."""
+
+    sample: int
+    index: int  # the index of the first drafted position among the sample's tokens
+    drafted: tuple[int, ...]
+    checks: tuple[Check, ...]
+    corrected: int | None
+    bonus: int | None
+
+    @property
+    def accepted(self) -> int:
+        return sum(check.accepted for check in self.checks)
+
+
+@dataclass(frozen=True)
+class SpeculativeTotals:
+    drafted: int  # drafted tokens the model checked (drafts past the end of the sample are not)
+    accepted: int
 
 
 @dataclass(frozen=True)
@@ -120,6 +155,7 @@ class Finished:
     decode_tokens_per_s: float | None
     total_ms: float
     beams: tuple[Hypothesis, ...] = ()  # beam search only, in the order of ``samples``
+    speculative: SpeculativeTotals | None = None  # a speculative run only
 
     @property
     def first(self) -> SampleResult:
@@ -151,18 +187,26 @@ class _Sample:
         self.reason: StopReason | None = None
         self.stop_string: str | None = None
         self.tail = ""
+        self.last_check: Check | None = None  # the acceptance rule's last verdict (speculative runs)
 
-    def pick(self, logits: np.ndarray, prompt_ids: list[int], top_n: int) -> tuple[int, str, StepTrace]:
+    def pick(
+        self, logits: np.ndarray, prompt_ids: list[int], top_n: int, draft: tuple[int, np.ndarray] | None = None
+    ) -> tuple[int, str, StepTrace]:
         """Chooses this sample's next token from its logits [V] and returns what it releases.
 
         While the prefix lasts the token is the prefix's, traced at its real position; after it,
-        ``max_tokens`` and ``min_tokens`` count the new tokens only."""
+        ``max_tokens`` and ``min_tokens`` count the new tokens only. With a ``draft`` (a token and
+        the q [V] it was drawn from) the token is the acceptance rule's, judged on the chain's final
+        distribution: the draft or its correction (``last_check`` says which)."""
         position = len(self.generated) - len(self.prefix)  # < 0 inside the prefix
         forced = self.prefix[len(self.generated)] if position < 0 else None
         if forced is None:
             logits = hold_off_end(logits, self.loop, position, self.codec.eos_ids)
         history = penalized_history(self.loop, prompt_ids, self.generated)
-        trace = self.chain.step(logits, history, self.rng, top_n=top_n, force=forced)
+        if draft is None or forced is not None:
+            trace = self.chain.step(logits, history, self.rng, top_n=top_n, force=forced)
+        else:
+            trace = self.chain.step_with(logits, history, self._judge(*draft), top_n=top_n)
         token = int(trace.token)  # type: ignore[arg-type]
         self.generated.append(token)
         text = self._release(token, position)
@@ -171,6 +215,17 @@ class _Sample:
             text += self._flush()
         self.texts.append(text)
         return token, text, trace
+
+    def _judge(self, draft: int, q: np.ndarray) -> Callable[[Candidates], tuple[int, float | None]]:
+        def choose(final: Candidates) -> tuple[int, float | None]:
+            self.last_check = judge(final, draft, q, self.rng, self.chain.greedy)
+            return self.last_check.token, self.last_check.draw
+
+        return choose
+
+    def new_tokens_left(self) -> int:
+        """Tokens this sample may still make before ``max_tokens`` (the prefix counts apart)."""
+        return self.loop.max_tokens - (len(self.generated) - len(self.prefix))
 
     def cancel(self) -> None:
         if self.reason is None:
@@ -247,7 +302,9 @@ def encode_prompt(runtime: Runtime, request: GenerationRequest) -> list[int]:
 class Generation:
     """Sampling: ``n`` samples of one prompt, each with its own chain, seed and stopping rules."""
 
-    def __init__(self, runtime: Runtime, request: GenerationRequest) -> None:
+    def __init__(self, runtime: Runtime, request: GenerationRequest, drafter: DraftSource | None = None) -> None:
+        """``drafter``: a speculative run's draft source when not the one its parameter names
+        (a draft model, ``inference.speculative.model_draft``, until models have names there)."""
         self.runtime = runtime
         self.request = request.with_seed()
         self.seed: int = int(self.request.sampling.seed)  # type: ignore[arg-type]
@@ -256,6 +313,13 @@ class Generation:
         self.rows = self.rows_after_prefill = n
         self.samples = [_Sample(runtime, self.request, i) for i in range(n)]
         self._filler = min(runtime.codec.eos_ids)  # fed to samples that have ended
+        speculative = self.request.speculative
+        if speculative is not None and (n > 1 or self.request.loop.num_beams > 1):
+            raise ParamError("speculative", "speculative decoding runs one sample: set n and num_beams to 1")
+        if speculative is not None and drafter is None:
+            drafter = new_draft_source(speculative)
+        self.drafter: DraftSource | None = None if speculative is None else drafter
+        self.drafted = self.accepted = 0  # speculative totals: drafts checked, drafts accepted
         self.prompt_ids: list[int] = []
         self._prepared = False
         self._pending: list[int] | None = None  # chosen but not yet fed to the decoder
@@ -296,6 +360,54 @@ class Generation:
             for sample, token, text, trace in picked
         ]
 
+    def draft(self) -> Draft:
+        """Speculative runs: up to k tokens drafted to follow the pending one (none while a forced
+        prefix lasts, and never more than the sample may still make after it)."""
+        sample = self.samples[0]
+        if self.drafter is None or self.request.speculative is None or self._pending is None:
+            raise RuntimeError("draft() needs a speculative run with a token pending")
+        room = min(self.request.speculative.k, sample.new_tokens_left())
+        if len(sample.generated) < len(sample.prefix) or room < 1:
+            return Draft(())
+        draft = self.drafter.propose(self.prompt_ids + sample.generated, room)
+        return Draft(draft.tokens[:room], None if draft.q is None else draft.q[:room])
+
+    def verify(self, logits: np.ndarray, draft: Draft, began: float) -> tuple[Verification, list[TokenStep]]:
+        """One speculative step from the logits [m + 1, V] after the pending token and each of the
+        m drafted tokens (one decoder pass): the acceptance rule judges the drafts in order, each on
+        the chain's distribution after the tokens before it, and the step ends at the first
+        rejection (its corrected token), at the end of the sample, or with the bonus token that
+        the last position's logits give once every draft is accepted."""
+        if self.is_done() or self._pending is None or len(logits) != len(draft.tokens) + 1:
+            raise RuntimeError("verify() needs a token pending and the logits after it and each draft")
+        sample, vocab_size = self.samples[0], logits.shape[-1]
+        first = len(sample.generated)
+        picked: list[tuple[int, str, StepTrace, bool]] = []
+        checks: list[Check] = []
+        for position, token in enumerate(draft.tokens):
+            chosen = sample.pick(logits[position], self.prompt_ids, self.request.top_n, (token, draft.q_of(position, vocab_size)))
+            check = sample.last_check
+            assert check is not None
+            checks.append(check)
+            picked.append((*chosen, check.accepted))
+            if not check.accepted or sample.reason is not None:
+                break
+        bonus = None
+        if sample.reason is None and all(check.accepted for check in checks):
+            bonus, text, trace = sample.pick(logits[len(draft.tokens)], self.prompt_ids, self.request.top_n)
+            picked.append((bonus, text, trace, False))
+        self.drafted += len(checks)
+        self.accepted += sum(check.accepted for check in checks)
+        self._pending = None if self.is_done() else [sample.generated[-1]]
+        elapsed = (self._clock.tick(len(picked)) - began) * 1000.0
+        corrected = None if not checks or checks[-1].accepted else checks[-1].token
+        verification = Verification(sample.index, first, draft.tokens, tuple(checks), corrected, bonus)
+        steps = [
+            TokenStep(sample.index, first + i, token, text, trace, elapsed, drafted=accepted)
+            for i, (token, text, trace, accepted) in enumerate(picked)
+        ]
+        return verification, steps
+
     def feed(self) -> Feed:
         """The tokens just chosen (an end-of-sequence filler for samples that have ended, so the
         rows stay in step)."""
@@ -315,9 +427,11 @@ class Generation:
         """The summary once the run has ended; a cancelled run releases what it held back."""
         if not self.is_done():
             raise RuntimeError("finish() before the run ended")
+        totals = None if self.drafter is None else SpeculativeTotals(self.drafted, self.accepted)
         return Finished(
             samples=tuple(sample.result() for sample in self.samples),
             prompt_tokens=len(self.prompt_ids),
+            speculative=totals,
             **self._clock.timing(),
         )
 
@@ -332,6 +446,8 @@ class BeamRun:
         self.request = request.with_seed()
         loop = self.request.loop
         check_token_ids(self.request, runtime.shape.vocab_size)
+        if self.request.speculative is not None:
+            raise ParamError("speculative", "speculative decoding runs one sample: set n and num_beams to 1")
         self.rows = loop.num_beams
         eos_ids = frozenset() if loop.ignore_eos else runtime.codec.eos_ids
         self.search = BeamSearch(loop.num_beams, loop.length_penalty, loop.max_tokens, eos_ids)
@@ -424,16 +540,43 @@ class SoloDriver:
         return self.program.advance(logits, began)
 
 
+class SpeculativeDriver(SoloDriver):
+    """Drives a speculative ``Generation`` (one sample): each step feeds the pending token and the
+    drafted ones in one pass, lets the program judge them, and rolls the cache back past the
+    rejected drafts. A step with nothing drafted is a plain one."""
+
+    program: Generation
+
+    def step(self) -> list[Verification | TokenStep]:  # type: ignore[override]
+        began = time.perf_counter()
+        logits, self._logits = self._logits, None
+        if logits is not None:  # the first token, from the prompt's logits
+            return self.program.advance(logits, began)
+        draft = self.program.draft()
+        if not draft.tokens:
+            return self.program.advance(self.next_logits(), began)
+        pending = int(self.program.feed().tokens[0])
+        kept = self.state.length + 1  # the cache after the pending token
+        logits = self.state.append_tokens([pending, *draft.tokens], all_logits=True)[0]  # [m + 1, V]
+        verification, steps = self.program.verify(logits, draft, began)
+        self.state.truncate(kept + verification.accepted)  # the corrected or bonus token is fed next
+        return [verification, *steps]
+
+
 def run(
     runtime: Runtime,
     request: GenerationRequest,
     is_cancelled: Callable[[], bool] = lambda: False,
-) -> Iterator[Started | TokenStep | BeamStep | Finished]:
+) -> Iterator[Started | TokenStep | BeamStep | Verification | Finished]:
     """Drives one generation (sampling or beam search) to its end on a decoder state of its own,
     checking ``is_cancelled`` before every token. A cancel that comes before the prefill is over
     raises ``Cancelled``: nothing ran that is worth keeping."""
     program = new_program(runtime, request)
-    driver = SoloDriver(runtime, program)
+    driver = (
+        SpeculativeDriver(runtime, program)
+        if isinstance(program, Generation) and program.drafter
+        else SoloDriver(runtime, program)
+    )
     started = driver.start(is_cancelled)
     if is_cancelled():
         raise Cancelled("cancelled during the prefill")

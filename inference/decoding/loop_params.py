@@ -137,6 +137,55 @@ class LoopParams:
             )
 
 
+DRAFT_SOURCES = ("prompt_lookup",)  # inference.speculative.drafts: the sources a run may name
+DRAFT_LENGTH = (1, 8)  # k: tokens drafted per verification
+
+
+@dataclass(frozen=True)
+class SpeculativeParams:
+    """Speculative decoding: ``draft`` names where drafted tokens come from, ``k`` how many are
+    drafted before the model verifies them in one pass. The output is distributed exactly as
+    without it (greedy: the same tokens); only the speed and the per-step record differ."""
+
+    draft: str = "prompt_lookup"
+    k: int = 4
+
+    def __post_init__(self) -> None:
+        if self.draft not in DRAFT_SOURCES:
+            raise ParamError("speculative.draft", f"speculative.draft must be one of {list(DRAFT_SOURCES)}, got {self.draft!r}")
+        _check_int("speculative.k", self.k, *DRAFT_LENGTH)
+
+    @classmethod
+    def from_value(cls, value: Any) -> SpeculativeParams | None:
+        """``{"draft": …, "k": …}`` (either key may be left out), or None for off."""
+        if value is None or isinstance(value, SpeculativeParams):
+            return value
+        if not isinstance(value, Mapping):
+            raise ParamError(
+                "speculative", f"speculative must be an object like {{'draft': 'prompt_lookup', 'k': 4}} or null, got {value!r}"
+            )
+        unknown = sorted(set(value) - {"draft", "k"})
+        if unknown:
+            raise ParamError(f"speculative.{unknown[0]}", f"unknown parameter speculative.{unknown[0]}", code="unknown_param")
+        return cls(**value)
+
+    @classmethod
+    def field_facts(cls) -> dict[str, Any]:
+        """Read-only: the checked choices and range, in the shape of ``LoopParams.field_facts``."""
+        low, high = DRAFT_LENGTH
+        return {
+            "kind": "speculative",
+            "draft": {"kind": "choice", "choices": list(DRAFT_SOURCES), "default": cls.draft},
+            "k": {"kind": "integer", "low": low, "low_open": False, "high": high, "high_open": False, "default": cls.k},
+            "off": "null = off",
+            "nullable": True,
+            "default": None,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def _check_int(name: str, value: object, low: int, high: int | None) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ParamError(name, f"{name} must be an integer, got {value!r}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -63,6 +63,22 @@ class SamplerChain:
             token = int(force)
         else:
             token = int(final.ids[0]) if draw is None else pick(final, draw)
+        for stage, (_, out) in zip(self.stages, outputs):
+            stage.accept(token, out)
+        return self._trace(raw, outputs, top_n, token=token, draw=draw)
+
+    def step_with(
+        self,
+        logits: np.ndarray,
+        history: Sequence[int],
+        choose: Callable[[Candidates], tuple[int, float | None]],
+        top_n: int = 5,
+    ) -> StepTrace:
+        """``step`` with another way to choose: ``choose`` gets the final candidates and returns the
+        token and the draw it used (speculative decoding's acceptance rule); stateful stages then
+        accept the token as in ``step``."""
+        raw, outputs = self._run(logits, history)
+        token, draw = choose(outputs[-1][1] if outputs else raw)
         for stage, (_, out) in zip(self.stages, outputs):
             stage.accept(token, out)
         return self._trace(raw, outputs, top_n, token=token, draw=draw)

@@ -1,0 +1,70 @@
+"""A draft model (here the tiny model drafting for itself, at another temperature, so q differs
+from p): its q rows are its chain's distributions, it follows the context it is asked about, and
+the run's output is still distributed as the plain chain's."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from inference.decoding.generation import Generation, SpeculativeDriver, TokenStep, Verification
+from inference.sampling import SamplerChain
+from inference.speculative import ModelDraft
+
+from ..helpers import logits_along
+from . import test_loop_tiny as loop
+
+RUNS = 400
+
+
+def drive(runtime, request, drafter):
+    generation = Generation(runtime, request, drafter)
+    driver = SpeculativeDriver(runtime, generation)
+    driver.start()
+    items = []
+    while not generation.is_done():
+        items += driver.step()
+    return items, generation.finish()
+
+
+def test_q_rows_are_the_draft_chains_distributions_and_the_state_follows_the_context(tiny_runtime, colours):
+    params = loop.sampling(colours, seed=1, temperature=2.0)
+    drafter = ModelDraft(tiny_runtime.decoder, params, seed=1)
+    prompt = tiny_runtime.codec.encode(loop.PROMPT, "completion")
+    chain = SamplerChain(params)
+    for context in (prompt, prompt + [colours[2]], prompt + [colours[1], colours[0]], prompt[:-1]):
+        draft = drafter.propose(context, 3)
+        assert len(draft.tokens) == 3 and draft.q.shape == (3, tiny_runtime.shape.vocab_size)
+        logits = logits_along(tiny_runtime, context, draft.tokens[:-1])  # a fresh state's, fed plainly
+        for i, token in enumerate(draft.tokens):
+            expected = chain.distribution(logits[i], list(context) + list(draft.tokens[:i]))
+            np.testing.assert_allclose(draft.q[i], expected, atol=1e-4)
+            assert draft.q[i][token] > 0 and draft.q[i].sum() == pytest.approx(1.0)
+
+
+def test_a_draft_model_with_the_targets_chain_is_always_accepted_when_greedy(tiny_runtime, colours):
+    request = loop.request(colours, k=3, max_tokens=16, temperature=0.0)
+    plain = [i.token_id for i in loop.run(tiny_runtime, replace(request, speculative=None)) if isinstance(i, TokenStep)]
+    items, finished = drive(tiny_runtime, request, ModelDraft(tiny_runtime.decoder, request.sampling, seed=0))
+    assert [i.token_id for i in items if isinstance(i, TokenStep)] == plain
+    assert finished.speculative.accepted == finished.speculative.drafted > 0
+
+
+def test_draft_model_samples_are_distributed_as_the_plain_chains(tiny_runtime, colours):
+    prompt_ids = tiny_runtime.codec.encode(loop.PROMPT, "completion")
+    expected = loop.exact_path_probabilities(tiny_runtime, colours, prompt_ids)
+    counts: Counter[tuple[int, ...]] = Counter()
+    rejected = 0
+    for seed in range(RUNS):
+        request = loop.request(colours, seed=20_000 + seed, k=2)
+        drafter = ModelDraft(tiny_runtime.decoder, loop.sampling(colours, seed=seed, temperature=0.4), seed=seed)
+        items, finished = drive(tiny_runtime, request, drafter)
+        assert all(c.q < 1.0 for v in items if isinstance(v, Verification) for c in v.checks)  # q is no point mass
+        counts[tuple(i.token_id for i in items if isinstance(i, TokenStep))] += 1
+        rejected += finished.speculative.drafted - finished.speculative.accepted
+    assert rejected > RUNS // 10
+    chi2, limit = loop.chi_square(counts, expected, RUNS)
+    assert chi2 < limit, (chi2, limit)

@@ -47,6 +47,7 @@ from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
 from inference.sampling.params import MAX_SEED
 from inference.stopping import StopStringMatcher
+from inference.surprisal import PromptSurprisal, SurprisalCollector
 from inference.text import Mode, Utf8Stream
 
 StopReason = Literal["eos", "stop", "max_tokens", "cancelled"]
@@ -69,6 +70,7 @@ class GenerationRequest:
     use_cache: bool = True
     prefix_tokens: tuple[int, ...] = ()  # forced as the first generated tokens (a branch's path)
     chat: ChatPrompt | None = None  # chat mode's conversation; None: ``prompt`` (and ``system``) is one turn
+    prompt_scores: bool = False  # keep the prefill's logits and report each prompt token's surprisal (``inference.surprisal``)
 
     def with_seed(self) -> GenerationRequest:
         """The same request with a seed: the client's, or one drawn now so the run can be replayed."""
@@ -84,6 +86,7 @@ class GenerationRequest:
 class Started:
     request: GenerationRequest  # as run: the seed filled in
     prompt_ids: list[int]
+    prompt_surprisal: PromptSurprisal | None = None  # when the request asked for ``prompt_scores``
 
     @property
     def seed(self) -> int:
@@ -217,6 +220,7 @@ class Program(Protocol):
     request: GenerationRequest
     rows: int  # decoder rows it uses at most
     rows_after_prefill: int  # rows the prompt's cache is copied to once prefilled
+    surprisal: SurprisalCollector | None  # set by ``prepare`` when the request asks for prompt scores: the driver feeds it
 
     def prepare(self) -> list[int]: ...  # the ids to prefill (checked against the context window)
     def started(self) -> Started: ...
@@ -244,6 +248,14 @@ def encode_prompt(runtime: Runtime, request: GenerationRequest) -> list[int]:
     return ids
 
 
+def _collector(request: GenerationRequest, prompt_ids: list[int]) -> SurprisalCollector | None:
+    return SurprisalCollector(prompt_ids, request.top_n) if request.prompt_scores else None
+
+
+def _started(request: GenerationRequest, prompt_ids: list[int], surprisal: SurprisalCollector | None) -> Started:
+    return Started(request, prompt_ids, None if surprisal is None else surprisal.result())
+
+
 class Generation:
     """Sampling: ``n`` samples of one prompt, each with its own chain, seed and stopping rules."""
 
@@ -257,6 +269,7 @@ class Generation:
         self.samples = [_Sample(runtime, self.request, i) for i in range(n)]
         self._filler = min(runtime.codec.eos_ids)  # fed to samples that have ended
         self.prompt_ids: list[int] = []
+        self.surprisal: SurprisalCollector | None = None
         self._prepared = False
         self._pending: list[int] | None = None  # chosen but not yet fed to the decoder
         self._clock = StepClock()
@@ -267,11 +280,12 @@ class Generation:
         """Encodes the prompt and checks it fits; returns the ids to prefill."""
         self._clock = StepClock()
         self.prompt_ids = encode_prompt(self.runtime, self.request)
+        self.surprisal = _collector(self.request, self.prompt_ids)
         self._prepared = True
         return self.prompt_ids
 
     def started(self) -> Started:
-        return Started(self.request, self.prompt_ids)
+        return _started(self.request, self.prompt_ids, self.surprisal)
 
     def advance(self, logits: np.ndarray, began: float) -> list[TokenStep]:
         """One token for every sample still running, from the logits [n, V] of the samples' rows."""
@@ -336,15 +350,17 @@ class BeamRun:
         eos_ids = frozenset() if loop.ignore_eos else runtime.codec.eos_ids
         self.search = BeamSearch(loop.num_beams, loop.length_penalty, loop.max_tokens, eos_ids)
         self.prompt_ids: list[int] = []
+        self.surprisal: SurprisalCollector | None = None
         self._clock = StepClock()
 
     def prepare(self) -> list[int]:
         self._clock = StepClock()
         self.prompt_ids = encode_prompt(self.runtime, self.request)
+        self.surprisal = _collector(self.request, self.prompt_ids)
         return self.prompt_ids + list(self.request.prefix_tokens)
 
     def started(self) -> Started:
-        return Started(self.request, self.prompt_ids)
+        return _started(self.request, self.prompt_ids, self.surprisal)
 
     def advance(self, logits: np.ndarray, began: float) -> list[BeamStep]:
         step = self.search.advance(logits, began)
@@ -395,7 +411,8 @@ class SoloDriver:
     def start(self, is_cancelled: Callable[[], bool] = lambda: False) -> Started:
         """Prefills the program's prompt in chunks (``Cancelled`` between them); the cache is then
         copied to every row the program starts with."""
-        logits = prefill(self.state, self.program.prepare(), is_cancelled)  # [1, V]
+        ids = self.program.prepare()
+        logits = prefill(self.state, ids, is_cancelled, surprisal=self.program.surprisal)  # [1, V]
         self._logits = self.spread(logits)
         return self.program.started()
 

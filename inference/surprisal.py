@@ -21,6 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Rows scored at once: each float64 work array is SCORE_BLOCK × V (12.6 MB at V = 49,152), so a
+# 512-token prefill chunk never holds more than a few of them, whatever its length.
+SCORE_BLOCK = 32
+
 
 @dataclass(frozen=True)
 class PromptToken:
@@ -93,8 +97,10 @@ class SurprisalCollector:
         if begin + 1 != len(self._tokens):
             raise ValueError(f"a chunk from position {begin} after {len(self._tokens)} scored tokens")
         count = max(0, min(len(logits), len(self.ids) - 1 - begin))
-        targets = self.ids[begin + 1 : begin + 1 + count]
-        self._tokens.extend(score_rows(logits[:count], targets, self.top_n))
+        for first in range(0, count, SCORE_BLOCK):  # float64 work arrays of SCORE_BLOCK rows at a time
+            last = min(count, first + SCORE_BLOCK)
+            targets = self.ids[begin + 1 + first : begin + 1 + last]
+            self._tokens.extend(score_rows(logits[first:last], targets, self.top_n))
 
     def result(self) -> PromptSurprisal:
         if len(self._tokens) != len(self.ids):

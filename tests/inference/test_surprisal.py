@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from inference import surprisal
 from inference.batching import Scheduler
 from inference.generation import GenerationRequest, Started
 from inference.loop_params import LoopParams
@@ -38,17 +39,17 @@ def scored(prompt: str, top_n: int = 4, use_cache: bool = True) -> GenerationReq
     )
 
 
-def assert_matches_separate_pass(runtime, ids: list[int], surprisal: PromptSurprisal, top_n: int, tolerance: float) -> None:
+def assert_matches_separate_pass(runtime, ids: list[int], record: PromptSurprisal, top_n: int, tolerance: float) -> None:
     reference = score_prompt(runtime, ids, top_n)
-    assert [t.token_id for t in surprisal.tokens] == ids
-    first = surprisal.tokens[0]
+    assert [t.token_id for t in record.tokens] == ids
+    first = record.tokens[0]
     assert (first.logprob, first.rank, first.entropy, first.top) == (None, None, None, ())
-    for mine, theirs in zip(surprisal.tokens[1:], reference[1:]):
+    for mine, theirs in zip(record.tokens[1:], reference[1:]):
         assert mine.logprob == pytest.approx(theirs.logprob, abs=tolerance)
         assert [p for _, p in mine.top] == pytest.approx([p for _, p in theirs.top], abs=tolerance)
     bits = -sum(t.logprob for t in reference[1:]) / math.log(2)
-    assert surprisal.total_bits == pytest.approx(bits, abs=tolerance * len(ids))
-    assert surprisal.perplexity == pytest.approx(2 ** (bits / (len(ids) - 1)), rel=tolerance * 10)
+    assert record.total_bits == pytest.approx(bits, abs=tolerance * len(ids))
+    assert record.perplexity == pytest.approx(2 ** (bits / (len(ids) - 1)), rel=tolerance * 10)
 
 
 def test_a_solo_run_reports_its_prompt_as_a_separate_pass_scores_it(tiny_runtime):
@@ -70,7 +71,8 @@ def test_rank_entropy_and_alternatives_are_those_of_the_distribution_before_each
         assert token.prob == pytest.approx(math.exp(row[ids[position]]), abs=TINY_TOLERANCE)
 
 
-def test_a_chunked_prefill_gives_the_scores_of_one_pass(tiny_runtime):
+def test_a_chunked_prefill_gives_the_scores_of_one_pass(tiny_runtime, monkeypatch):
+    monkeypatch.setattr(surprisal, "SCORE_BLOCK", 7)  # several blocks within a chunk, too
     ids = tiny_runtime.codec.encode(LONG_PROMPT, "completion")
     whole, chunked = SurprisalCollector(ids, 2), SurprisalCollector(ids, 2)
     prefill(tiny_runtime.decoder.new_state(), ids, surprisal=whole)

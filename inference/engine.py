@@ -243,9 +243,13 @@ class Decoder:
         self.session.run_with_iobinding(binding)
         return binding.get_outputs()[0].numpy()
 
-    def prefill_fresh_rows(self, prompts: Sequence[Sequence[int]], into: KVCache, targets: Sequence[int]) -> np.ndarray:
+    def prefill_fresh_rows(
+        self, prompts: Sequence[Sequence[int]], into: KVCache, targets: Sequence[int], all_logits: bool = False
+    ) -> np.ndarray:
         """Several prompts from an empty cache in **one** forward pass; returns each one's
-        last-position logits [G, V], equal to its prefill alone (a prompt of 2 or more tokens).
+        last-position logits [G, V], equal to its prefill alone (a prompt of 2 or more tokens);
+        with ``all_logits``, every position's [G, S, V] (S the longest prompt; a row's positions
+        past its own length are padding's).
 
         The prompts are right-padded to the longest; each row's attention mask stops at its own
         length, which the fused attention's first-prompt path honours row by row. The pass runs on
@@ -256,7 +260,7 @@ class Decoder:
         if len(prompts) == 0 or int(lengths.min()) < 1:
             raise ValueError("prefill_fresh_rows needs at least one prompt, none of them empty")
         width = int(lengths.max())
-        keep = width - int(lengths.min()) + 1  # positions of every row the head computes
+        keep = width if all_logits else width - int(lengths.min()) + 1  # positions of every row the head computes
         input_ids = np.zeros((len(prompts), width), dtype=np.int64)  # [G, S]; the padding is never attended to
         for row, prompt in enumerate(prompts):
             input_ids[row, : len(prompt)] = prompt
@@ -266,6 +270,8 @@ class Decoder:
         # [G, keep, V]: positions width - keep .. width - 1 of every row
         logits = self._forward(input_ids, attention_mask, position_ids, keep, scratch.values)
         into.take_rows(scratch, targets, lengths.tolist())
+        if all_logits:
+            return logits
         return logits[np.arange(len(prompts)), lengths - 1 - (width - keep)]  # [G, V]
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from inference.decoding.surprisal import SurprisalCollector
 from inference.engine import DecodeState
 from inference.errors import Cancelled
 
@@ -15,18 +16,28 @@ PREFILL_CHUNK = 512  # prompt tokens per decoder call (the same logits as one ca
 
 
 def prefill(
-    state: DecodeState, ids: list[int], is_cancelled: Callable[[], bool] = lambda: False, chunk: int = PREFILL_CHUNK
+    state: DecodeState,
+    ids: list[int],
+    is_cancelled: Callable[[], bool] = lambda: False,
+    chunk: int = PREFILL_CHUNK,
+    surprisal: SurprisalCollector | None = None,
 ) -> np.ndarray:
     """Feeds the prompt ``ids`` to ``state`` in chunks, checking ``is_cancelled`` between them;
     returns the next logits [B, V]. Raises ``Cancelled`` when asked to stop. A state without a
-    KV cache recomputes everything at each call, so it takes the prompt in one call."""
+    KV cache recomputes everything at each call, so it takes the prompt in one call. With
+    ``surprisal``, every position's logits are kept and handed to it (row 0's)."""
     if not state.use_cache:
         chunk = max(len(ids), 1)
     logits: np.ndarray | None = None
     for begin in range(0, len(ids), chunk):
         if is_cancelled():
             raise Cancelled("cancelled during the prefill")
-        logits = state.append_tokens(ids[begin : begin + chunk])
+        if surprisal is None:
+            logits = state.append_tokens(ids[begin : begin + chunk])
+        else:
+            every = state.append_tokens(ids[begin : begin + chunk], all_logits=True)  # [B, S, V]
+            surprisal.observe(begin, every[0])
+            logits = every[:, -1, :]
     if logits is None:
         raise ValueError("prefill needs at least one token")
     return logits

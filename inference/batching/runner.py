@@ -148,9 +148,15 @@ class BatchRunner:
         """Several fresh prompts in one decoder call (``Decoder.prefill_fresh_rows``), each into its first slot."""
         self.cache.reserve(max(len(run.prompt) for run in runs), self._longest(seats))
         began = time.perf_counter()
+        scored = any(run.program.surprisal is not None for run in runs)  # then every position's logits: [G, S, V]
         logits = self.runtime.decoder.prefill_fresh_rows(
-            [run.prompt for run in runs], self.cache, [run.slots[0] for run in runs]
-        )  # [G, V]
+            [run.prompt for run in runs], self.cache, [run.slots[0] for run in runs], all_logits=scored
+        )
+        if scored:
+            for run, rows in zip(runs, logits):
+                if run.program.surprisal is not None:
+                    run.program.surprisal.observe(0, rows[: len(run.prompt)])
+            logits = logits[np.arange(len(runs)), [len(run.prompt) - 1 for run in runs]]  # [G, V]
         for run, row in zip(runs, logits):
             run.began = began
             run.prefilled = len(run.prompt)
@@ -162,7 +168,11 @@ class BatchRunner:
         ids = np.array([run.prompt[begin:end]], dtype=np.int64)  # [1, S]
         run.began = time.perf_counter()
         self.cache.reserve(end, self._longest(seats))
-        logits = self.runtime.decoder.run_rows(ids, self.cache, np.array([begin]), run.slots[0])  # [1, V]
+        surprisal = run.program.surprisal
+        logits = self.runtime.decoder.run_rows(ids, self.cache, np.array([begin]), run.slots[0], surprisal is not None)
+        if surprisal is not None:  # [1, S, V]
+            surprisal.observe(begin, logits[0])
+            logits = logits[:, -1, :]  # [1, V]
         run.prefilled = end
         if not run.prefilling:
             self._prefilled(run, logits, outcome)
@@ -172,7 +182,11 @@ class BatchRunner:
         assert run.solo is not None
         ids = np.array([run.prompt[begin:end]], dtype=np.int64)  # [1, S]
         run.began = time.perf_counter()
-        logits = run.solo.state.append_tokens(ids)  # [1, V]
+        surprisal = run.program.surprisal
+        logits = run.solo.state.append_tokens(ids, all_logits=surprisal is not None)
+        if surprisal is not None:  # [1, S, V]
+            surprisal.observe(begin, logits[0])
+            logits = logits[:, -1, :]  # [1, V]
         run.prefilled = end
         if not run.prefilling:  # its state's rows start from the prompt
             self._started(run, run.solo.spread(logits), outcome)

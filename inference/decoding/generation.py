@@ -37,7 +37,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -46,6 +46,7 @@ from inference.chat_template import ChatPrompt
 from inference.decoding.beam import BeamSearch, BeamStep, Hypothesis
 from inference.decoding.loop_params import LoopParams, SpeculativeParams
 from inference.decoding.stopping import StopStringMatcher
+from inference.decoding.surprisal import PromptSurprisal, SurprisalCollector
 from inference.engine import DecodeState
 from inference.errors import Cancelled, ParamError
 from inference.prefill import prefill
@@ -76,7 +77,11 @@ class GenerationRequest:
     use_cache: bool = True
     prefix_tokens: tuple[int, ...] = ()  # forced as the first generated tokens (a branch's path)
     chat: ChatPrompt | None = None  # chat mode's conversation; None: ``prompt`` (and ``system``) is one turn
+    _: KW_ONLY  # the options added since: by name only
     speculative: SpeculativeParams | None = None  # drafts verified in one pass; same output distribution
+    prompt_scores: bool = (
+        False  # keep the prefill's logits and report each prompt token's surprisal (``inference.decoding.surprisal``)
+    )
 
     def with_seed(self) -> GenerationRequest:
         """The same request with a seed: the client's, or one drawn now so the run can be replayed."""
@@ -92,6 +97,7 @@ class GenerationRequest:
 class Started:
     request: GenerationRequest  # as run: the seed filled in
     prompt_ids: list[int]
+    prompt_surprisal: PromptSurprisal | None = None  # when the request asked for ``prompt_scores``
 
     @property
     def seed(self) -> int:
@@ -272,6 +278,7 @@ class Program(Protocol):
     request: GenerationRequest
     rows: int  # decoder rows it uses at most
     rows_after_prefill: int  # rows the prompt's cache is copied to once prefilled
+    surprisal: SurprisalCollector | None  # set by ``prepare`` when the request asks for prompt scores: the driver feeds it
 
     def prepare(self) -> list[int]: ...  # the ids to prefill (checked against the context window)
     def started(self) -> Started: ...
@@ -299,6 +306,14 @@ def encode_prompt(runtime: Runtime, request: GenerationRequest) -> list[int]:
     return ids
 
 
+def _collector(request: GenerationRequest, prompt_ids: list[int]) -> SurprisalCollector | None:
+    return SurprisalCollector(prompt_ids, request.top_n) if request.prompt_scores else None
+
+
+def _started(request: GenerationRequest, prompt_ids: list[int], surprisal: SurprisalCollector | None) -> Started:
+    return Started(request, prompt_ids, None if surprisal is None else surprisal.result())
+
+
 class Generation:
     """Sampling: ``n`` samples of one prompt, each with its own chain, seed and stopping rules."""
 
@@ -321,6 +336,7 @@ class Generation:
         self.drafter: DraftSource | None = None if speculative is None else drafter
         self.drafted = self.accepted = 0  # speculative totals: drafts checked, drafts accepted
         self.prompt_ids: list[int] = []
+        self.surprisal: SurprisalCollector | None = None
         self._prepared = False
         self._pending: list[int] | None = None  # chosen but not yet fed to the decoder
         self._clock = StepClock()
@@ -331,11 +347,12 @@ class Generation:
         """Encodes the prompt and checks it fits; returns the ids to prefill."""
         self._clock = StepClock()
         self.prompt_ids = encode_prompt(self.runtime, self.request)
+        self.surprisal = _collector(self.request, self.prompt_ids)
         self._prepared = True
         return self.prompt_ids
 
     def started(self) -> Started:
-        return Started(self.request, self.prompt_ids)
+        return _started(self.request, self.prompt_ids, self.surprisal)
 
     def advance(self, logits: np.ndarray, began: float) -> list[TokenStep]:
         """One token for every sample still running, from the logits [n, V] of the samples' rows."""
@@ -452,15 +469,17 @@ class BeamRun:
         eos_ids = frozenset() if loop.ignore_eos else runtime.codec.eos_ids
         self.search = BeamSearch(loop.num_beams, loop.length_penalty, loop.max_tokens, eos_ids)
         self.prompt_ids: list[int] = []
+        self.surprisal: SurprisalCollector | None = None
         self._clock = StepClock()
 
     def prepare(self) -> list[int]:
         self._clock = StepClock()
         self.prompt_ids = encode_prompt(self.runtime, self.request)
+        self.surprisal = _collector(self.request, self.prompt_ids)
         return self.prompt_ids + list(self.request.prefix_tokens)
 
     def started(self) -> Started:
-        return Started(self.request, self.prompt_ids)
+        return _started(self.request, self.prompt_ids, self.surprisal)
 
     def advance(self, logits: np.ndarray, began: float) -> list[BeamStep]:
         step = self.search.advance(logits, began)
@@ -511,7 +530,8 @@ class SoloDriver:
     def start(self, is_cancelled: Callable[[], bool] = lambda: False) -> Started:
         """Prefills the program's prompt in chunks (``Cancelled`` between them); the cache is then
         copied to every row the program starts with."""
-        logits = prefill(self.state, self.program.prepare(), is_cancelled)  # [1, V]
+        ids = self.program.prepare()
+        logits = prefill(self.state, ids, is_cancelled, surprisal=self.program.surprisal)  # [1, V]
         self._logits = self.spread(logits)
         return self.program.started()
 

@@ -39,6 +39,7 @@ GENERATE_KEYS = frozenset(
         "params",
         "top_n",
         "use_cache",
+        "prompt_scores",
         "prefix_tokens",
         "parent_run",
         "branch_index",
@@ -209,9 +210,14 @@ def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate
     use_cache = message.get("use_cache", True)
     if not isinstance(use_cache, bool):
         raise ProtocolError("use_cache", f"use_cache must be true or false, got {excerpt(use_cache)}", "invalid_value")
+    prompt_scores = message.get("prompt_scores", False)
+    if not isinstance(prompt_scores, bool):
+        raise ProtocolError(
+            "prompt_scores", f"prompt_scores must be true or false, got {excerpt(prompt_scores)}", "invalid_value"
+        )
     sampling, loop = parse_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
-    request = GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat)
+    request = GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat, prompt_scores=prompt_scores)
     return Generate(request_id, request, parse_branch(message), parse_save(message))
 
 

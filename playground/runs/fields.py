@@ -28,6 +28,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from playground.runs import prompt_surprisal
 from playground.runs.checks import (
     Check,
     a_list,
@@ -272,6 +273,7 @@ RUN = Part(
         Field("branch_index", "branch_index", optional(an_int)),
         REQUEST,
         PROMPT_TOKENS,
+        Field("prompt_surprisal", "prompt_surprisal", optional(prompt_surprisal.check)),  # added later: optional
         MODEL,
         RESULT,
         TOKENS,

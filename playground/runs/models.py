@@ -80,6 +80,11 @@ class Run(models.Model):
     )
     continue_final_message = models.BooleanField(default=False, help_text="the last (assistant's) message was continued")
     prompt_tokens = models.JSONField(help_text="[[id, text], …]: the exact sequence fed to the model")
+    prompt_surprisal = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="how surprising each prompt token was, read off the prefill (the export's shape); null: not asked for",
+    )
     params = models.JSONField(help_text="the normalized parameters, defaults filled in")
     seed = models.PositiveBigIntegerField(help_text="0 … 2^63−1")
     top_n = models.PositiveSmallIntegerField()

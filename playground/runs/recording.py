@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import connections, router, transaction
 
+from playground.runs import prompt_surprisal
 from playground.runs.conversation import shown_prompt
 from playground.runs.errors import UnencodableText
 from playground.runs.fields import RESULT, RUN
@@ -32,6 +33,7 @@ class RunRecorder:
         self.started: dict[str, Any] | None = None
         self.tokens: list[list[Any]] = []
         self.beam_steps: list[dict[str, Any]] = []
+        self.prompt_surprisal_pages: list[dict[str, Any]] = []
         self.broken: Exception | None = None  # set when an event could not be recorded
         # Known from the start, so the client holds the permalink even if it never sees ``done``.
         self.run_id = new_run_id()
@@ -50,6 +52,8 @@ class RunRecorder:
                 self.started = event
             elif kind == "token":
                 self.tokens.append(stored_row_from_event(event))
+            elif kind == "prompt_surprisal":
+                self.prompt_surprisal_pages.append(event)
             elif kind == "beam_step":
                 self.beam_steps.append({k: v for k, v in event.items() if k not in ("type", "request_id")})
         except Exception as error:  # noqa: BLE001 — recording must never stop the stream
@@ -112,6 +116,7 @@ class RunRecorder:
                 "prefix_tokens": self.request_data.get("prefix_tokens", []),
             },
             "prompt_tokens": started["prompt_tokens"],
+            "prompt_surprisal": prompt_surprisal.from_pages(self.prompt_surprisal_pages),
             "model": started["model"],  # the export's model keys
             "result": result,  # the done event's keys, the export's result
             "beam_steps": self.beam_steps,

@@ -11,7 +11,7 @@ by the websocket's parser; the reason by the status; the tokens within ``top_n``
 
 Versions: 3 (written now) has every field of every part, tokens included (``removed_by`` and
 ``forced`` on each token; ``draw_interval``, added later, may be left out of a token in any
-version and reads as null), and a chat run's whole conversation (``request.messages``,
+version and reads as null; so may a run's ``prompt_surprisal``), and a chat run's whole conversation (``request.messages``,
 ``request.continue_final_message``). Version 2 files are version 3 without the conversation
 (``_upgrade_v2``: ``messages`` null, ``continue_final_message`` false). Version 1 files may leave
 out what version 1 left out; ``_upgrade_v1`` fills in the defaults, then they are version 2 files.
@@ -34,6 +34,7 @@ from typing import Any
 from inference.decoding.generation import GenerationRequest
 from inference.sampling.params import MAX_SEED
 from playground import protocol
+from playground.runs import prompt_surprisal
 from playground.runs.checks import (
     a_bool,
     a_draw_interval,
@@ -212,6 +213,8 @@ def _upgrade_v1_token(token: Any) -> Any:
 
 
 def _run(data: Any, path: str) -> ImportedRun:
+    if isinstance(data, dict):  # files written before runs had ``prompt_surprisal`` (optional in every version)
+        data = {"prompt_surprisal": None} | data
     run = RUN.checked(data, path)  # every key, and the run's own fields (``fields.RUN``'s checks)
     status = run["status"]
     request = an_object(data["request"], f"{path}.request", REQUEST.keys)
@@ -228,7 +231,9 @@ def _run(data: Any, path: str) -> ImportedRun:
     for i, token in enumerate(tokens):
         _token(token, f"{path}.tokens[{i}]", parsed.top_n, parsed.loop.n)
 
-    copy = {key: run[key] for key in ("created_at", "status", "branch_index", "prompt_tokens", "beam_steps")} | {
+    prompt_surprisal.check_against_prompt(run["prompt_surprisal"], run["prompt_tokens"], f"{path}.prompt_surprisal")
+    kept = ("created_at", "status", "branch_index", "prompt_tokens", "prompt_surprisal", "beam_steps")
+    copy = {key: run[key] for key in kept} | {
         "source": Run.Source.IMPORTED,  # a copy: a new id, the file's id in imported_from
         "imported_from": run["id"],
         "request": {

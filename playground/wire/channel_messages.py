@@ -150,6 +150,7 @@ def job_to_dict(job: Job) -> dict[str, Any]:
             "params": request.params_dict(),
             "top_n": request.top_n,
             "use_cache": request.use_cache,
+            "prompt_scores": request.prompt_scores,
             "prefix_tokens": list(request.prefix_tokens),
             "chat": _chat_to_dict(request.chat),
             "save": job.save,
@@ -204,6 +205,7 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         data["use_cache"],
         tuple(data["prefix_tokens"]),
         _chat_from_dict(data.get("chat")),
+        prompt_scores=data.get("prompt_scores", False),
     )
     branch = data.get("branch")
     return Generate(

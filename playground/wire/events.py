@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +14,7 @@ from inference.batching.scheduler import BatchStep, Slots
 from inference.decoding.beam import BeamStep, Proposal
 from inference.decoding.generation import Finished, Started, TokenStep
 from inference.decoding.loop_params import LoopParams
+from inference.decoding.surprisal import PromptSurprisal
 from inference.decoding.whatif import Variant
 from inference.errors import ParamError
 from inference.runtime import ModelInfo
@@ -25,6 +27,7 @@ FINAL_EVENTS = frozenset({"done", "error", "tokens", "inspection", "prompt_score
 MAX_ERROR_MESSAGE = 300  # characters: an error message never grows with the input
 TOKENIZE_PAGE = (1, 4096)  # tokens per ``tokens`` event: ``limit``'s range and default (the maximum)
 MAX_REPLY_BYTES = 1024 * 1024  # no server event is larger (the client's usual frame limit)
+PROMPT_SURPRISAL_PAGE = 256  # prompt tokens per ``prompt_surprisal`` event: 20 alternatives each stay far below the limit
 
 
 def param_error_event(error: ParamError, request_id: str | None) -> dict[str, Any]:
@@ -110,9 +113,38 @@ def started_event(
         "params": request.params_dict(),
         "top_n": request.top_n,
         "use_cache": request.use_cache,
+        "prompt_scores": request.prompt_scores,
         "model": model.to_dict(),
         **batch,
     }
+
+
+def prompt_surprisal_events(request_id: str, surprisal: PromptSurprisal, codec: TextCodec) -> list[dict[str, Any]]:
+    """A run's prompt surprisal (``inference.decoding.surprisal``) in pages of ``PROMPT_SURPRISAL_PAGE``
+    tokens, each with the whole prompt's ``count``, ``perplexity`` and ``total_bits``."""
+    tokens = surprisal.tokens
+    summary = {"count": len(tokens), "perplexity": surprisal.perplexity, "total_bits": surprisal.total_bits}
+    return [
+        {
+            "type": "prompt_surprisal",
+            "request_id": request_id,
+            "offset": offset,
+            "tokens": [
+                {
+                    "id": t.token_id,
+                    "token": codec.token_text(t.token_id),
+                    "prob": t.prob,
+                    "logprob": t.logprob,
+                    "rank": t.rank,
+                    "entropy": t.entropy,
+                    "alternatives": [{"id": i, "token": codec.token_text(i), "prob": math.exp(lp)} for i, lp in t.top],
+                }
+                for t in tokens[offset : offset + PROMPT_SURPRISAL_PAGE]
+            ],
+            **summary,
+        }
+        for offset in range(0, len(tokens), PROMPT_SURPRISAL_PAGE)
+    ]
 
 
 def token_event(request_id: str, step: TokenStep, codec: TextCodec, batch: BatchStep | None = None) -> dict[str, Any]:

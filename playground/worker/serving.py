@@ -154,6 +154,9 @@ class GenerationListener:
         if isinstance(item, generation.Started):
             slots = info if isinstance(info, Slots) else None
             self.emit(self.recorder.observe(events.started_event(request_id, item, codec, self.model.info, slots)))
+            if item.prompt_surprisal is not None:
+                for page in events.prompt_surprisal_events(request_id, item.prompt_surprisal, codec):
+                    self.emit(self.recorder.observe(page))
         elif isinstance(item, generation.TokenStep):
             batch = info if isinstance(info, BatchStep) else None
             self.emit(self.recorder.observe(events.token_event(request_id, item, codec, batch)))

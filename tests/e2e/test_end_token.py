@@ -19,7 +19,7 @@ def test_the_end_token_is_shown_and_announced_as_the_end(playground: PlaygroundP
     assert done["reason"] == "eos"  # greedy: the model answers briefly and ends
     last = playground.events("token")[-1]
     assert last["text"] == "" and last["token"].startswith("<|")
-    end = page.locator(f".token[data-index='{last['index']}']")
+    end = page.locator(f"#output .token[data-index='{last['index']}']")
     expect(end).to_have_class("token eos")
     expect(end).to_have_attribute("aria-label", f"end of sequence ({last['token']})")
     label = end.evaluate("el => getComputedStyle(el, '::after').content")

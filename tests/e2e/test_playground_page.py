@@ -65,13 +65,15 @@ def test_greedy_run_streams_tokens_and_the_inspector_shows_the_sent_numbers(play
     playground.assert_inspector_matches(frames[0])
     playground.shot("02-inspector-hover")
 
-    # Keyboard: the output is one tab stop after the whitespace switch; arrow keys move between tokens.
+    # Keyboard: the output is one tab stop after the tint and whitespace switches; arrow keys move between tokens.
     page.mouse.move(1, 1)
     page.get_by_role("button", name="Use this seed").focus()
     page.keyboard.press("Tab")
     if done.get("run_id"):  # the saved run's permalink comes next
         expect(page.get_by_role("link", name=f"/r/{done['run_id']}")).to_be_focused()
         page.keyboard.press("Tab")
+    expect(page.get_by_role("radio", name="probability")).to_be_focused()  # the tint switch: one tab stop
+    page.keyboard.press("Tab")
     expect(page.get_by_label("Show spaces and newlines (· ↵)")).to_be_focused()
     page.keyboard.press("Tab")
     expect(playground.tokens.first).to_be_focused()

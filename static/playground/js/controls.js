@@ -133,6 +133,7 @@ export class ParamsForm {
     if (topN !== undefined) request.top_n = topN;
     const noCache = this.control("no-cache");
     if (noCache?.checked) request.use_cache = false;
+    request.prompt_scores = true; // the prompt's surprisal, read off the prefill (prompt-panel.js)
     return errors.length ? { errors } : { request };
   }
 

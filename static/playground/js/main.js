@@ -15,6 +15,7 @@ import { LogitBiasEditor } from "./logit-bias.js";
 import { settingsFromAddress, settingsToAddress } from "../../shared/js/address.js";
 import { SCHEMA, enabledStages } from "./params-schema.js";
 import { Presets } from "./presets.js";
+import { PromptPanel } from "./prompt-panel.js";
 import { clearPromptTokens, LivePromptTokens } from "./prompt-tokens.js";
 import { Run } from "./run.js";
 import { endAdvice, looksLikeInstruction } from "./run-advice.js";
@@ -68,6 +69,7 @@ const explorer = new TemperatureExplorer($("temperature-explorer"), inspect);
 const samplesView = new SamplesView($("samples"));
 const beamView = new BeamView($("beam-tree"), $("beam-hypotheses"));
 const latency = new LatencyChart($("latency-chart"), $("latency-summary"));
+const promptPanel = new PromptPanel({ client, readForm: () => readForm(), stats, busy: () => active !== null, output });
 new BranchTreeView($("branches"), tree, (node) => {
   if (!node || node === tree.current) return;
   tree.select(node);
@@ -294,6 +296,7 @@ async function launch(run, node, { keepView = false } = {}) {
   }
   samplesView.clear();
   beamView.clear();
+  promptPanel.clear();
   reuseSeed.hidden = true;
   showAdvice(null);
   stats.waiting();
@@ -359,6 +362,9 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
       }
       stream.append(event, view.forkIndex);
       stats.progress(event.index + 1);
+      break;
+    case "prompt_surprisal":
+      promptPanel.receive(run, event, onScreen);
       break;
     case "beam_step":
       if (onScreen) {
@@ -446,6 +452,7 @@ function showRun(node) {
   samplesView.render(run);
   if (run.isBeam) beamView.render(run);
   else beamView.clear();
+  promptPanel.showRun(run);
   if (run.started) {
     stats.started(run.started, run.request.params.seed);
     promptTokens.showStarted(run.started.prompt_tokens, run.started.model?.context_window);

@@ -4,8 +4,10 @@
 import { renderLegend } from "../../shared/js/colors.js";
 import { quoteToken } from "../../shared/js/format.js";
 import { Inspector, InspectorController } from "../../shared/js/inspector.js";
+import { PromptSurprisalView } from "../../shared/js/prompt-surprisal.js";
 import { parseJson } from "../../shared/js/seeds.js";
 import { TokenStream } from "../../shared/js/stream.js";
+import { TintSwitch, renderEntropyLegend } from "../../shared/js/tint-mode.js";
 import { replay } from "./replay.js";
 import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "../../shared/js/store.js";
 import { drawStrip } from "./strip.js";
@@ -39,6 +41,15 @@ if (run.result.tail) {
   output.append(tail);
 }
 drawStrip(document.querySelector("[data-testid=strip]"), tokens, (i) => stream.elements[i]?.focus());
+
+// The prompt's surprisal, when the run asked for it (null in runs saved before it existed), and the tint switch.
+const promptView = new PromptSurprisalView(document.getElementById("prompt-surprisal"));
+promptView.show(run.prompt_surprisal ?? null);
+const probabilityLegend = document.getElementById("legend");
+probabilityLegend.dataset.tintLegend = "probability";
+const entropyLegend = document.querySelector("[data-tint-legend=entropy]");
+renderEntropyLegend(entropyLegend);
+new TintSwitch(document.querySelector("[data-tint-switch]"), [output, promptView.output], [probabilityLegend, entropyLegend]);
 
 // Actions.
 const status = root.querySelector("[data-testid=replay-result]");

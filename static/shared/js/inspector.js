@@ -95,13 +95,18 @@ export class Inspector {
 
   #render(token) {
     const title = el("p", "inspector-title");
-    title.append(`Token ${token.index + 1}: `, el("code", "token-text", quoteToken(token.token)), ` (id ${token.id})`);
+    title.append(`${token.prompt ? "Prompt token" : "Token"} ${token.index + 1}: `, el("code", "token-text", quoteToken(token.token)), ` (id ${token.id})`);
     if (isEndToken(token)) title.append(": the end-of-sequence token, which ends the text");
 
     const summary = el("p", "inspector-summary");
     summary.id = "inspector-summary";
-    summary.append("Chosen with ", el("strong", "chosen-prob", formatProb(token.prob)),
-      "; model alone: ", el("span", "chosen-raw", formatProb(token.raw_prob)));
+    if (token.prompt) { // a prompt token: what the model gave it after the tokens before it (prompt-surprisal.js)
+      summary.append("The model gave it ", el("strong", "chosen-prob", formatProb(token.prob)),
+        token.rank ? `, rank ${token.rank}` : "", token.prob === null ? " (nothing comes before it)" : "");
+    } else {
+      summary.append("Chosen with ", el("strong", "chosen-prob", formatProb(token.prob)),
+        "; model alone: ", el("span", "chosen-raw", formatProb(token.raw_prob)));
+    }
 
     const table = el("table", "alternatives");
     const caption = el("caption", null, `Top ${token.alternatives.length} alternatives by model probability`);
@@ -122,7 +127,7 @@ export class Inspector {
       chosenListed ||= chosen;
       body.append(this.#row(alt, chosen));
     }
-    if (!chosenListed) {
+    if (!chosenListed && token.prob !== null) {
       // Sampling can pick a token ranked below the top N: show it anyway, marked.
       const row = this.#row({ id: token.id, token: token.token, raw_prob: token.raw_prob, prob: token.prob, removed_by: null }, true);
       row.classList.add("outside");
@@ -132,7 +137,8 @@ export class Inspector {
 
     const details = el("dl", "step-details");
     const add = (term, value) => details.append(el("dt", null, term), el("dd", null, value));
-    if (token.entropy) add("Entropy, before → after sampling", `${num(token.entropy.before)} → ${num(token.entropy.after)} nats`);
+    if (token.entropy && token.prompt) add("Entropy there", `${num(token.entropy.before)} nats`);
+    else if (token.entropy) add("Entropy, before → after sampling", `${num(token.entropy.before)} → ${num(token.entropy.after)} nats`);
     if (Array.isArray(token.stages) && token.stages.length) {
       add("Kept by each stage", token.stages.map((s) => `${s.name}: ${s.kept}`).join(", "));
     }

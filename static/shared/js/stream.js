@@ -51,10 +51,15 @@ export class TokenStream {
     el.className = "token";
     el.dataset.index = String(token.index);
     el.tabIndex = this.elements.length === 0 ? 0 : -1;
-    const { tint, strong } = probColors(token.prob);
-    el.style.setProperty("--tint", tint);
-    el.style.setProperty("--tint-strong", strong);
-    el.dataset.prob = String(token.prob);
+    if (typeof token.prob === "number") {
+      const { tint, strong } = probColors(token.prob);
+      el.style.setProperty("--tint", tint);
+      el.style.setProperty("--tint-strong", strong);
+      el.dataset.prob = String(token.prob);
+    } else {
+      el.classList.add("unscored"); // a prompt's first token: nothing predicts it
+    }
+    if (typeof token.entropy?.before === "number") el.dataset.entropy = String(token.entropy.before); // the entropy tint's
     const end = isEndToken(token);
     if (end) {
       // The end of the text: shown by name (a stylesheet label, so copied text stays the model's).

@@ -179,9 +179,9 @@ def test_a_burst_of_fresh_prompts_starts_in_one_decoder_call(tiny_runtime, monke
     groups: list[list[int]] = []
     real = tiny_runtime.decoder.prefill_fresh_rows
 
-    def counted(prompts, into, targets):
+    def counted(prompts, into, targets, all_logits=False):
         groups.append([len(prompt) for prompt in prompts])
-        return real(prompts, into, targets)
+        return real(prompts, into, targets, all_logits)
 
     monkeypatch.setattr(tiny_runtime.decoder, "prefill_fresh_rows", counted)
     listeners = [

@@ -52,3 +52,36 @@ async def test_score_gives_each_prompt_tokens_log_probability():
         assert token["top"][0]["logprob"] >= token["logprob"]
         assert math.fsum(math.exp(t["logprob"]) for t in token["top"]) <= 1 + 1e-9
     await communicator.disconnect()
+
+
+async def test_a_generate_asking_for_prompt_scores_gets_them_from_its_prefill_as_the_score_frame_gives_them():
+    communicator = await connect()
+    prompt = "The capital of France is Paris"
+    await communicator.send_json_to({"type": "score", "request_id": "s", "prompt": prompt, "top_n": 3})
+    (scores,) = await events_until_end(communicator, "s", "prompt_scores")
+    frame = {"type": "generate", "request_id": "g", "prompt": prompt, "top_n": 3, "prompt_scores": True}
+    await communicator.send_json_to(frame | {"params": {"temperature": 0, "max_tokens": 1}})
+    events = await events_until_end(communicator, "g")
+    assert [e["type"] for e in events] == ["started", "prompt_surprisal", "token", "done"]
+    started, surprisal = events[0], events[1]
+    assert started["prompt_scores"] is True
+    assert (surprisal["offset"], surprisal["count"]) == (0, len(started["prompt_tokens"]))
+    tokens = surprisal["tokens"]
+    assert [t["id"] for t in tokens] == [t["id"] for t in scores["tokens"]]
+    assert tokens[0]["prob"] is None and tokens[0]["rank"] is None and tokens[0]["alternatives"] == []
+    for mine, theirs in zip(tokens[1:], scores["tokens"][1:]):
+        assert mine["logprob"] == pytest.approx(theirs["logprob"], abs=5e-3)
+        assert [a["id"] for a in mine["alternatives"]] == [a["id"] for a in theirs["top"]]
+        assert mine["rank"] >= 1 and mine["entropy"] >= 0
+    bits = -math.fsum(t["logprob"] for t in tokens[1:]) / math.log(2)
+    assert surprisal["total_bits"] == pytest.approx(bits)
+    assert surprisal["perplexity"] == pytest.approx(2 ** (bits / (len(tokens) - 1)))
+    await communicator.disconnect()
+
+
+async def test_a_generate_that_does_not_ask_gets_no_prompt_scores():
+    communicator = await connect()
+    await communicator.send_json_to({"type": "generate", "request_id": "g", "prompt": "Hi", "params": {"max_tokens": 1}})
+    events = await events_until_end(communicator, "g")
+    assert [e["type"] for e in events] == ["started", "token", "done"] and events[0]["prompt_scores"] is False
+    await communicator.disconnect()

@@ -116,6 +116,7 @@ def runs_of_every_kind(tiny_runtime, db_alias) -> dict[str, str]:
         "beams": generate(tiny_runtime, "beams", params={"num_beams": 3, "max_tokens": 3, "seed": 5}),
         "cancelled": generate(tiny_runtime, "cancelled", cancel_after=2, params=PARAMS | {"max_tokens": 50}),
         "failed": generate(dataclasses.replace(tiny_runtime, decoder=FailingDecoder(tiny_runtime.decoder, 3)), "failed"),
+        "surprisal": generate(tiny_runtime, "surprisal", prompt_scores=True),
     }
     ids = {kind: run_id_of(events) for kind, events in made.items()}
     parent = Run.objects.get(pk=ids["plain"])
@@ -212,6 +213,31 @@ def test_export_import_export_is_the_same_file(client, runs_of_every_kind, kind)
     # The copy is shown like the original.
     assert client.get(f"/r/{copy_id}").status_code == 200
     assert client.get(f"/compare/{original_id},{copy_id}").status_code == 200
+
+
+def test_a_run_that_asked_for_prompt_scores_is_saved_with_them(client, runs_of_every_kind, tiny_runtime):
+    events = generate(tiny_runtime, "surprisal-again", prompt_scores=True)
+    (page,) = [e for e in events if e["type"] == "prompt_surprisal"]
+    saved = client.get(f"/r/{runs_of_every_kind['surprisal']}.json").json()["run"]
+    assert saved["prompt_surprisal"] == {key: page[key] for key in ("count", "perplexity", "total_bits", "tokens")}
+    plain = client.get(f"/r/{runs_of_every_kind['plain']}.json").json()["run"]
+    assert plain["prompt_surprisal"] is None
+
+
+@pytest.mark.parametrize(
+    ("change", "param"),
+    [
+        (lambda s: s["tokens"].pop(), "run.prompt_surprisal.count"),
+        (lambda s: s["tokens"][1].update(prob=1.5), "run.prompt_surprisal.tokens[1].prob"),
+        (lambda s: s["tokens"][0].update(rank=1), "run.prompt_surprisal.tokens[0].rank"),
+        (lambda s: s["tokens"][1].update(id=s["tokens"][1]["id"] + 1), "run.prompt_surprisal.tokens"),
+    ],
+)
+def test_a_prompt_surprisal_that_does_not_hold_together_is_refused_by_name(client, runs_of_every_kind, change, param):
+    exported = client.get(f"/r/{runs_of_every_kind['surprisal']}.json").json()
+    change(exported["run"]["prompt_surprisal"])
+    answer = client.post("/api/runs/import", data=json.dumps(exported), content_type="application/json")
+    assert answer.status_code == 400 and answer.json()["error"]["param"] == param, answer.content
 
 
 def test_every_token_field_the_worker_sends_is_a_field_of_the_schema(runs_of_every_kind, tiny_runtime):

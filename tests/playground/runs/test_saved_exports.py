@@ -2,9 +2,9 @@
 (on SQLite): the files in ``exports/`` are what ``/r/<id>.json`` and ``/compare/<ids>.json`` answered
 (schema ``token-playground.run`` / ``.comparison``, version 3) for runs of every kind made by the
 worker on the tiny model. Only ``id``, ``source``, ``imported_from`` (and a branch's
-``parent_run``, whose parent is not saved here) say that the copy is a copy, and the one field
-added to tokens since these files were written (``draw_interval``, exported as null after
-``draw`` where a file had none)."""
+``parent_run``, whose parent is not saved here) say that the copy is a copy, and the fields added
+since these files were written (a token's ``draw_interval``, exported as null after ``draw``, and a
+run's ``prompt_surprisal``, null after ``prompt_tokens``, where a file had none)."""
 
 from __future__ import annotations
 
@@ -48,9 +48,24 @@ def _with_draw_interval(token: dict) -> dict:
     return {k: token[k] for k in keys[:at]} | {"draw_interval": None} | {k: token[k] for k in keys[at:]}
 
 
+def _with_prompt_surprisal(run: dict) -> dict:
+    """A run as exported now: a file written before ``prompt_surprisal`` gets it as null, after ``prompt_tokens``."""
+    if "prompt_surprisal" in run:
+        return run
+    keys = list(run)
+    at = keys.index("prompt_tokens") + 1
+    return {k: run[k] for k in keys[:at]} | {"prompt_surprisal": None} | {k: run[k] for k in keys[at:]}
+
+
 def _copy(run: dict, new_id: str, parent: str | None) -> dict:
     tokens = [_with_draw_interval(token) for token in run["tokens"]]
-    return run | {"id": new_id, "source": "imported", "imported_from": run["id"], "parent_run": parent, "tokens": tokens}
+    return _with_prompt_surprisal(run) | {
+        "id": new_id,
+        "source": "imported",
+        "imported_from": run["id"],
+        "parent_run": parent,
+        "tokens": tokens,
+    }
 
 
 def test_the_files_are_as_the_server_wrote_them():

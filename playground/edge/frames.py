@@ -40,6 +40,7 @@ GENERATE_KEYS = frozenset(
         "top_n",
         "use_cache",
         "prefix_tokens",
+        "watch",
         "parent_run",
         "branch_index",
         "messages",
@@ -71,6 +72,7 @@ INSPECT_KEYS = frozenset(
 SCORE_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "messages", "continue_final_message", "top_n"})
 MAX_PREFIX_TOKENS = 8192
 MAX_VARIANTS = 8
+MAX_WATCH = 8  # tokens one run follows at every step (``watch``)
 INSPECT_TOP_N = (1, 50)
 MAX_TOKEN_ID_DIGITS = 40  # a logit_bias key longer than this is not named in full (it is no token id anyway)
 EXCERPT_CHARACTERS = 40  # an error quotes at most this much of a bad value
@@ -211,7 +213,8 @@ def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate
         raise ProtocolError("use_cache", f"use_cache must be true or false, got {excerpt(use_cache)}", "invalid_value")
     sampling, loop = parse_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
-    request = GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat)
+    watch = _watch(message.get("watch", []))
+    request = GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat, watch)
     return Generate(request_id, request, parse_branch(message), parse_save(message))
 
 
@@ -374,6 +377,17 @@ def _token_ids(value: Any, field_name: str) -> tuple[int, ...]:
                 "invalid_value",
             )
     return tuple(value)
+
+
+def _watch(value: Any) -> tuple[int, ...]:
+    """``watch``: at most ``MAX_WATCH`` distinct token ids (the worker refuses one beyond the
+    vocabulary, ``watch.<i>``, as it refuses a ``logit_bias`` key)."""
+    if not isinstance(value, list) or len(value) > MAX_WATCH:
+        raise ProtocolError("watch", f"watch must be a list of at most {MAX_WATCH} token ids", "invalid_value")
+    ids = _token_ids(value, "watch")
+    if len(set(ids)) != len(ids):
+        raise ProtocolError("watch", "watch must not name a token id twice", "invalid_value")
+    return ids
 
 
 def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:

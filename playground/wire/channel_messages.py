@@ -151,6 +151,7 @@ def job_to_dict(job: Job) -> dict[str, Any]:
             "top_n": request.top_n,
             "use_cache": request.use_cache,
             "prefix_tokens": list(request.prefix_tokens),
+            "watch": list(request.watch),
             "chat": _chat_to_dict(request.chat),
             "save": job.save,
             "branch": None
@@ -204,6 +205,7 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         data["use_cache"],
         tuple(data["prefix_tokens"]),
         _chat_from_dict(data.get("chat")),
+        tuple(data.get("watch", ())),
     )
     branch = data.get("branch")
     return Generate(

@@ -25,6 +25,8 @@ import { RunStats } from "./stats.js";
 import { StripChart } from "./strip-chart.js";
 import { TokenStream } from "../../shared/js/stream.js";
 import { TemperatureExplorer } from "./temperature-explorer.js";
+import { WatchChart } from "./watch-chart.js";
+import { WatchList } from "./watch-list.js";
 import { WhatIf } from "./what-if.js";
 import { rememberRun } from "../../shared/js/store.js";
 
@@ -48,6 +50,7 @@ const shown = () => tree.current?.run ?? null; // the run on screen
 
 const order = new StageOrder($("stage-order"), document.querySelector("[data-order-announcer]"));
 const bias = new LogitBiasEditor($("logit-bias-editor"), tokenize);
+const watchList = new WatchList($("watch-editor"), tokenize);
 const presets = new Presets($("presets"), (text) => stats.status(text, "idle"));
 // The system message is chat mode's only: the server refuses it with any other mode.
 const chatTurns = new ChatTurns($("chat-turns"), $("assistant-prefix"));
@@ -60,6 +63,10 @@ const inspector = new Inspector($("inspector"), { onBranch: branchFrom });
 const controller = new InspectorController(inspector, output, (i) => shown()?.token(i), selectStep);
 const stream = new TokenStream(output, controller.handlers);
 const strip = new StripChart($("strip-chart"), (index) => {
+  const el = stream.element(index);
+  if (el) controller.pin(index, el);
+});
+const watchChart = new WatchChart($("watch-section"), (index) => {
   const el = stream.element(index);
   if (el) controller.pin(index, el);
 });
@@ -234,6 +241,7 @@ function readForm() {
     target?.focus();
     return null;
   }
+  if (watchList.ids.length) read.request.watch = watchList.ids;
   return read.request;
 }
 
@@ -291,6 +299,7 @@ async function launch(run, node, { keepView = false } = {}) {
   if (!keepView) {
     stream.clear();
     strip.render([]);
+    watchChart.render([]);
   }
   samplesView.clear();
   beamView.clear();
@@ -372,6 +381,7 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
         stats.done(event);
         showAdvice(run);
         strip.render(run.tokens);
+        watchChart.render(run.tokens);
         samplesView.render(run);
         if (run.isBeam) beamView.render(run);
       }
@@ -443,6 +453,7 @@ function showRun(node) {
   $("step-section").toggleAttribute("data-empty", true);
   stream.render(run.tokens, run.isBeam ? run.done?.text ?? "" : run.done?.tail ?? "", node.parent ? node.forkIndex : null);
   strip.render(run.tokens);
+  watchChart.render(run.tokens);
   samplesView.render(run);
   if (run.isBeam) beamView.render(run);
   else beamView.clear();
@@ -462,6 +473,7 @@ function selectStep(index) {
   if (!run?.token(index)) return;
   stream.markSelected(index);
   strip.select(index);
+  watchChart.select(index);
   const token = run.token(index);
   $("step-section").toggleAttribute("data-empty", false);
   $("step-caption").textContent = `Token ${index + 1}, ${JSON.stringify(token.token)}: the real distribution at this position.`;

@@ -20,6 +20,7 @@ import { Run } from "./run.js";
 import { endAdvice, looksLikeInstruction } from "./run-advice.js";
 import { SamplesView } from "./samples-view.js";
 import { GenerateClient } from "../../shared/js/socket.js";
+import { GuidedWalk } from "./guided-walk.js";
 import { StageOrder } from "./stage-order.js";
 import { RunStats } from "./stats.js";
 import { StripChart } from "./strip-chart.js";
@@ -70,6 +71,8 @@ const watchChart = new WatchChart($("watch-section"), (index) => {
   const el = stream.element(index);
   if (el) controller.pin(index, el);
 });
+const walk = new GuidedWalk($("walk"), walkTarget);
+document.querySelector("[data-action=walk]").addEventListener("click", (e) => startWalk(e.currentTarget));
 const whatIf = new WhatIf($("what-if"), inspect, continueWith);
 const explorer = new TemperatureExplorer($("temperature-explorer"), inspect);
 const samplesView = new SamplesView($("samples"));
@@ -467,6 +470,31 @@ function showRun(node) {
   reuseSeed.hidden = !run.started;
 }
 
+/** The guided walk on the selected token of the run on screen: the token is pinned (its inspector
+ *  open, which shows most of the steps), then the walk starts from its first step. */
+function startWalk(from) {
+  const run = shown();
+  const index = Number(from.dataset.index ?? 0); // the selected step (selectStep)
+  const token = run?.token(index);
+  if (!token || !run.started) return;
+  controller.pin(index, stream.element(index));
+  walk.start(token, run.started.params, from);
+}
+
+/** The part of the page a walk step points at (guided-walk.js, walk-steps.js's `target`). */
+function walkTarget(key) {
+  const inspectorPart = (selector) => document.querySelector(`#inspector ${selector}`);
+  const index = Number($("walk").dataset.index);
+  return {
+    prompt: $("prompt-tokens"),
+    alternatives: inspectorPart("table.alternatives"),
+    temperature: $("temperature")?.closest(".field") ?? null,
+    stages: inspectorPart(".step-details"),
+    draw: inspectorPart(".draw-figure") ?? inspectorPart(".step-details"),
+    token: stream.element(index),
+  }[key] ?? null;
+}
+
 /** A token was pinned (click, tap, Enter, strip chart): its step goes to the panels below. */
 function selectStep(index) {
   const run = shown();
@@ -474,6 +502,7 @@ function selectStep(index) {
   stream.markSelected(index);
   strip.select(index);
   watchChart.select(index);
+  document.querySelector("[data-action=walk]").dataset.index = String(index);
   const token = run.token(index);
   $("step-section").toggleAttribute("data-empty", false);
   $("step-caption").textContent = `Token ${index + 1}, ${JSON.stringify(token.token)}: the real distribution at this position.`;

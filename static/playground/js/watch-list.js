@@ -13,7 +13,7 @@ export class WatchList extends EventTarget {
   constructor(root, tokenize) {
     super();
     this.tokenize = tokenize;
-    this.entries = new Map(); // id → token text
+    this.entries = new Map(); // id → token text (null: added by id)
     this.words = root.querySelector("#watch-words");
     this.note = root.querySelector("[data-watch-note]");
     this.list = root.querySelector("[data-watch-list]");
@@ -49,7 +49,7 @@ export class WatchList extends EventTarget {
     const byId = text.trim().match(/^#(\d+)$/);
     let token;
     if (byId) {
-      token = { id: Number(byId[1]), text: `#${byId[1]}` };
+      token = { id: Number(byId[1]), text: null }; // named by the run's events once it runs
       this.note.textContent = `Watching token ${token.id}.`;
     } else {
       this.note.textContent = "Tokenizing…";
@@ -78,7 +78,7 @@ export class WatchList extends EventTarget {
       item.dataset.id = String(id);
       const name = document.createElement("code");
       name.className = "token-text";
-      name.textContent = quoteToken(text);
+      name.textContent = text === null ? `#${id}` : quoteToken(text);
       const tag = document.createElement("span");
       tag.className = "bias-id";
       tag.textContent = `id ${id}`;
@@ -87,7 +87,7 @@ export class WatchList extends EventTarget {
       remove.className = "link-button";
       remove.dataset.remove = String(id);
       remove.textContent = "Remove";
-      remove.setAttribute("aria-label", `Stop watching ${quoteToken(text)}`);
+      remove.setAttribute("aria-label", `Stop watching ${text === null ? `token ${id}` : quoteToken(text)}`);
       item.append(name, tag, remove);
       return item;
     }));

@@ -13,9 +13,9 @@ from typing import Any
 
 from inference.decoding.generation import GenerationRequest
 from playground.edge import frames
-from playground.edge.frames import ProtocolError, parse_json, parse_params
+from playground.edge.frames import MAX_WATCH, ProtocolError, parse_json, parse_params
 
-__all__ = ["ProtocolError", "parse_generate", "parse_json", "parse_params"]
+__all__ = ["MAX_WATCH", "ProtocolError", "parse_generate", "parse_json", "parse_params"]
 
 
 def parse_generate(message: Mapping[str, Any]) -> GenerationRequest:

@@ -82,6 +82,7 @@ class GenerationRequest:
     prompt_scores: bool = (
         False  # keep the prefill's logits and report each prompt token's surprisal (``inference.decoding.surprisal``)
     )
+    watch: tuple[int, ...] = ()  # token ids each step's trace follows wherever they rank (``StepTrace.watched``)
 
     def with_seed(self) -> GenerationRequest:
         """The same request with a seed: the client's, or one drawn now so the run can be replayed."""
@@ -183,6 +184,7 @@ class _Sample:
         self.codec = runtime.codec
         self.loop = request.loop
         self.prefix = request.prefix_tokens
+        self.watch = request.watch
         seed = sample_seed(int(request.sampling.seed), index)  # type: ignore[arg-type]
         self.chain = SamplerChain(replace(request.sampling, seed=seed), token_texts=runtime.codec.token_texts())
         self.rng = np.random.default_rng(seed)
@@ -210,9 +212,9 @@ class _Sample:
             logits = hold_off_end(logits, self.loop, position, self.codec.eos_ids)
         history = penalized_history(self.loop, prompt_ids, self.generated)
         if draft is None or forced is not None:
-            trace = self.chain.step(logits, history, self.rng, top_n=top_n, force=forced)
+            trace = self.chain.step(logits, history, self.rng, top_n=top_n, force=forced, watch=self.watch)
         else:
-            trace = self.chain.step_with(logits, history, self._judge(*draft), top_n=top_n)
+            trace = self.chain.step_with(logits, history, self._judge(*draft), top_n=top_n, watch=self.watch)
         token = int(trace.token)  # type: ignore[arg-type]
         self.generated.append(token)
         text = self._release(token, position)
@@ -663,10 +665,18 @@ def without_tokens(logits: np.ndarray, ids: frozenset[int]) -> np.ndarray:
 
 
 def check_token_ids(request: GenerationRequest, vocab_size: int) -> None:
-    """Every token id a request names (its forced prefix, its ``logit_bias`` keys) must be in the
+    """Every token id a request names (its forced prefix, its watched tokens, its ``logit_bias`` keys) must be in the
     vocabulary: one check for sampling and beam search alike, though beam search reads no bias."""
     check_prefix(request.prefix_tokens, vocab_size)
+    check_watch(request.watch, vocab_size)
     request.sampling.validate_for_vocab(vocab_size)
+
+
+def check_watch(watch: tuple[int, ...], vocab_size: int) -> None:
+    """Every watched token must be in the vocabulary (refused as ``logit_bias`` keys are)."""
+    for i, token in enumerate(watch):
+        if not 0 <= token < vocab_size:
+            raise ParamError(f"watch.{i}", f"watch.{i} must be a token id from 0 to {vocab_size - 1}, got {token}")
 
 
 def check_prefix(prefix: tuple[int, ...], vocab_size: int) -> None:

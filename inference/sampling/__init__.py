@@ -20,13 +20,15 @@ Where the trace measures things: ``raw_prob`` is the softmax of the model's logi
 stage; ``prob`` is the final distribution the token is drawn from. The alternatives shown to
 users are the top-N tokens by raw probability. ``draw_interval`` is the chosen token's segment of
 the final distribution in the pick's order, whatever its rank: the draw u that picked it lies in it.
+``watched`` follows tokens the caller names, with the same two probabilities and a rank in each
+(raw: ordered as the alternatives; final: in the pick's order), however low they rank.
 """
 
 from inference.sampling.chain import SamplerChain, pick
 from inference.sampling.params import DEFAULT_ORDER, SamplingParams
 from inference.sampling.stage_table import stage_list
 from inference.sampling.stages import STAGES, XTC_STREAM, breaker_ids_for
-from inference.sampling.trace import Alternative, StageCount, StepTrace
+from inference.sampling.trace import Alternative, StageCount, StepTrace, Watched
 
 if __doc__:  # (python -OO strips docstrings)
     __doc__ = __doc__.replace("    {stages}\n", stage_list())
@@ -37,6 +39,7 @@ __all__ = [
     "StepTrace",
     "Alternative",
     "StageCount",
+    "Watched",
     "DEFAULT_ORDER",
     "STAGES",
     "XTC_STREAM",

@@ -43,19 +43,26 @@ class SamplerChain:
         final = outputs[-1][1] if outputs else raw
         return final.to_full(final.softmax.p, 0.0)
 
-    def trace(self, logits: np.ndarray, history: Sequence[int] = (), top_n: int = 5) -> StepTrace:
+    def trace(self, logits: np.ndarray, history: Sequence[int] = (), top_n: int = 5, watch: Sequence[int] = ()) -> StepTrace:
         """What each stage would do for these logits, without picking or changing any state."""
         raw, outputs = self._run(logits, history)
-        return self._trace(raw, outputs, top_n, token=None, draw=None)
+        return self._trace(raw, outputs, top_n, token=None, draw=None, watch=watch)
 
     def step(
-        self, logits: np.ndarray, history: Sequence[int], rng: np.random.Generator, top_n: int = 5, force: int | None = None
+        self,
+        logits: np.ndarray,
+        history: Sequence[int],
+        rng: np.random.Generator,
+        top_n: int = 5,
+        force: int | None = None,
+        watch: Sequence[int] = (),
     ) -> StepTrace:
         """Run the stages, draw one u = rng.random() (none when greedy), pick, let stateful stages
         accept the token, and return the trace of the step.
 
         ``force`` takes that token instead of the pick (a branch replaying a chosen prefix); the
-        draw is still taken, so the run's later draws line up with a run that picked it."""
+        draw is still taken, so the run's later draws line up with a run that picked it.
+        ``watch``: token ids to follow wherever they rank (``StepTrace.watched``)."""
         raw, outputs = self._run(logits, history)
         final = outputs[-1][1] if outputs else raw
         draw = None if self.greedy else float(rng.random())
@@ -65,7 +72,7 @@ class SamplerChain:
             token = int(final.ids[0]) if draw is None else pick(final, draw)
         for stage, (_, out) in zip(self.stages, outputs):
             stage.accept(token, out)
-        return self._trace(raw, outputs, top_n, token=token, draw=draw)
+        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch)
 
     def step_with(
         self,
@@ -73,6 +80,7 @@ class SamplerChain:
         history: Sequence[int],
         choose: Callable[[Candidates], tuple[int, float | None]],
         top_n: int = 5,
+        watch: Sequence[int] = (),
     ) -> StepTrace:
         """``step`` with another way to choose: ``choose`` gets the final candidates and returns the
         token and the draw it used (speculative decoding's acceptance rule); stateful stages then
@@ -81,7 +89,7 @@ class SamplerChain:
         token, draw = choose(outputs[-1][1] if outputs else raw)
         for stage, (_, out) in zip(self.stages, outputs):
             stage.accept(token, out)
-        return self._trace(raw, outputs, top_n, token=token, draw=draw)
+        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch)
 
     def sample(self, logits: np.ndarray, history: Sequence[int], rng: np.random.Generator) -> int:
         return self.step(logits, history, rng, top_n=0).token  # type: ignore[return-value]
@@ -121,7 +129,7 @@ class SamplerChain:
             return Candidates(frozen(self._ids[keep]), values[keep], vocab)
         return Candidates(self._ids, values, vocab)
 
-    def _trace(self, raw, outputs, top_n, token, draw) -> StepTrace:
+    def _trace(self, raw, outputs, top_n, token, draw, watch=()) -> StepTrace:
         if not isinstance(top_n, int) or isinstance(top_n, bool) or top_n < 0:
             raise ValueError(f"top_n must be an integer >= 0; got {top_n!r}")
         lookup = TokenLookup(raw, outputs)
@@ -141,6 +149,7 @@ class SamplerChain:
             entropy_after=final.softmax.entropy,
             greedy=self.greedy,
             lookup=lookup,
+            watched=lookup.watch(watch) if len(watch) else (),
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,33 @@ class Alternative:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "raw_prob": self.raw_prob, "prob": self.prob, "removed_by": self.removed_by}
+
+
+@dataclass(frozen=True)
+class Watched:
+    """A token a user asked to follow, at one step, wherever it ranks: its raw and final
+    probability and ``removed_by`` (as ``Alternative``), and its rank before any stage
+    (``raw_rank``: 1 = the most likely, ties lower id first, as ``alternatives`` are listed) and in
+    the final distribution (``rank``, in pick order as ``draw_interval`` stacks it). A rank is None
+    where the token is not in the running: ``raw_rank`` for a token the model itself ruled out
+    (-inf), ``rank`` for one a stage removed."""
+
+    id: int
+    raw_prob: float
+    prob: float
+    raw_rank: int | None
+    rank: int | None
+    removed_by: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "raw_prob": self.raw_prob,
+            "prob": self.prob,
+            "raw_rank": self.raw_rank,
+            "rank": self.rank,
+            "removed_by": self.removed_by,
+        }
 
 
 @dataclass(frozen=True)
@@ -84,6 +112,23 @@ class TokenLookup:
         ahead = float(np.sum(e, where=e > own)) + float(np.sum(e[:pos], where=e[:pos] == own))  # ids ascend
         return ahead / soft.z, min(1.0, (ahead + own) / soft.z)
 
+    def watch(self, tokens: Sequence[int]) -> tuple[Watched, ...]:
+        """``Watched`` for each of ``tokens``: the probabilities and ``removed_by`` of
+        ``describe_many`` (the same numbers the alternatives carry) and each token's two ranks, one
+        pass over the raw and the final set per token."""
+        described = self.describe_many(np.asarray(tokens, dtype=np.int64))
+        return tuple(
+            Watched(a.id, a.raw_prob, a.prob, _rank(self.raw.logits, self.raw, a.id), self._final_rank(a.id), a.removed_by)
+            for a in described
+        )
+
+    def _final_rank(self, token: int) -> int | None:
+        soft = self.final.softmax
+        pos = self.final.position(token)
+        if pos is None or soft.e[pos] == 0:
+            return None
+        return _rank(soft.e, self.final, token)
+
     def describe_many(self, tokens: np.ndarray) -> tuple[Alternative, ...]:
         """``describe`` for each of ``tokens``, with one vectorized lookup per candidate set instead of
         one per token (the same numbers: the same float64 divisions, elementwise)."""
@@ -117,13 +162,23 @@ class TokenLookup:
         return probs, hit
 
 
+def _rank(values: np.ndarray, cand: Candidates, token: int) -> int | None:
+    """1 + how many of ``cand``'s tokens come before ``token`` when ``values`` (one per candidate,
+    higher first) order them, ties lower id first (``cand.ids`` ascend). None if not a candidate."""
+    pos = cand.position(token)
+    if pos is None:
+        return None
+    own = values[pos]
+    return 1 + int(np.count_nonzero(values > own)) + int(np.count_nonzero(values[:pos] == own))
+
+
 @dataclass(frozen=True)
 class StepTrace:
     """One step of the chain. ``alternatives`` are the top-N tokens by raw probability (highest
     first, ties lower id first); ``chosen`` describes the picked token even if it is not among
     them. ``draw_interval`` is the chosen token's segment of the cumulative bar of final
     probabilities in pick order: [start, end) holds ``draw`` when the token was picked (not
-    forced). ``token``, ``draw``, ``draw_interval``, ``chosen``, ``raw_prob`` and ``prob`` are None
+    forced). ``watched`` follows the tokens the caller asked to watch (``Watched``), in its order. ``token``, ``draw``, ``draw_interval``, ``chosen``, ``raw_prob`` and ``prob`` are None
     for ``chain.trace`` (nothing picked); ``draw`` is None when greedy. ``describe(id)`` /
     ``removed_by(id)`` answer for any token id (e.g. a forced one); the trace keeps references to
     the step's arrays for that, so keep ``to_dict()`` rather than the trace itself when storing
@@ -141,6 +196,7 @@ class StepTrace:
     entropy_after: float
     greedy: bool
     lookup: TokenLookup = field(repr=False, compare=False)
+    watched: tuple[Watched, ...] = ()
 
     def describe(self, token: int) -> Alternative:
         return self.lookup.describe(token)
@@ -160,4 +216,5 @@ class StepTrace:
             "stages": [s.to_dict() for s in self.stages],
             "alternatives": [a.to_dict() for a in self.alternatives],
             "chosen": None if self.chosen is None else self.chosen.to_dict(),
+            "watched": [w.to_dict() for w in self.watched],
         }

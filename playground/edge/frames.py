@@ -41,6 +41,7 @@ GENERATE_KEYS = frozenset(
         "use_cache",
         "prompt_scores",
         "prefix_tokens",
+        "watch",
         "parent_run",
         "branch_index",
         "messages",
@@ -72,6 +73,7 @@ INSPECT_KEYS = frozenset(
 SCORE_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "messages", "continue_final_message", "top_n"})
 MAX_PREFIX_TOKENS = 8192
 MAX_VARIANTS = 8
+MAX_WATCH = 8  # tokens one run follows at every step (``watch``)
 INSPECT_TOP_N = (1, 50)
 MAX_TOKEN_ID_DIGITS = 40  # a logit_bias key longer than this is not named in full (it is no token id anyway)
 EXCERPT_CHARACTERS = 40  # an error quotes at most this much of a bad value
@@ -217,7 +219,10 @@ def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate
         )
     sampling, loop = parse_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
-    request = GenerationRequest(prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat, prompt_scores=prompt_scores)
+    watch = _watch(message.get("watch", []))
+    request = GenerationRequest(
+        prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat, prompt_scores=prompt_scores, watch=watch
+    )
     return Generate(request_id, request, parse_branch(message), parse_save(message))
 
 
@@ -380,6 +385,17 @@ def _token_ids(value: Any, field_name: str) -> tuple[int, ...]:
                 "invalid_value",
             )
     return tuple(value)
+
+
+def _watch(value: Any) -> tuple[int, ...]:
+    """``watch``: at most ``MAX_WATCH`` distinct token ids (the worker refuses one beyond the
+    vocabulary, ``watch.<i>``, as it refuses a ``logit_bias`` key)."""
+    if not isinstance(value, list) or len(value) > MAX_WATCH:
+        raise ProtocolError("watch", f"watch must be a list of at most {MAX_WATCH} token ids", "invalid_value")
+    ids = _token_ids(value, "watch")
+    if len(set(ids)) != len(ids):
+        raise ProtocolError("watch", "watch must not name a token id twice", "invalid_value")
+    return ids
 
 
 def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:

@@ -28,7 +28,7 @@ MAX_COMPLETION_LOGPROBS = frames.TOP_N[1]  # OpenAI allows 5; our alternatives g
 MAX_TOP_LOGPROBS = frames.TOP_N[1]
 
 OUR_PARAMS = SamplingParams.field_names() | LoopParams.field_names()
-SHARED = frozenset({"model", "stream", "stream_options", "n", "stop", "seed", "user", "save", "top_n"})
+SHARED = frozenset({"model", "stream", "stream_options", "n", "stop", "seed", "user", "save", "top_n", "watch"})
 COMPLETION_KEYS = SHARED | {"prompt", "logprobs", "echo", "best_of", "suffix"}
 CHAT_KEYS = SHARED | {
     "messages",
@@ -140,6 +140,9 @@ def translate(body: Any, kind: Kind, served_model: str) -> ApiRequest:
         names["top_n"] = "top_n"
     elif logprobs:
         frame["top_n"] = logprobs
+    if "watch" in body:  # our extension: token ids each token's trace follows (``watched``)
+        frame["watch"] = body["watch"]
+        names["watch"] = "watch"
     generate = not (echo is not None and params.get("max_tokens") == 0)  # score the prompt only
     if not generate:
         params["max_tokens"] = 1  # checked as a run would be, never run

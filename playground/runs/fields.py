@@ -222,6 +222,7 @@ REQUEST = Part(
         Field("top_n", "top_n"),
         Field("use_cache", "use_cache"),
         Field("prefix_tokens", "prefix_tokens", store=list),
+        Field("watch", "watch", store=list, empty=[]),
     ),
 )
 MODEL = Part(

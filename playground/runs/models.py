@@ -90,6 +90,7 @@ class Run(models.Model):
     top_n = models.PositiveSmallIntegerField()
     use_cache = models.BooleanField(default=True)
     prefix_tokens = models.JSONField(default=list, help_text="token ids forced first (a branch's path)")
+    watch = models.JSONField(default=list, help_text="token ids followed at every step (the request's watch)")
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="branches")
     branch_index = models.PositiveIntegerField(null=True, blank=True, help_text="position in the parent where this branch starts")
 

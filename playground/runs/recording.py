@@ -114,6 +114,7 @@ class RunRecorder:
                 "top_n": started["top_n"],
                 "use_cache": started.get("use_cache", True),
                 "prefix_tokens": self.request_data.get("prefix_tokens", []),
+                "watch": self.request_data.get("watch", []),
             },
             "prompt_tokens": started["prompt_tokens"],
             "prompt_surprisal": prompt_surprisal.from_pages(self.prompt_surprisal_pages),

@@ -10,7 +10,7 @@ from playground.wire.jobs import Generate
 
 
 def record_fields(job: Generate) -> dict[str, Any]:
-    """The prompt and system text or the chat conversation, the forced prefix, the branch it labels
+    """The prompt and system text or the chat conversation, the forced prefix, the watched tokens, the branch it labels
     and whether to save it."""
     request = job.request
     return {
@@ -18,6 +18,7 @@ def record_fields(job: Generate) -> dict[str, Any]:
         "mode": request.mode,
         "system": request.system,
         "prefix_tokens": list(request.prefix_tokens),
+        "watch": list(request.watch),
         "parent_run": None if job.branch is None else job.branch.parent_run,
         "branch_index": None if job.branch is None else job.branch.branch_index,
         "messages": None if request.chat is None else request.chat.to_list(),

@@ -10,8 +10,9 @@ export → import → export gives the same file again (only ``id``, ``source`` 
 by the websocket's parser; the reason by the status; the tokens within ``top_n`` and ``n``).
 
 Versions: 3 (written now) has every field of every part, tokens included (``removed_by`` and
-``forced`` on each token; ``draw_interval``, added later, may be left out of a token in any
-version and reads as null; so may a run's ``prompt_surprisal``), and a chat run's whole conversation (``request.messages``,
+``forced`` on each token; ``draw_interval`` and ``watched``, added later, may be left out of a
+token in any version and read as null and [], as ``request.watch`` reads as [] and a run's
+``prompt_surprisal`` as null), and a chat run's whole conversation (``request.messages``,
 ``request.continue_final_message``). Version 2 files are version 3 without the conversation
 (``_upgrade_v2``: ``messages`` null, ``continue_final_message`` false). Version 1 files may leave
 out what version 1 left out; ``_upgrade_v1`` fills in the defaults, then they are version 2 files.
@@ -78,6 +79,7 @@ VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 MAX_COMPARED = 4
 CONVERSATION_KEYS = ("messages", "continue_final_message")  # new in version 3
+WATCHED_KEYS = ("id", "raw_prob", "prob", "raw_rank", "rank", "removed_by", "token")  # a token's ``watched`` entry
 REASONS = {"complete": ("eos", "stop", "max_tokens"), "cancelled": ("cancelled",), "failed": (None,)}
 
 
@@ -215,6 +217,8 @@ def _upgrade_v1_token(token: Any) -> Any:
 def _run(data: Any, path: str) -> ImportedRun:
     if isinstance(data, dict):  # files written before runs had ``prompt_surprisal`` (optional in every version)
         data = {"prompt_surprisal": None} | data
+    if isinstance(data, dict) and isinstance(data.get("request"), dict):  # files from before ``watch``
+        data = data | {"request": {"watch": []} | data["request"]}
     run = RUN.checked(data, path)  # every key, and the run's own fields (``fields.RUN``'s checks)
     status = run["status"]
     request = an_object(data["request"], f"{path}.request", REQUEST.keys)
@@ -247,6 +251,7 @@ def _run(data: Any, path: str) -> ImportedRun:
             "top_n": parsed.top_n,
             "use_cache": parsed.use_cache,
             "prefix_tokens": parsed.prefix_tokens,
+            "watch": list(parsed.watch),
         },
         "model": model,
         "result": result | {"reason": reason},
@@ -289,8 +294,8 @@ def _generate_request(request: dict[str, Any], path: str) -> GenerationRequest:
 
 
 def _token(data: Any, path: str, top_n: int, samples: int) -> None:
-    if isinstance(data, dict):  # files written before tokens had ``draw_interval`` (optional in every version)
-        data = {"draw_interval": None} | data
+    if isinstance(data, dict):  # files written before tokens had ``draw_interval``, ``watched`` (optional)
+        data = {"draw_interval": None, "watched": []} | data
     an_object(data, path, TokenRow.EVENT_KEYS)
     an_int(data["sample"], f"{path}.sample", 0, samples - 1)
     an_int(data["index"], f"{path}.index")
@@ -304,6 +309,14 @@ def _token(data: Any, path: str, top_n: int, samples: int) -> None:
     optional(a_prob)(data["draw"], f"{path}.draw")
     optional(a_draw_interval)(data["draw_interval"], f"{path}.draw_interval")
     optional(a_number)(data["elapsed_ms"], f"{path}.elapsed_ms")
+    for watched, p in objects(data["watched"], f"{path}.watched", WATCHED_KEYS, 0, protocol.MAX_WATCH):
+        an_int(watched["id"], f"{p}.id")
+        a_str(watched["token"], f"{p}.token")
+        a_prob(watched["raw_prob"], f"{p}.raw_prob")
+        a_prob(watched["prob"], f"{p}.prob")
+        optional(an_int)(watched["raw_rank"], f"{p}.raw_rank")
+        optional(an_int)(watched["rank"], f"{p}.rank")
+        optional(a_str)(watched["removed_by"], f"{p}.removed_by")
     entropy = an_object(data["entropy"], f"{path}.entropy", ("before", "after"))
     for key in ("before", "after"):
         optional(a_number)(entropy[key], f"{path}.entropy.{key}")

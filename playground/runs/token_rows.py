@@ -8,9 +8,9 @@ run stays small (docs/runs.md, "What is stored"):
 
 with ``alternatives`` as ``[id, token, raw_prob, prob, removed_by(, extra)]`` rows and ``stages``
 as ``[name, kept]`` rows. ``extra``, written only when there is something to keep, is an object of
-the event's fields that have no column: ``removed_by``, ``forced`` and ``draw_interval`` (written
-only when not null / false) and any field the protocol may add later, so nothing the server sent is
-lost. Rows saved before these existed have no ``extra`` and load with the defaults.
+the event's fields that have no column: ``removed_by``, ``forced``, ``draw_interval`` and
+``watched`` (written only when not null / false / empty) and any field the protocol may add later,
+so nothing the server sent is lost. Rows saved before these existed have no ``extra`` and load with the defaults.
 
 Everything else reads these rows through ``TokenRow``: ``TokenRow.from_stored(row)`` and
 ``row.to_stored()`` convert the stored form, ``TokenRow.from_event(event)`` and ``row.to_event()``
@@ -108,6 +108,8 @@ class TokenRow:
     # [start, end): the token's segment of the final probabilities stacked in pick order, holding
     # ``draw`` when it was picked; null if its final probability is 0, and in runs saved before it
     draw_interval: tuple[float, float] | None = None
+    # the request's watched tokens at this step, as the event sends them (empty when none watched)
+    watched: tuple[Mapping[str, Any], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)  # fields of later protocol versions
 
     # The keys of a ``token`` event (and of an exported token), in the order the server sends them.
@@ -127,9 +129,10 @@ class TokenRow:
         "entropy",
         "stages",
         "elapsed_ms",
+        "watched",
     )
     STORED_COLUMNS = 13  # the positional part of a stored row, before the optional ``extra``
-    IN_EXTRA = ("removed_by", "forced", "draw_interval")  # named fields stored in ``extra`` (rows predate them)
+    IN_EXTRA = ("removed_by", "forced", "draw_interval", "watched")  # named fields stored in ``extra`` (rows predate them)
 
     @classmethod
     def from_stored(cls, row: Sequence[Any]) -> TokenRow:
@@ -140,6 +143,7 @@ class TokenRow:
         removed_by = extra.pop("removed_by", None)
         forced = extra.pop("forced", False)
         draw_interval = extra.pop("draw_interval", None)
+        watched = extra.pop("watched", [])
         return cls(
             sample,
             index,
@@ -157,6 +161,7 @@ class TokenRow:
             removed_by,
             forced,
             _interval(draw_interval),
+            tuple(watched),
             extra,
         )
 
@@ -183,6 +188,8 @@ class TokenRow:
             extra["forced"] = True
         if self.draw_interval is not None:
             extra["draw_interval"] = list(self.draw_interval)
+        if self.watched:
+            extra["watched"] = [dict(w) for w in self.watched]
         if extra:
             row.append(extra)
         return row
@@ -209,6 +216,7 @@ class TokenRow:
             removed_by=event.get("removed_by"),
             forced=bool(event.get("forced", False)),
             draw_interval=_interval(event.get("draw_interval")),
+            watched=tuple(event.get("watched") or ()),
             extra={k: v for k, v in event.items() if k not in known},
         )
 
@@ -230,6 +238,7 @@ class TokenRow:
             "entropy": {"before": self.entropy_before, "after": self.entropy_after},
             "stages": [s.to_event() for s in self.stages],
             "elapsed_ms": self.elapsed_ms,
+            "watched": [dict(w) for w in self.watched],
             **self.extra,
         }
 

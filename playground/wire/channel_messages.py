@@ -152,6 +152,7 @@ def job_to_dict(job: Job) -> dict[str, Any]:
             "use_cache": request.use_cache,
             "prompt_scores": request.prompt_scores,
             "prefix_tokens": list(request.prefix_tokens),
+            "watch": list(request.watch),
             "chat": _chat_to_dict(request.chat),
             "save": job.save,
             "branch": None
@@ -206,6 +207,7 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         tuple(data["prefix_tokens"]),
         _chat_from_dict(data.get("chat")),
         prompt_scores=data.get("prompt_scores", False),
+        watch=tuple(data.get("watch", ())),
     )
     branch = data.get("branch")
     return Generate(

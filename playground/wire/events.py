@@ -18,7 +18,7 @@ from inference.decoding.surprisal import PromptSurprisal
 from inference.decoding.whatif import Variant
 from inference.errors import ParamError
 from inference.runtime import ModelInfo
-from inference.sampling import SamplingParams, StepTrace
+from inference.sampling import SamplingParams, StepTrace, Watched
 from inference.text import TextCodec
 
 log = logging.getLogger(__name__)
@@ -167,6 +167,7 @@ def token_event(request_id: str, step: TokenStep, codec: TextCodec, batch: Batch
         "draw": trace.draw,
         "draw_interval": None if trace.draw_interval is None else list(trace.draw_interval),
         **trace_fields(trace, codec),
+        "watched": _watched(trace.watched, codec),
         "elapsed_ms": round(step.elapsed_ms, 3),
         **({} if batch is None else {"batch": {"step": batch.step, "rows": batch.rows, "requests": batch.requests}}),
     }
@@ -180,6 +181,11 @@ def trace_fields(trace: StepTrace, codec: TextCodec) -> dict[str, Any]:
         "stages": [{"name": s.name, "kept": s.kept} for s in trace.stages],
         "entropy": {"before": trace.entropy_before, "after": trace.entropy_after},
     }
+
+
+def _watched(watched: tuple[Watched, ...], codec: TextCodec) -> list[dict[str, Any]]:
+    """The watched tokens at this step, in the request's ``watch`` order, each with its text."""
+    return [{**w.to_dict(), "token": codec.token_text(w.id)} for w in watched]
 
 
 def beam_step_event(request_id: str, step: BeamStep, codec: TextCodec) -> dict[str, Any]:

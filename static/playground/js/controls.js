@@ -16,7 +16,7 @@ import { dialLayout, groupsToOpen } from "./dial-layout.js";
 import { seedValue } from "../../shared/js/socket.js";
 
 // Fields of the request that are not sampler params: `error.param` → control id.
-const REQUEST_FIELDS = { prompt: "prompt", mode: "mode", system: "system", top_n: "top-n" };
+const REQUEST_FIELDS = { prompt: "prompt", mode: "mode", system: "system", top_n: "top-n", watch: "watch-words" };
 
 /** The string a control shows for a parameter value (the address format's, address.js). */
 function controlText(spec, value) {
@@ -278,6 +278,7 @@ export function fieldFor(param) {
   if (!param) return null;
   if (REQUEST_FIELDS[param]) return REQUEST_FIELDS[param];
   const [head, key] = param.split(".");
+  if (head === "watch") return REQUEST_FIELDS.watch; // watch.<i>: the watched-tokens field
   if (head !== "params" || !key) return null;
   if (key === "logit_bias") return "logit-bias";
   if (key === "sampler_order") return "stage-order";

@@ -21,11 +21,14 @@ import { Run } from "./run.js";
 import { endAdvice, looksLikeInstruction } from "./run-advice.js";
 import { SamplesView } from "./samples-view.js";
 import { GenerateClient } from "../../shared/js/socket.js";
+import { GuidedWalk } from "./guided-walk.js";
 import { StageOrder } from "./stage-order.js";
 import { RunStats } from "./stats.js";
 import { StripChart } from "./strip-chart.js";
 import { TokenStream } from "../../shared/js/stream.js";
 import { TemperatureExplorer } from "./temperature-explorer.js";
+import { WatchChart } from "./watch-chart.js";
+import { WatchList } from "./watch-list.js";
 import { WhatIf } from "./what-if.js";
 import { rememberRun } from "../../shared/js/store.js";
 
@@ -49,6 +52,7 @@ const shown = () => tree.current?.run ?? null; // the run on screen
 
 const order = new StageOrder($("stage-order"), document.querySelector("[data-order-announcer]"));
 const bias = new LogitBiasEditor($("logit-bias-editor"), tokenize);
+const watchList = new WatchList($("watch-editor"), tokenize);
 const presets = new Presets($("presets"), (text) => stats.status(text, "idle"));
 // The system message is chat mode's only: the server refuses it with any other mode.
 const chatTurns = new ChatTurns($("chat-turns"), $("assistant-prefix"));
@@ -64,6 +68,12 @@ const strip = new StripChart($("strip-chart"), (index) => {
   const el = stream.element(index);
   if (el) controller.pin(index, el);
 });
+const watchChart = new WatchChart($("watch-section"), (index) => {
+  const el = stream.element(index);
+  if (el) controller.pin(index, el);
+});
+const walk = new GuidedWalk($("walk"), walkTarget);
+document.querySelector("[data-action=walk]").addEventListener("click", (e) => startWalk(e.currentTarget));
 const whatIf = new WhatIf($("what-if"), inspect, continueWith);
 const explorer = new TemperatureExplorer($("temperature-explorer"), inspect);
 const samplesView = new SamplesView($("samples"));
@@ -236,6 +246,7 @@ function readForm() {
     target?.focus();
     return null;
   }
+  if (watchList.ids.length) read.request.watch = watchList.ids;
   return read.request;
 }
 
@@ -293,6 +304,7 @@ async function launch(run, node, { keepView = false } = {}) {
   if (!keepView) {
     stream.clear();
     strip.render([]);
+    watchChart.render([]);
   }
   samplesView.clear();
   beamView.clear();
@@ -378,6 +390,7 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
         stats.done(event);
         showAdvice(run);
         strip.render(run.tokens);
+        watchChart.render(run.tokens);
         samplesView.render(run);
         if (run.isBeam) beamView.render(run);
       }
@@ -449,6 +462,7 @@ function showRun(node) {
   $("step-section").toggleAttribute("data-empty", true);
   stream.render(run.tokens, run.isBeam ? run.done?.text ?? "" : run.done?.tail ?? "", node.parent ? node.forkIndex : null);
   strip.render(run.tokens);
+  watchChart.render(run.tokens);
   samplesView.render(run);
   if (run.isBeam) beamView.render(run);
   else beamView.clear();
@@ -463,12 +477,39 @@ function showRun(node) {
   reuseSeed.hidden = !run.started;
 }
 
+/** The guided walk on the selected token of the run on screen: the token is pinned (its inspector
+ *  open, which shows most of the steps), then the walk starts from its first step. */
+function startWalk(from) {
+  const run = shown();
+  const index = Number(from.dataset.index ?? 0); // the selected step (selectStep)
+  const token = run?.token(index);
+  if (!token || !run.started) return;
+  controller.pin(index, stream.element(index));
+  walk.start(token, run.started.params, from);
+}
+
+/** The part of the page a walk step points at (guided-walk.js, walk-steps.js's `target`). */
+function walkTarget(key) {
+  const inspectorPart = (selector) => document.querySelector(`#inspector ${selector}`);
+  const index = Number($("walk").dataset.index);
+  return {
+    prompt: $("prompt-tokens"),
+    alternatives: inspectorPart("table.alternatives"),
+    temperature: $("temperature")?.closest(".field") ?? null,
+    stages: inspectorPart(".step-details"),
+    draw: inspectorPart(".draw-figure") ?? inspectorPart(".step-details"),
+    token: stream.element(index),
+  }[key] ?? null;
+}
+
 /** A token was pinned (click, tap, Enter, strip chart): its step goes to the panels below. */
 function selectStep(index) {
   const run = shown();
   if (!run?.token(index)) return;
   stream.markSelected(index);
   strip.select(index);
+  watchChart.select(index);
+  document.querySelector("[data-action=walk]").dataset.index = String(index);
   const token = run.token(index);
   $("step-section").toggleAttribute("data-empty", false);
   $("step-caption").textContent = `Token ${index + 1}, ${JSON.stringify(token.token)}: the real distribution at this position.`;

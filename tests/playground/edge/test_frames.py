@@ -250,6 +250,7 @@ def test_the_recorder_gets_the_branch_from_the_typed_job():
         "mode": "completion",
         "system": None,
         "prefix_tokens": [1, 2],
+        "watch": [],
         "parent_run": "b" * 22,
         "branch_index": 3,
         "messages": None,

@@ -68,6 +68,7 @@ def token(
         "entropy": {"before": 1.5, "after": 0.9},
         "stages": [{"name": s, "kept": 10 - k} for k, s in enumerate(STAGES)],
         "elapsed_ms": 20.5,
+        "watched": [],  # none watched; test_token_rows stores a watched token
     }
 
 

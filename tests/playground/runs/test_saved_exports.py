@@ -2,9 +2,10 @@
 (on SQLite): the files in ``exports/`` are what ``/r/<id>.json`` and ``/compare/<ids>.json`` answered
 (schema ``token-playground.run`` / ``.comparison``, version 3) for runs of every kind made by the
 worker on the tiny model. Only ``id``, ``source``, ``imported_from`` (and a branch's
-``parent_run``, whose parent is not saved here) say that the copy is a copy, and the fields added
-since these files were written (a token's ``draw_interval``, exported as null after ``draw``, and a
-run's ``prompt_surprisal``, null after ``prompt_tokens``, where a file had none)."""
+``parent_run``, whose parent is not saved here) say that the copy is a copy, and the fields
+added since these files were written: a token's ``draw_interval`` (exported as null after
+``draw``) and ``watched`` (exported as [] after ``elapsed_ms``), the request's ``watch`` ([] after
+``prefix_tokens``) and a run's ``prompt_surprisal`` (null after ``prompt_tokens``)."""
 
 from __future__ import annotations
 
@@ -39,31 +40,28 @@ def _import(client, content: bytes) -> list[str]:
     return [run["id"] for run in answer.json()["runs"]]
 
 
-def _with_draw_interval(token: dict) -> dict:
-    """A token as exported now: a file written before ``draw_interval`` gets it as null, after ``draw``."""
-    if "draw_interval" in token:
-        return token
-    keys = list(token)
-    at = keys.index("draw") + 1
-    return {k: token[k] for k in keys[:at]} | {"draw_interval": None} | {k: token[k] for k in keys[at:]}
+def _with(data: dict, after: str, key: str, value) -> dict:
+    """``data`` with ``key`` after ``after``, as exported now, where a file written before it has none."""
+    if key in data:
+        return data
+    keys = list(data)
+    at = keys.index(after) + 1
+    return {k: data[k] for k in keys[:at]} | {key: value} | {k: data[k] for k in keys[at:]}
 
 
-def _with_prompt_surprisal(run: dict) -> dict:
-    """A run as exported now: a file written before ``prompt_surprisal`` gets it as null, after ``prompt_tokens``."""
-    if "prompt_surprisal" in run:
-        return run
-    keys = list(run)
-    at = keys.index("prompt_tokens") + 1
-    return {k: run[k] for k in keys[:at]} | {"prompt_surprisal": None} | {k: run[k] for k in keys[at:]}
+def _as_exported_now(token: dict) -> dict:
+    return _with(_with(token, "draw", "draw_interval", None), "elapsed_ms", "watched", [])
 
 
 def _copy(run: dict, new_id: str, parent: str | None) -> dict:
-    tokens = [_with_draw_interval(token) for token in run["tokens"]]
-    return _with_prompt_surprisal(run) | {
+    tokens = [_as_exported_now(token) for token in run["tokens"]]
+    request = _with(run["request"], "prefix_tokens", "watch", [])
+    return _with(run, "prompt_tokens", "prompt_surprisal", None) | {
         "id": new_id,
         "source": "imported",
         "imported_from": run["id"],
         "parent_run": parent,
+        "request": request,
         "tokens": tokens,
     }
 

@@ -84,6 +84,35 @@ def test_an_exported_token_without_a_draw_interval_imports_and_a_bad_one_is_name
         assert error.value.param == f"run.tokens[0].draw_interval{where}"
 
 
+LYON = {"id": 31, "raw_prob": 0.01, "prob": 0.0, "raw_rank": 7, "rank": None, "removed_by": "top_p", "token": " Lyon"}
+
+
+def test_watched_tokens_are_kept_in_the_trailing_object_and_old_rows_have_none():
+    event = EVENT | {"watched": [LYON]}
+    stored = stored_row_from_event(event)
+    assert stored == OLD_ROW + [{"watched": [LYON]}]
+    row = TokenRow.from_stored(json.loads(json.dumps(stored)))
+    assert row.watched == (LYON,) and row.extra == {}
+    assert row.to_event() == {k: v for k, v in event.items() if k not in ("type", "request_id")}
+    assert TokenRow.from_stored(OLD_ROW).to_event()["watched"] == []
+
+
+def test_an_exported_token_without_watched_imports_and_a_bad_entry_is_named():
+    exported = TokenRow.from_event(EVENT).to_event()
+    del exported["watched"]  # as files written before it
+    schema._token(exported, "run.tokens[0]", 5, 1)
+    schema._token(exported | {"watched": [LYON]}, "run.tokens[0]", 5, 1)
+    for bad, where in (
+        ([LYON | {"rank": "1"}], "[0].rank"),
+        ([LYON | {"prob": 1.5}], "[0].prob"),
+        ([{k: v for k, v in LYON.items() if k != "raw_rank"}], "[0].raw_rank"),
+        ([LYON] * 9, ""),
+    ):
+        with pytest.raises(schema.SchemaError) as error:
+            schema._token(exported | {"watched": bad}, "run.tokens[0]", 5, 1)
+        assert error.value.param == f"run.tokens[0].watched{where}"
+
+
 def test_sample_text_joins_one_samples_tokens():
     rows = [OLD_ROW, [1] + OLD_ROW[1:4] + [" Lyon"] + OLD_ROW[5:], [0, 1] + OLD_ROW[2:4] + ["."] + OLD_ROW[5:]]
     assert sample_text(rows) == " Paris." and sample_text(rows, 1) == " Lyon"

@@ -1,0 +1,53 @@
+"""The guided walk's text (static/playground/js/walk-steps.js, run in Node): each step of the loop
+told with one token event's own numbers, on events worked out by hand (sampled, greedy, forced)."""
+
+from __future__ import annotations
+
+from tests.js import module_url, run_js
+
+WALK = f"""
+const {{ walkSteps }} = await import("{module_url("playground/js/walk-steps.js")}");
+console.log(JSON.stringify(INPUT.map(([token, params]) => walkSteps(token, params))));
+"""
+
+SAMPLED = {
+    "index": 2,
+    "id": 31,
+    "token": " Lyon",
+    "raw_prob": 0.25,
+    "prob": 0.5,
+    "draw": 0.6,
+    "draw_interval": [0.5, 1.0],
+    "forced": False,
+    "alternatives": [
+        {"id": 7, "token": " Paris", "raw_prob": 0.5, "prob": 0.5},
+        {"id": 31, "token": " Lyon", "raw_prob": 0.25, "prob": 0.5},
+    ],
+    "stages": [{"name": "temperature", "kept": 100}, {"name": "top_k", "kept": 2}],
+    "entropy": {"before": 1.04, "after": 0.69},
+}
+
+
+def test_a_sampled_step_in_words():
+    (steps,) = run_js(WALK, [[SAMPLED, {"temperature": 0.5}]])
+    assert [s["key"] for s in steps] == ["logits", "softmax", "temperature", "truncation", "draw", "append"]
+    assert [s["target"] for s in steps] == ["prompt", "alternatives", "temperature", "stages", "draw", "token"]
+    text = [s["text"] for s in steps]
+    assert "the 2 tokens generated before position 3" in text[0] and "ln p = -1.3863" in text[0]  # ln 0.25
+    assert '" Lyon" gets 25.00% from the model alone; the most likely token, " Paris", 50.00%.' in text[1]
+    assert "T = 0.5" in text[2] and "sharpens" in text[2] and "1.04 nats" in text[2] and "0.69 nats" in text[2]
+    assert "top_k kept 2 tokens." in text[3] and "temperature kept" not in text[3] and "ends with 50.00%" in text[3]
+    assert "u = 0.6000" in text[4] and "[0.5000, 1.0000)" in text[4]
+    assert text[5] == '" Lyon" is appended as token 3 of the output, and the loop starts again with it as part of the input.'
+
+
+def test_greedy_forced_and_no_truncation():
+    greedy = SAMPLED | {"draw": None, "stages": [{"name": "temperature", "kept": 1}], "index": 0}
+    forced = SAMPLED | {"forced": True}
+    unchanged = SAMPLED | {"stages": []}
+    walks = run_js(WALK, [[greedy, {"temperature": 0}], [forced, {"temperature": 1.5}], [unchanged, {}]])
+    assert "Temperature 0 is greedy" in walks[0][2]["text"] and walks[0][4]["text"].startswith("Greedy: nothing is drawn")
+    assert "the 0 tokens generated before position 1" in walks[0][0]["text"]
+    assert "flattens" in walks[1][2]["text"] and "was forced" in walks[1][4]["text"]
+    assert walks[2][2]["text"].startswith("Temperature 1 leaves the logits")  # the default when params omit it
+    assert walks[2][3]["text"].startswith("No other stage is on")

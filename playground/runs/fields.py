@@ -221,6 +221,7 @@ REQUEST = Part(
         Field("top_n", "top_n"),
         Field("use_cache", "use_cache"),
         Field("prefix_tokens", "prefix_tokens", store=list),
+        Field("typed_tokens", "typed_tokens", empty=0),  # optional in every version (schema)
     ),
 )
 MODEL = Part(

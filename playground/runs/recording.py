@@ -110,6 +110,7 @@ class RunRecorder:
                 "top_n": started["top_n"],
                 "use_cache": started.get("use_cache", True),
                 "prefix_tokens": self.request_data.get("prefix_tokens", []),
+                "typed_tokens": self.request_data.get("typed_tokens", 0),
             },
             "prompt_tokens": started["prompt_tokens"],
             "model": started["model"],  # the export's model keys

@@ -10,7 +10,7 @@ from playground.wire.jobs import Generate
 
 
 def record_fields(job: Generate) -> dict[str, Any]:
-    """The prompt and system text or the chat conversation, the forced prefix, the branch it labels
+    """The prompt and system text or the chat conversation, the forced prefix (and how much of it was typed), the branch it labels
     and whether to save it."""
     request = job.request
     return {
@@ -20,6 +20,7 @@ def record_fields(job: Generate) -> dict[str, Any]:
         "prefix_tokens": list(request.prefix_tokens),
         "parent_run": None if job.branch is None else job.branch.parent_run,
         "branch_index": None if job.branch is None else job.branch.branch_index,
+        "typed_tokens": job.typed_tokens,
         "messages": None if request.chat is None else request.chat.to_list(),
         "continue_final_message": request.chat is not None and request.chat.continue_final_message,
         "save": job.save,

@@ -11,7 +11,7 @@ by the websocket's parser; the reason by the status; the tokens within ``top_n``
 
 Versions: 3 (written now) has every field of every part, tokens included (``removed_by`` and
 ``forced`` on each token; ``draw_interval``, added later, may be left out of a token in any
-version and reads as null), and a chat run's whole conversation (``request.messages``,
+version and reads as null; so may ``request.typed_tokens``, which reads as 0), and a chat run's whole conversation (``request.messages``,
 ``request.continue_final_message``). Version 2 files are version 3 without the conversation
 (``_upgrade_v2``: ``messages`` null, ``continue_final_message`` false). Version 1 files may leave
 out what version 1 left out; ``_upgrade_v1`` fills in the defaults, then they are version 2 files.
@@ -214,9 +214,13 @@ def _upgrade_v1_token(token: Any) -> Any:
 def _run(data: Any, path: str) -> ImportedRun:
     run = RUN.checked(data, path)  # every key, and the run's own fields (``fields.RUN``'s checks)
     status = run["status"]
-    request = an_object(data["request"], f"{path}.request", REQUEST.keys)
+    request = data["request"]
+    if isinstance(request, dict):  # files written before edits were typed (optional in every version)
+        request = {"typed_tokens": 0} | request
+    request = an_object(request, f"{path}.request", REQUEST.keys)
     seed = an_int(request["seed"], f"{path}.request.seed", 0, MAX_SEED)
     parsed = _generate_request(request, f"{path}.request")
+    typed = an_int(request["typed_tokens"], f"{path}.request.typed_tokens", 0, len(parsed.prefix_tokens))
     if not isinstance(request["params"], dict) or request["params"].get("seed") != seed:
         raise SchemaError(f"{path}.request.params.seed", f"must equal request.seed ({seed})")
     model = MODEL.checked(data["model"], f"{path}.model")
@@ -242,6 +246,7 @@ def _run(data: Any, path: str) -> ImportedRun:
             "top_n": parsed.top_n,
             "use_cache": parsed.use_cache,
             "prefix_tokens": parsed.prefix_tokens,
+            "typed_tokens": typed,
         },
         "model": model,
         "result": result | {"reason": reason},
@@ -255,7 +260,7 @@ def _generate_request(request: dict[str, Any], path: str) -> GenerationRequest:
     parser: ``prompt`` (and ``system``), or the conversation in ``messages`` (see the module's
     docstring for the rules of the two)."""
     continued = a_bool(request["continue_final_message"], f"{path}.continue_final_message")
-    skipped = {"seed", "messages", "continue_final_message"}
+    skipped = {"seed", "messages", "continue_final_message", "typed_tokens"}  # typed_tokens: checked by _run
     if request["messages"] is None:
         if continued:
             raise SchemaError(f"{path}.continue_final_message", "must be false when messages is null")

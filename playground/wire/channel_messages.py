@@ -153,6 +153,7 @@ def job_to_dict(job: Job) -> dict[str, Any]:
             "prefix_tokens": list(request.prefix_tokens),
             "chat": _chat_to_dict(request.chat),
             "save": job.save,
+            "typed_tokens": job.typed_tokens,
             "branch": None
             if job.branch is None
             else {"parent_run": job.branch.parent_run, "branch_index": job.branch.branch_index},
@@ -211,6 +212,7 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         request,
         None if branch is None else Branch(branch["parent_run"], branch["branch_index"]),
         data.get("save", True),
+        data.get("typed_tokens", 0),
     )
 
 

@@ -2,9 +2,9 @@
 (on SQLite): the files in ``exports/`` are what ``/r/<id>.json`` and ``/compare/<ids>.json`` answered
 (schema ``token-playground.run`` / ``.comparison``, version 3) for runs of every kind made by the
 worker on the tiny model. Only ``id``, ``source``, ``imported_from`` (and a branch's
-``parent_run``, whose parent is not saved here) say that the copy is a copy, and the one field
-added to tokens since these files were written (``draw_interval``, exported as null after
-``draw`` where a file had none)."""
+``parent_run``, whose parent is not saved here) say that the copy is a copy, and the fields added
+since these files were written: tokens' ``draw_interval`` (exported as null after ``draw`` where a
+file had none) and ``request.typed_tokens`` (exported as 0 after ``prefix_tokens``)."""
 
 from __future__ import annotations
 
@@ -48,9 +48,25 @@ def _with_draw_interval(token: dict) -> dict:
     return {k: token[k] for k in keys[:at]} | {"draw_interval": None} | {k: token[k] for k in keys[at:]}
 
 
+def _with_typed_tokens(request: dict) -> dict:
+    """A request as exported now: a file written before ``typed_tokens`` gets it as 0, after ``prefix_tokens``."""
+    if "typed_tokens" in request:
+        return request
+    keys = list(request)
+    at = keys.index("prefix_tokens") + 1
+    return {k: request[k] for k in keys[:at]} | {"typed_tokens": 0} | {k: request[k] for k in keys[at:]}
+
+
 def _copy(run: dict, new_id: str, parent: str | None) -> dict:
     tokens = [_with_draw_interval(token) for token in run["tokens"]]
-    return run | {"id": new_id, "source": "imported", "imported_from": run["id"], "parent_run": parent, "tokens": tokens}
+    return run | {
+        "id": new_id,
+        "source": "imported",
+        "imported_from": run["id"],
+        "parent_run": parent,
+        "request": _with_typed_tokens(run["request"]),
+        "tokens": tokens,
+    }
 
 
 def test_the_files_are_as_the_server_wrote_them():

@@ -5,6 +5,7 @@
 // between branches (mouse or Tab + Enter).
 
 import { quoteToken } from "../../shared/js/format.js";
+import { typedRange } from "../../shared/js/typed.js";
 
 export class BranchNode {
   constructor(run, parent = null, forkIndex = null, note = "") {
@@ -117,8 +118,10 @@ export class BranchTreeView {
     if (!node.parent) {
       title.textContent = "Original run";
     } else {
+      const typed = typedRange(run.request);
       const fork = run.token(node.forkIndex);
-      const text = fork ? quoteToken(fork.token) : "…";
+      const typedText = run.tokens.slice(typed.from, typed.to).map((t) => t.text).join("");
+      const text = typed.to > typed.from ? `typed ${quoteToken(typedText)}` : fork ? quoteToken(fork.token) : "…";
       title.textContent = `Token ${node.forkIndex + 1} → ${text}${node.note ? ` (${node.note})` : ""}`;
     }
     const numbers = document.createElement("span");

@@ -1,4 +1,5 @@
-"""The versioned JSON export of a run or a comparison, and the validating import (docs/runs.md).
+"""The versioned JSON export of a run, a comparison or a tree of branches, and the validating import
+(docs/runs.md).
 
 One definition serves both directions, and the recorder too: ``playground.runs.fields`` is the
 table of a run's fields (the export's key, the ``Run`` column, the check on import, the
@@ -55,6 +56,7 @@ from playground.runs.fields import MAX_TOKENS_PER_RUN, MODEL, REQUEST, RESULT, R
 from playground.runs.models import Run
 from playground.runs.text_check import first_unencodable
 from playground.runs.token_rows import Alternative, Stage, TokenRow
+from playground.runs.tree import MAX_TREE_RUNS, Node, flattened, tree_dict
 
 __all__ = [
     "RUN_SCHEMA",
@@ -66,6 +68,7 @@ __all__ = [
     "run_to_dict",
     "run_export",
     "comparison_export",
+    "tree_export",
     "parse_export",
     "parse_run_export",
     "parse_comparison_export",
@@ -73,6 +76,7 @@ __all__ = [
 
 RUN_SCHEMA = "token-playground.run"
 COMPARISON_SCHEMA = "token-playground.comparison"
+TREE_SCHEMA = "token-playground.tree"
 VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 MAX_COMPARED = 4
@@ -102,6 +106,17 @@ def comparison_export(runs: list[Run], comparison: dict[str, Any]) -> dict[str, 
     }
 
 
+def tree_export(tree: Node) -> dict[str, Any]:
+    """A run and its branches: ``runs`` depth first (the root first), each branch's ``parent_run``
+    an earlier run of the file; ``tree`` is derived from the runs and ignored on import."""
+    return {
+        "schema": TREE_SCHEMA,
+        "version": VERSION,
+        "runs": [run_to_dict(node.run) for node in flattened(tree)],
+        "tree": tree_dict(tree),
+    }
+
+
 # Import.
 
 
@@ -125,6 +140,8 @@ def parse_export(data: Any) -> list[ImportedRun]:
         raise SchemaError(*found)
     if data.get("schema") == COMPARISON_SCHEMA:
         return parse_comparison_export(data)
+    if data.get("schema") == TREE_SCHEMA:
+        return parse_tree_export(data)
     return [parse_run_export(data)]
 
 
@@ -139,11 +156,24 @@ def parse_comparison_export(data: Any) -> list[ImportedRun]:
     return [_run(_upgraded(r, version, f"runs[{i}]"), f"runs[{i}]") for i, r in enumerate(runs)]
 
 
+def parse_tree_export(data: Any) -> list[ImportedRun]:
+    """A tree's runs: the root first, then each branch after the run it names as ``parent_run``."""
+    version = _header(data, TREE_SCHEMA, ("schema", "version", "runs", "tree"))
+    runs = a_list(data["runs"], "runs", 1, MAX_TREE_RUNS)
+    imported = [_run(_upgraded(r, version, f"runs[{i}]"), f"runs[{i}]") for i, r in enumerate(runs)]
+    seen = {imported[0].original_id}
+    for i, run in enumerate(imported[1:], 1):
+        if run.parent_run is None or run.parent_run not in seen:
+            raise SchemaError(f"runs[{i}].parent_run", "must name an earlier run of this tree (the root comes first)")
+        seen.add(run.original_id)
+    return imported
+
+
 def _header(data: Any, schema: str, keys: tuple[str, ...]) -> int:
     if not isinstance(data, dict):
         raise SchemaError("(file)", f"must be a JSON object, got {kind(data)}")
     if data.get("schema") != schema:
-        one_of(data.get("schema"), "schema", (RUN_SCHEMA, COMPARISON_SCHEMA))
+        one_of(data.get("schema"), "schema", (RUN_SCHEMA, COMPARISON_SCHEMA, TREE_SCHEMA))
     version = data.get("version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         readable = ", ".join(map(str, READABLE_VERSIONS))

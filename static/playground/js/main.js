@@ -67,6 +67,7 @@ const strip = new StripChart($("strip-chart"), (index) => {
 const whatIf = new WhatIf($("what-if"), inspect, continueWith);
 const explorer = new TemperatureExplorer($("temperature-explorer"), inspect);
 const editor = new EditContinue($("edit-continue"), tokenize, continueEdited);
+$("edit-continue").addEventListener("focusin", () => controller.close(false)); // editing: the alternatives step aside
 const samplesView = new SamplesView($("samples"));
 const beamView = new BeamView($("beam-tree"), $("beam-hypotheses"));
 const latency = new LatencyChart($("latency-chart"), $("latency-summary"));

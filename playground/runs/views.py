@@ -420,7 +420,7 @@ def import_runs(request: HttpRequest) -> JsonResponse:
                 run.save(update_fields=["parent"], using=db)
     created = [{"id": run.id, "delete_token": token, "url": reverse("runs:run", args=[run.id])} for _, run, token in created]
     result: dict[str, Any] = {"runs": created}
-    if len(created) > 1:
+    if 1 < len(created) <= schema.MAX_COMPARED:  # a comparison takes 2 to 4 runs; a tree file may hold more
         result["compare_url"] = reverse("runs:compare", args=[",".join(c["id"] for c in created)])
     if records and all(record.parent_run in copies for record in records[1:]):  # one tree: the first its root
         result["tree_url"] = reverse("runs:tree", args=[created[0]["id"]])

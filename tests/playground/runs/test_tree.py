@@ -133,3 +133,14 @@ def test_deleting_a_branch_with_its_token_takes_it_out_of_the_tree(client, tree)
     assert [n["id"] for n in nodes] == [made["runs"][0]["id"], made["runs"][3]["id"]]
     # the deleted run's branch now heads a tree of its own
     assert [n["id"] for n in client.get(f"/tree/{made['runs'][2]['id']}.json").json()["tree"]["nodes"]] == [made["runs"][2]["id"]]
+
+
+def test_a_tree_of_more_runs_than_a_comparison_takes_imports_with_its_tree_url_only(client, tree, tiny_runtime):
+    generate(tiny_runtime, "cooler", prefix_tokens=[], parent_run=tree["root"], branch_index=0, params=PARAMS | {"top_k": 3})
+    exported = client.get(f"/tree/{tree['root']}.json").json()
+    assert len(exported["runs"]) == 5
+    # stored params are normalized: top_k off is 0
+    assert exported["tree"]["nodes"][-1]["changes"] == [{"kind": "settings", "params": {"top_k": [0, 3]}}]
+    made = client.post("/api/runs/import", data=json.dumps(exported), content_type="application/json").json()
+    assert "compare_url" not in made  # a comparison takes 2 to 4 runs
+    assert client.get(made["tree_url"]).status_code == 200

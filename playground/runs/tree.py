@@ -36,12 +36,14 @@ class Node:
 def tree_runs(root: Run) -> list[Run]:
     """``root`` and every run under it, depth first, siblings oldest first; at most ``MAX_TREE_RUNS``."""
     children: dict[str, list[Run]] = {}
-    frontier, count = [root.id], 1
-    while frontier and count < MAX_TREE_RUNS:
-        level = list(Run.objects.filter(parent_id__in=frontier).order_by("created_at", "id")[: MAX_TREE_RUNS - count])
+    seen = {root.id}  # an imported comparison can link two runs as each other's parent: a cycle
+    frontier = [root.id]
+    while frontier and len(seen) < MAX_TREE_RUNS:
+        found = Run.objects.filter(parent_id__in=frontier).exclude(pk__in=seen).order_by("created_at", "id")
+        level = list(found[: MAX_TREE_RUNS - len(seen)])
         for run in level:
             children.setdefault(run.parent_id, []).append(run)
-        count += len(level)
+            seen.add(run.id)
         frontier = [run.id for run in level]
     ordered: list[Run] = []
 
@@ -57,9 +59,12 @@ def tree_runs(root: Run) -> list[Run]:
 def root_of(run: Run) -> Run:
     """The run at the top of ``run``'s tree (its parent's parent, and so on), at most
     ``MAX_TREE_RUNS`` steps up."""
+    start = run
     for _ in range(MAX_TREE_RUNS):
         if run.parent_id is None:
             break
+        if run.parent_id == start.id:  # a cycle (see tree_runs): the run itself heads its tree
+            return start
         parent = Run.objects.filter(pk=run.parent_id).first()
         if parent is None:
             break

@@ -144,3 +144,16 @@ def test_a_tree_of_more_runs_than_a_comparison_takes_imports_with_its_tree_url_o
     made = client.post("/api/runs/import", data=json.dumps(exported), content_type="application/json").json()
     assert "compare_url" not in made  # a comparison takes 2 to 4 runs
     assert client.get(made["tree_url"]).status_code == 200
+
+
+def test_two_runs_imported_as_each_others_parent_draw_a_finite_tree(client, tree):
+    # A comparison file may name each run as the other's parent; its copies then form a cycle.
+    runs = [client.get(f"/r/{tree[name]}.json").json()["run"] for name in ("root", "hotter")]
+    runs[0]["parent_run"], runs[0]["branch_index"] = runs[1]["id"], 1
+    comparison = {"schema": "token-playground.comparison", "version": 3, "runs": runs, "comparison": {}}
+    made = client.post("/api/runs/import", data=json.dumps(comparison), content_type="application/json").json()
+    first, second = (r["id"] for r in made["runs"])
+    assert Run.objects.get(pk=first).parent_id == second and Run.objects.get(pk=second).parent_id == first
+    assert [n["id"] for n in client.get(f"/tree/{first}.json").json()["tree"]["nodes"]] == [first, second]
+    assert client.get(f"/r/{second}").status_code == 200  # its page finds the tree's head without looping
+    assert client.get(f"/tree/{second}").status_code == 200

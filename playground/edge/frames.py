@@ -44,6 +44,7 @@ GENERATE_KEYS = frozenset(
         "watch",
         "parent_run",
         "branch_index",
+        "typed_tokens",
         "messages",
         "continue_final_message",
         "save",
@@ -223,7 +224,7 @@ def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate
     request = GenerationRequest(
         prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat, prompt_scores=prompt_scores, watch=watch
     )
-    return Generate(request_id, request, parse_branch(message), parse_save(message))
+    return Generate(request_id, request, parse_branch(message), parse_save(message), parse_typed(message, len(prefix)))
 
 
 def parse_messages(message: Mapping[str, Any]) -> ChatPrompt | None:
@@ -294,6 +295,19 @@ def parse_branch(message: Mapping[str, Any]) -> Branch | None:
         field_name = "branch_index" if index is None else "parent_run"
         raise ProtocolError(field_name, "parent_run and branch_index go together", "missing_field")
     return None if parent is None else Branch(parent, index)
+
+
+def parse_typed(message: Mapping[str, Any], prefix_length: int) -> int:
+    """``typed_tokens``: how many of the last ``prefix_tokens`` the person typed (edit and continue),
+    from 0 (the default) to the prefix's length."""
+    typed = message.get("typed_tokens", 0)
+    if isinstance(typed, bool) or not isinstance(typed, int) or not 0 <= typed <= prefix_length:
+        raise ProtocolError(
+            "typed_tokens",
+            f"typed_tokens must be an integer from 0 to the length of prefix_tokens ({prefix_length}), got {excerpt(typed)}",
+            "invalid_value",
+        )
+    return typed
 
 
 def parse_tokenize(request_id: str, message: Mapping[str, Any]) -> Tokenize:

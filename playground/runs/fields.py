@@ -223,6 +223,7 @@ REQUEST = Part(
         Field("use_cache", "use_cache"),
         Field("prefix_tokens", "prefix_tokens", store=list),
         Field("watch", "watch", store=list, empty=[]),
+        Field("typed_tokens", "typed_tokens", empty=0),  # optional in every version (schema)
     ),
 )
 MODEL = Part(

@@ -91,6 +91,9 @@ class Run(models.Model):
     use_cache = models.BooleanField(default=True)
     prefix_tokens = models.JSONField(default=list, help_text="token ids forced first (a branch's path)")
     watch = models.JSONField(default=list, help_text="token ids followed at every step (the request's watch)")
+    typed_tokens = models.PositiveIntegerField(
+        default=0, help_text="how many of the last prefix tokens the person typed (edit and continue)"
+    )
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="branches")
     branch_index = models.PositiveIntegerField(null=True, blank=True, help_text="position in the parent where this branch starts")
 

@@ -115,6 +115,7 @@ class RunRecorder:
                 "use_cache": started.get("use_cache", True),
                 "prefix_tokens": self.request_data.get("prefix_tokens", []),
                 "watch": self.request_data.get("watch", []),
+                "typed_tokens": self.request_data.get("typed_tokens", 0),
             },
             "prompt_tokens": started["prompt_tokens"],
             "prompt_surprisal": prompt_surprisal.from_pages(self.prompt_surprisal_pages),

@@ -10,8 +10,8 @@ from playground.wire.jobs import Generate
 
 
 def record_fields(job: Generate) -> dict[str, Any]:
-    """The prompt and system text or the chat conversation, the forced prefix, the watched tokens, the branch it labels
-    and whether to save it."""
+    """The prompt and system text or the chat conversation, the forced prefix (and how much of it was
+    typed), the watched tokens, the branch it labels and whether to save it."""
     request = job.request
     return {
         "prompt": request.prompt,
@@ -21,6 +21,7 @@ def record_fields(job: Generate) -> dict[str, Any]:
         "watch": list(request.watch),
         "parent_run": None if job.branch is None else job.branch.parent_run,
         "branch_index": None if job.branch is None else job.branch.branch_index,
+        "typed_tokens": job.typed_tokens,
         "messages": None if request.chat is None else request.chat.to_list(),
         "continue_final_message": request.chat is not None and request.chat.continue_final_message,
         "save": job.save,

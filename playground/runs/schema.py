@@ -1,4 +1,5 @@
-"""The versioned JSON export of a run or a comparison, and the validating import (docs/runs.md).
+"""The versioned JSON export of a run, a comparison or a tree of branches, and the validating import
+(docs/runs.md).
 
 One definition serves both directions, and the recorder too: ``playground.runs.fields`` is the
 table of a run's fields (the export's key, the ``Run`` column, the check on import, the
@@ -11,8 +12,9 @@ by the websocket's parser; the reason by the status; the tokens within ``top_n``
 
 Versions: 3 (written now) has every field of every part, tokens included (``removed_by`` and
 ``forced`` on each token; ``draw_interval`` and ``watched``, added later, may be left out of a
-token in any version and read as null and [], as ``request.watch`` reads as [] and a run's
-``prompt_surprisal`` as null), and a chat run's whole conversation (``request.messages``,
+token in any version and read as null and [], as ``request.watch`` reads as [],
+``request.typed_tokens`` as 0 and a run's ``prompt_surprisal`` as null), and a chat run's whole
+conversation (``request.messages``,
 ``request.continue_final_message``). Version 2 files are version 3 without the conversation
 (``_upgrade_v2``: ``messages`` null, ``continue_final_message`` false). Version 1 files may leave
 out what version 1 left out; ``_upgrade_v1`` fills in the defaults, then they are version 2 files.
@@ -57,6 +59,7 @@ from playground.runs.fields import MAX_TOKENS_PER_RUN, MODEL, REQUEST, RESULT, R
 from playground.runs.models import Run
 from playground.runs.text_check import first_unencodable
 from playground.runs.token_rows import Alternative, Stage, TokenRow
+from playground.runs.tree import MAX_TREE_RUNS, Node, flattened, tree_dict
 
 __all__ = [
     "RUN_SCHEMA",
@@ -68,6 +71,7 @@ __all__ = [
     "run_to_dict",
     "run_export",
     "comparison_export",
+    "tree_export",
     "parse_export",
     "parse_run_export",
     "parse_comparison_export",
@@ -75,6 +79,7 @@ __all__ = [
 
 RUN_SCHEMA = "token-playground.run"
 COMPARISON_SCHEMA = "token-playground.comparison"
+TREE_SCHEMA = "token-playground.tree"
 VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 MAX_COMPARED = 4
@@ -105,6 +110,17 @@ def comparison_export(runs: list[Run], comparison: dict[str, Any]) -> dict[str, 
     }
 
 
+def tree_export(tree: Node) -> dict[str, Any]:
+    """A run and its branches: ``runs`` depth first (the root first), each branch's ``parent_run``
+    an earlier run of the file; ``tree`` is derived from the runs and ignored on import."""
+    return {
+        "schema": TREE_SCHEMA,
+        "version": VERSION,
+        "runs": [run_to_dict(node.run) for node in flattened(tree)],
+        "tree": tree_dict(tree),
+    }
+
+
 # Import.
 
 
@@ -128,6 +144,8 @@ def parse_export(data: Any) -> list[ImportedRun]:
         raise SchemaError(*found)
     if data.get("schema") == COMPARISON_SCHEMA:
         return parse_comparison_export(data)
+    if data.get("schema") == TREE_SCHEMA:
+        return parse_tree_export(data)
     return [parse_run_export(data)]
 
 
@@ -142,11 +160,24 @@ def parse_comparison_export(data: Any) -> list[ImportedRun]:
     return [_run(_upgraded(r, version, f"runs[{i}]"), f"runs[{i}]") for i, r in enumerate(runs)]
 
 
+def parse_tree_export(data: Any) -> list[ImportedRun]:
+    """A tree's runs: the root first, then each branch after the run it names as ``parent_run``."""
+    version = _header(data, TREE_SCHEMA, ("schema", "version", "runs", "tree"))
+    runs = a_list(data["runs"], "runs", 1, MAX_TREE_RUNS)
+    imported = [_run(_upgraded(r, version, f"runs[{i}]"), f"runs[{i}]") for i, r in enumerate(runs)]
+    seen = {imported[0].original_id}
+    for i, run in enumerate(imported[1:], 1):
+        if run.parent_run is None or run.parent_run not in seen:
+            raise SchemaError(f"runs[{i}].parent_run", "must name an earlier run of this tree (the root comes first)")
+        seen.add(run.original_id)
+    return imported
+
+
 def _header(data: Any, schema: str, keys: tuple[str, ...]) -> int:
     if not isinstance(data, dict):
         raise SchemaError("(file)", f"must be a JSON object, got {kind(data)}")
     if data.get("schema") != schema:
-        one_of(data.get("schema"), "schema", (RUN_SCHEMA, COMPARISON_SCHEMA))
+        one_of(data.get("schema"), "schema", (RUN_SCHEMA, COMPARISON_SCHEMA, TREE_SCHEMA))
     version = data.get("version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         readable = ", ".join(map(str, READABLE_VERSIONS))
@@ -221,9 +252,13 @@ def _run(data: Any, path: str) -> ImportedRun:
         data = data | {"request": {"watch": []} | data["request"]}
     run = RUN.checked(data, path)  # every key, and the run's own fields (``fields.RUN``'s checks)
     status = run["status"]
-    request = an_object(data["request"], f"{path}.request", REQUEST.keys)
+    request = data["request"]
+    if isinstance(request, dict):  # files written before edits were typed (optional in every version)
+        request = {"typed_tokens": 0} | request
+    request = an_object(request, f"{path}.request", REQUEST.keys)
     seed = an_int(request["seed"], f"{path}.request.seed", 0, MAX_SEED)
     parsed = _generate_request(request, f"{path}.request")
+    typed = an_int(request["typed_tokens"], f"{path}.request.typed_tokens", 0, len(parsed.prefix_tokens))
     if not isinstance(request["params"], dict) or request["params"].get("seed") != seed:
         raise SchemaError(f"{path}.request.params.seed", f"must equal request.seed ({seed})")
     model = MODEL.checked(data["model"], f"{path}.model")
@@ -252,6 +287,7 @@ def _run(data: Any, path: str) -> ImportedRun:
             "use_cache": parsed.use_cache,
             "prefix_tokens": parsed.prefix_tokens,
             "watch": list(parsed.watch),
+            "typed_tokens": typed,
         },
         "model": model,
         "result": result | {"reason": reason},
@@ -265,7 +301,7 @@ def _generate_request(request: dict[str, Any], path: str) -> GenerationRequest:
     parser: ``prompt`` (and ``system``), or the conversation in ``messages`` (see the module's
     docstring for the rules of the two)."""
     continued = a_bool(request["continue_final_message"], f"{path}.continue_final_message")
-    skipped = {"seed", "messages", "continue_final_message"}
+    skipped = {"seed", "messages", "continue_final_message", "typed_tokens"}  # typed_tokens: checked by _run
     if request["messages"] is None:
         if continued:
             raise SchemaError(f"{path}.continue_final_message", "must be false when messages is null")

@@ -35,6 +35,7 @@ from playground.runs.ids import RUN_ID_RULE, hash_delete_token, is_run_id, new_d
 from playground.runs.models import Run
 from playground.runs.text_check import excerpt, first_unencodable, repaired
 from playground.runs.token_rows import sample_rows
+from playground.runs.tree import root_of, tree_dict, tree_of
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +182,7 @@ def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
             "conversation": run.conversation(),
             "seed": str(int(run.seed)),
             "playground_url": playground_query(run),
+            "tree_root": root_of(run).id if run.parent_id or run.branches.exists() else None,
             **settings_rows(run.params),
             "completion_tokens": len(sample_rows(run.tokens)),
         },
@@ -270,6 +272,27 @@ def _export_response(data: dict[str, Any]) -> JsonResponse:
 @json_endpoint("GET", "HEAD")
 def run_json(request: HttpRequest, run_id: str) -> JsonResponse:
     return _export_response(schema.run_export(get_run(run_id)))
+
+
+@require_safe
+def tree_page(request: HttpRequest, run_id: str) -> HttpResponse:
+    """A run and every saved branch under it, drawn as nested lists, each node opening its run."""
+    try:
+        root = get_run(run_id)
+    except NotFound as error:
+        return _not_found_page(request, error)
+    tree = tree_of(root)
+    data = tree_dict(tree)
+    return _page(
+        request,
+        "runs/tree.html",
+        {"root": root, "tree": tree, "count": len(data["nodes"]), "prompt": root.prompt, "seed": str(int(root.seed))},
+    )
+
+
+@json_endpoint("GET", "HEAD")
+def tree_json(request: HttpRequest, run_id: str) -> JsonResponse:
+    return _export_response(schema.tree_export(tree_of(get_run(run_id))))
 
 
 @json_endpoint("GET", "HEAD")
@@ -397,6 +420,8 @@ def import_runs(request: HttpRequest) -> JsonResponse:
                 run.save(update_fields=["parent"], using=db)
     created = [{"id": run.id, "delete_token": token, "url": reverse("runs:run", args=[run.id])} for _, run, token in created]
     result: dict[str, Any] = {"runs": created}
-    if len(created) > 1:
+    if 1 < len(created) <= schema.MAX_COMPARED:  # a comparison takes 2 to 4 runs; a tree file may hold more
         result["compare_url"] = reverse("runs:compare", args=[",".join(c["id"] for c in created)])
+    if records and all(record.parent_run in copies for record in records[1:]):  # one tree: the first its root
+        result["tree_url"] = reverse("runs:tree", args=[created[0]["id"]])
     return JsonResponse(result, status=201)

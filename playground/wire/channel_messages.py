@@ -155,6 +155,7 @@ def job_to_dict(job: Job) -> dict[str, Any]:
             "watch": list(request.watch),
             "chat": _chat_to_dict(request.chat),
             "save": job.save,
+            "typed_tokens": job.typed_tokens,
             "branch": None
             if job.branch is None
             else {"parent_run": job.branch.parent_run, "branch_index": job.branch.branch_index},
@@ -215,6 +216,7 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         request,
         None if branch is None else Branch(branch["parent_run"], branch["branch_index"]),
         data.get("save", True),
+        data.get("typed_tokens", 0),
     )
 
 

@@ -33,6 +33,7 @@ class Generate:
     request: GenerationRequest
     branch: Branch | None = None
     save: bool = True  # false: the run is not saved (no run_id)
+    typed_tokens: int = 0  # how many of the last prefix tokens the person typed (edit and continue)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,11 @@
 // from here" in the what-if panel) adds a child run that forks at a token index. The tree keeps
 // every run; `BranchTreeView` draws it as nested lists of buttons, each with the branch's
 // cumulative log-probability under the model (Σ ln raw_prob of its tokens), and lets the user move
-// between branches (mouse or Tab + Enter).
+// between branches (mouse or Tab + Enter). An edit's branch is titled by the text typed; once the
+// root is saved the whole tree has a permalink, /tree/<root id> (docs/runs.md).
 
 import { quoteToken } from "../../shared/js/format.js";
+import { typedRange } from "../../shared/js/typed.js";
 
 export class BranchNode {
   constructor(run, parent = null, forkIndex = null, note = "") {
@@ -101,6 +103,17 @@ export class BranchTreeView {
     list.className = "branch-tree";
     list.append(this.#item(root));
     this.root.replaceChildren(list);
+    const saved = root.run.done?.run_id;
+    if (saved && root.children.length) {
+      // Every branch of a saved root is saved as its branch: the whole tree has one address.
+      const link = document.createElement("a");
+      link.href = `/tree/${encodeURIComponent(saved)}`;
+      link.dataset.action = "tree-permalink";
+      link.textContent = "The whole tree (permalink)";
+      const line = document.createElement("p");
+      line.append(link);
+      this.root.append(line);
+    }
   }
 
   #item(node) {
@@ -117,8 +130,10 @@ export class BranchTreeView {
     if (!node.parent) {
       title.textContent = "Original run";
     } else {
+      const typed = typedRange(run.request);
       const fork = run.token(node.forkIndex);
-      const text = fork ? quoteToken(fork.token) : "…";
+      const typedText = run.tokens.slice(typed.from, typed.to).map((t) => t.text).join("");
+      const text = typed.to > typed.from ? `typed ${quoteToken(typedText)}` : fork ? quoteToken(fork.token) : "…";
       title.textContent = `Token ${node.forkIndex + 1} → ${text}${node.note ? ` (${node.note})` : ""}`;
     }
     const numbers = document.createElement("span");

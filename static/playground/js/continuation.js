@@ -1,5 +1,6 @@
 // What continuing a run sends: a step (one token more on the text), a branch (another alternative
-// forced at a token) and a what-if continuation (new dials from a token on). The form's lengths are
+// forced at a token), a what-if continuation (new dials from a token on) and an edit (the person's
+// own text forced from a token on, `typed_tokens` saying how much of the prefix they typed). The form's lengths are
 // for the whole text, while the server counts `max_tokens` and `min_tokens` after the forced prefix
 // (docs/websocket-api.md), so each request asks for the whole text's length less its own prefix.
 // Continuations sample one text (no `n`, no beams) with the parent's seed, so the draws line up.
@@ -50,13 +51,29 @@ function branchParams(base, overrides, prefixLength) {
 /** Branch: `base`'s text up to token `index`, then the alternative `altId` forced, then sampling. */
 export function branchRun(base, index, altId) {
   const params = branchParams(base, {}, index + 1);
-  return new Run({ ...base.request, params, prefix_tokens: [...base.ids(index), altId], ...savedParent(base, index) });
+  return new Run({ ...base.request, params, prefix_tokens: [...base.ids(index), altId], typed_tokens: undefined, ...savedParent(base, index) });
 }
 
 /** "Continue from here with these settings": `run`'s first `index` tokens, then the `sampling` dials. */
 export function whatIfRun(run, index, sampling) {
   const params = branchParams(run, sampling, index);
-  return new Run({ ...run.request, params, prefix_tokens: run.ids(index), ...savedParent(run, index) });
+  return new Run({ ...run.request, params, prefix_tokens: run.ids(index), typed_tokens: undefined, ...savedParent(run, index) });
+}
+
+/** Edit and continue: `base`'s first `index` tokens kept, then `typedIds` (the person's text,
+ *  tokenized alone) forced and marked typed, then sampling with `base`'s params (`overrides` over
+ *  them, the form's when chosen) and its seed. After the edit the model gets as many new tokens as
+ *  `base` was asked for from `index` on. */
+export function editRun(base, index, typedIds, overrides = {}) {
+  const prefix = [...base.ids(index), ...typedIds];
+  const wanted = wantedLengths(base);
+  const shifted = { max: wanted.max + typedIds.length, min: wanted.min + typedIds.length };
+  const params = oneText({ ...base.request.params, ...overrides });
+  if (base.started) params.seed = wireSeed(base.started.seed);
+  withLengths(params, shifted, prefix.length);
+  return new Run({
+    ...base.request, params, prefix_tokens: prefix, typed_tokens: typedIds.length, ...savedParent(base, index),
+  });
 }
 
 // What a request feeds the model before its tokens: one prompt (and system message), or a chat
@@ -94,6 +111,7 @@ export function stepRun(current, request) {
     run = new Run({ ...base, ...promptOf(current.request), params, prefix_tokens: prefix });
     delete run.request.parent_run;
     delete run.request.branch_index;
+    delete run.request.typed_tokens;
   } else {
     run = new Run({ ...request, params });
   }

@@ -5,7 +5,8 @@
 import { BeamView } from "./beam-view.js";
 import { BranchTree, BranchTreeView } from "./branches.js";
 import { ChatTurns } from "../../shared/js/chat-turns.js";
-import { branchRun, stepRun, whatIfRun } from "./continuation.js";
+import { branchRun, editRun, stepRun, whatIfRun } from "./continuation.js";
+import { EditContinue } from "./edit-continue.js";
 import { renderLegend } from "../../shared/js/colors.js";
 import { ParamsForm } from "./controls.js";
 import { Inspector, InspectorController } from "../../shared/js/inspector.js";
@@ -76,6 +77,8 @@ const walk = new GuidedWalk($("walk"), walkTarget);
 document.querySelector("[data-action=walk]").addEventListener("click", (e) => startWalk(e.currentTarget));
 const whatIf = new WhatIf($("what-if"), inspect, continueWith);
 const explorer = new TemperatureExplorer($("temperature-explorer"), inspect);
+const editor = new EditContinue($("edit-continue"), tokenize, continueEdited);
+$("edit-continue").addEventListener("focusin", () => controller.close(false)); // editing: the alternatives step aside
 const samplesView = new SamplesView($("samples"));
 const beamView = new BeamView($("beam-tree"), $("beam-hypotheses"));
 const latency = new LatencyChart($("latency-chart"), $("latency-summary"));
@@ -294,12 +297,25 @@ function continueWith(run, index, sampling) {
   launch(child, tree.add(child, parent, index, "what-if settings"));
 }
 
+/** Edit and continue: a branch at `index` with the person's text forced, then this run's
+ *  settings or the form's (`useForm`; a form error is shown and nothing starts). */
+function continueEdited(run, index, typedIds, useForm) {
+  const parent = tree.nodes().find((n) => n.run === run);
+  if (active || !parent || !run.finished) return;
+  const overrides = useForm ? readForm()?.params : {};
+  if (!overrides) return;
+  const child = editRun(run, index, typedIds, overrides);
+  controller.reset();
+  launch(child, tree.add(child, parent, index, useForm ? "edited, form settings" : "edited"));
+}
+
 async function launch(run, node, { keepView = false } = {}) {
   active = run;
   const held = document.activeElement;
   controller.reset();
   whatIf.clear();
   explorer.clear();
+  editor.clear();
   $("step-section").toggleAttribute("data-empty", true);
   if (!keepView) {
     stream.clear();
@@ -459,6 +475,7 @@ function showRun(node) {
   controller.reset();
   whatIf.clear();
   explorer.clear();
+  editor.clear();
   $("step-section").toggleAttribute("data-empty", true);
   stream.render(run.tokens, run.isBeam ? run.done?.text ?? "" : run.done?.tail ?? "", node.parent ? node.forkIndex : null);
   strip.render(run.tokens);
@@ -516,4 +533,5 @@ function selectStep(index) {
   if (!run.finished) return;
   whatIf.show(run, index);
   explorer.show(run, index);
+  editor.show(run, index);
 }

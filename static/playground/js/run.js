@@ -2,7 +2,10 @@
 //
 // Views read from a Run; they never keep their own copy of the numbers. A branch is a Run too:
 // its request carries `prefix_tokens` (the parent's ids up to the fork, then the chosen
-// alternative), and the branch tree (branches.js) keeps the links between runs.
+// alternative; an edit: the kept ids, then the person's typed text), and the branch tree
+// (branches.js) keeps the links between runs.
+
+import { markTyped } from "../../shared/js/typed.js";
 
 export class Run {
   constructor(request) {
@@ -40,7 +43,7 @@ export class Run {
       case "token": {
         const sample = event.sample ?? 0;
         this.samples[sample] ??= [];
-        this.samples[sample][event.index] = event;
+        this.samples[sample][event.index] = markTyped(event, this.request); // `typed`: written by the person
         break;
       }
       case "beam_step":

@@ -134,7 +134,13 @@ importFile.addEventListener("change", async () => {
   for (const created of [...answer.runs].reverse()) rememberRun(created.id, created.delete_token);
   const link = el("a", null, answer.compare_url ? "open the comparison" : "open the run");
   link.href = answer.compare_url ?? answer.runs[0].url;
-  importResult.append(`Imported ${answer.runs.length} run(s): `, link, ".");
+  importResult.append(`Imported ${answer.runs.length} run(s): `, link);
+  if (answer.tree_url && answer.runs.length > 1) {
+    const tree = el("a", { "data-action": "open-tree" }, "open the tree");
+    tree.href = answer.tree_url;
+    importResult.append(answer.compare_url ? " or " : ", ", tree);
+  }
+  importResult.append(".");
   importResult.dataset.result = "ok";
   importFile.value = "";
   load();

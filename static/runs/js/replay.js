@@ -21,6 +21,7 @@ export function replayRequest(run, seed) {
     if (request.system !== null && request.system !== undefined) body.system = request.system;
   }
   if (request.prefix_tokens?.length) body.prefix_tokens = request.prefix_tokens;
+  if (request.typed_tokens) body.typed_tokens = request.typed_tokens;
   return body;
 }
 

@@ -11,6 +11,7 @@ import { TintSwitch, renderEntropyLegend } from "../../shared/js/tint-mode.js";
 import { replay } from "./replay.js";
 import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "../../shared/js/store.js";
 import { drawStrip } from "./strip.js";
+import { markTyped } from "../../shared/js/typed.js";
 
 const root = document.querySelector(".saved-run");
 const run = parseJson(document.getElementById("run-data").textContent); // seeds exact, as everywhere
@@ -19,7 +20,7 @@ rememberRun(run.id);
 
 // Output: sample 0's tokens, as the playground shows a live run.
 renderLegend(document.getElementById("legend"));
-const tokens = run.tokens.filter((t) => (t.sample ?? 0) === 0);
+const tokens = run.tokens.filter((t) => (t.sample ?? 0) === 0).map((t) => markTyped(t, run.request));
 const byIndex = new Map(tokens.map((t) => [t.index, t]));
 const inspector = new Inspector(document.getElementById("inspector"));
 const output = document.getElementById("output");

@@ -97,6 +97,7 @@ export class Inspector {
     const title = el("p", "inspector-title");
     title.append(`${token.prompt ? "Prompt token" : "Token"} ${token.index + 1}: `, el("code", "token-text", quoteToken(token.token)), ` (id ${token.id})`);
     if (isEndToken(token)) title.append(": the end-of-sequence token, which ends the text");
+    if (token.typed) title.append(el("span", "typed-badge", " typed by you"));
 
     const summary = el("p", "inspector-summary");
     summary.id = "inspector-summary";
@@ -144,7 +145,8 @@ export class Inspector {
     }
     if (typeof token.draw === "number") add("Random draw u", num(token.draw, 4));
     else if (token.draw === null) add("Random draw u", "none (greedy)");
-    if (token.forced) add("Forced", "yes: this branch's prefix, not drawn");
+    if (token.typed) add("Typed by you", "yes: text you wrote in an edit, forced, not sampled");
+    else if (token.forced) add("Forced", "yes: this branch's prefix, not drawn");
     if (typeof token.elapsed_ms === "number") add("Step time", `${num(token.elapsed_ms, 1)} ms`);
     const bar = drawBar(token);
     const where = bar ? el("figure", "draw-figure") : null;

@@ -75,7 +75,10 @@ export class TokenStream {
       el.dataset.ws = visibleWhitespace(token.text, true);
       if (token.text.includes("\n")) el.classList.add("newline");
     }
-    if (token.forced && token.index === forkIndex) {
+    if (token.typed) {
+      el.classList.add("typed");
+      el.title = "typed by you: your edit, forced, not sampled";
+    } else if (token.forced && token.index === forkIndex) {
       el.classList.add("forced");
       el.title = "forced: the alternative this branch was started from";
     }

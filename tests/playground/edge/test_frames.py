@@ -174,6 +174,9 @@ def test_an_unknown_key_of_any_length_gives_a_bounded_error():
         ),
         ({"type": "tokenize", "request_id": "r", "text": "x", "limit": 0}, "invalid_value", "limit"),
         ({"type": "tokenize", "request_id": "r", "text": "x", "offset": -1}, "invalid_value", "offset"),
+        (generate(prefix_tokens=[1, 2], typed_tokens=3), "invalid_value", "typed_tokens"),
+        (generate(typed_tokens=-1), "invalid_value", "typed_tokens"),
+        (generate(prefix_tokens=[1], typed_tokens=True), "invalid_value", "typed_tokens"),
     ],
 )
 def test_bad_frames_name_their_field(frame, code, param):
@@ -203,6 +206,7 @@ def test_tokenize_pages_default_to_the_first_page():
             prefix_tokens=[5, 6],
             parent_run="a" * 22,
             branch_index=1,
+            typed_tokens=1,
             params={"temperature": 0.7, "logit_bias": {"42": -3}, "stop": "x", "seed": 2**63 - 1, "n": 2, "max_tokens": 9},
         ),
         generate(),
@@ -244,7 +248,8 @@ def test_a_job_crosses_the_channel_layer_as_plain_data_and_comes_back_the_same(f
 
 
 def test_the_recorder_gets_the_branch_from_the_typed_job():
-    job = parse_client_frame(json.dumps(generate(parent_run="b" * 22, branch_index=3, prefix_tokens=[1, 2])))
+    frame = generate(parent_run="b" * 22, branch_index=3, prefix_tokens=[1, 2], typed_tokens=2)
+    job = parse_client_frame(json.dumps(frame))
     assert record_fields(job) | {} == {
         "prompt": "hi",
         "mode": "completion",
@@ -253,6 +258,7 @@ def test_the_recorder_gets_the_branch_from_the_typed_job():
         "watch": [],
         "parent_run": "b" * 22,
         "branch_index": 3,
+        "typed_tokens": 2,
         "messages": None,
         "continue_final_message": False,
         "save": True,

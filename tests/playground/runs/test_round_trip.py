@@ -1,7 +1,7 @@
 """Export → import → export gives the same file back, for runs of every kind made by the real
 worker code (``playground.worker.serving``: the protocol's events, the recorder, the database) on the tiny
 model: plain, chat, a multi-turn conversation with an answer to continue, ``n`` samples, beam
-search, a branch, cancelled, failed. Only ``id``, ``source`` and ``imported_from`` say that the copy
+search, a branch, an edit (typed tokens forced), cancelled, failed. Only ``id``, ``source`` and ``imported_from`` say that the copy
 is a copy. Files of versions 1 and 2 still import."""
 
 from __future__ import annotations
@@ -123,6 +123,9 @@ def runs_of_every_kind(tiny_runtime, db_alias) -> dict[str, str]:
     first = load_rows(parent.tokens)[0].id  # the parent's first token
     branch = generate(tiny_runtime, "branch", prefix_tokens=[first], parent_run=parent.id, branch_index=1)
     ids["branch"] = run_id_of(branch)
+    typed = [first, 7, 8]  # the parent's first token kept, then two tokens typed by the person
+    edit = generate(tiny_runtime, "edit", prefix_tokens=typed, typed_tokens=2, parent_run=parent.id, branch_index=1)
+    ids["edit"] = run_id_of(edit)
     return ids
 
 
@@ -139,9 +142,13 @@ def test_the_runs_are_of_the_kinds_they_claim(runs_of_every_kind):
     assert branch.parent_id == runs["plain"].id and branch.branch_index == 1
     exported = schema.run_to_dict(branch)["tokens"]
     assert exported[0]["forced"] is True and exported[1]["forced"] is False
+    edit = schema.run_to_dict(runs["edit"])
+    assert edit["request"]["typed_tokens"] == 2 and edit["parent_run"] == runs["plain"].id
+    assert [t["forced"] for t in edit["tokens"][:4]] == [True, True, True, False]
+    assert [t["id"] for t in edit["tokens"][:3]] == [load_rows(runs["plain"].tokens)[0].id, 7, 8]
 
 
-KINDS = ("plain", "chat", "conversation", "turns", "samples", "beams", "branch", "cancelled", "failed")
+KINDS = ("plain", "chat", "conversation", "turns", "samples", "beams", "branch", "edit", "cancelled", "failed")
 
 
 def test_a_conversation_is_saved_whole(client, runs_of_every_kind):
@@ -325,6 +332,8 @@ BROKEN_REQUESTS = [
     ({"continue_final_message": "yes"}, "run.request.continue_final_message"),
     ({"mode": "completion"}, "run.request.mode"),
     ({"messages": None, "prompt": "Hi", "continue_final_message": True}, "run.request.continue_final_message"),
+    ({"typed_tokens": 1}, "run.request.typed_tokens"),  # more than the (empty) forced prefix
+    ({"typed_tokens": "2"}, "run.request.typed_tokens"),
 ]
 
 
@@ -336,6 +345,14 @@ def test_the_prompt_and_messages_rules_are_enforced_by_name(client, runs_of_ever
     assert answer.status_code == 400, answer.content
     error = answer.json()["error"]
     assert (error["code"], error["param"]) == ("invalid_export", param), error
+
+
+def test_a_file_without_typed_tokens_imports_with_none_typed(client, runs_of_every_kind):
+    exported = client.get(f"/r/{runs_of_every_kind['edit']}.json").json()
+    del exported["run"]["request"]["typed_tokens"]
+    answer = client.post("/api/runs/import", data=json.dumps(exported), content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    assert Run.objects.get(pk=answer.json()["runs"][0]["id"]).typed_tokens == 0
 
 
 def test_a_version_3_file_must_have_every_field(client, runs_of_every_kind):

@@ -28,39 +28,25 @@ from typing import Any
 
 from inference.loop_params import LoopParams
 from inference.sampling.params import DEFAULT_ORDER, SamplingParams
+from inference.sampling.stages import STAGES
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 Clause = dict[str, Any]
 
+# Stage name -> the clauses that must all hold for it to be in the chain: each stage's declared
+# on-rule (``SamplingParams.stage_enabled``), in the default order.
+STAGE_SWITCHES: dict[str, tuple[Clause, ...]] = {stage.name: tuple(c.to_json() for c in stage.on) for stage in STAGES}
 
-def _param(name: str, op: str, value: Any = None) -> Clause:
-    return {"param": name, "op": op} if op == "nonempty" else {"param": name, "op": op, "value": value}
 
+def _greedy() -> dict[str, Any]:
+    """When the chain ends early, and after which stage: the one stage that declares an end."""
+    (stage,) = (stage for stage in STAGES if stage.ends_chain is not None)
+    return {"when": stage.ends_chain.to_json(), "last_stage": stage.name}
 
-# Stage name -> the clauses that must all hold for it to be in the chain (``stage_enabled``).
-STAGE_SWITCHES: dict[str, tuple[Clause, ...]] = {
-    "logit_bias": (_param("logit_bias", "nonempty"),),
-    "repetition_penalty": (_param("repetition_penalty", "!=", 1.0),),
-    "frequency_penalty": (_param("frequency_penalty", "!=", 0.0),),
-    "presence_penalty": (_param("presence_penalty", "!=", 0.0),),
-    "dry": (_param("dry_multiplier", ">", 0.0), _param("dry_penalty_last_n", "!=", 0)),
-    "no_repeat_ngram": (_param("no_repeat_ngram_size", ">", 0),),
-    "top_n_sigma": (_param("top_n_sigma", ">", 0.0),),
-    "temperature": (_param("temperature", "!=", 1.0), {"stage": "dynamic_temperature", "on": False}),
-    "dynamic_temperature": (_param("dynatemp_range", ">", 0.0), _param("temperature", ">", 0.0)),
-    "top_k": (_param("top_k", ">", 0),),
-    "top_p": (_param("top_p", "<", 1.0),),
-    "min_p": (_param("min_p", ">", 0.0),),
-    "typical_p": (_param("typical_p", "<", 1.0),),
-    "epsilon_cutoff": (_param("epsilon_cutoff", ">", 0.0),),
-    "eta_cutoff": (_param("eta_cutoff", ">", 0.0),),
-    "xtc": (_param("xtc_probability", ">", 0.0),),
-    "mirostat": (_param("mirostat", "==", 2),),
-}
 
 # T = 0: the distribution is one-hot after the temperature stage; no later stage runs.
-GREEDY = {"when": _param("temperature", "==", 0.0), "last_stage": "temperature"}
+GREEDY = _greedy()
 
 
 def _property(name: str, fact: dict[str, Any], part: str) -> dict[str, Any]:

@@ -4,27 +4,13 @@ Pure numpy; nothing here imports Django. Definitions, ranges and a worked exampl
 docs/sampling.md.
 
 Default order (``DEFAULT_ORDER``; ``SamplingParams.sampler_order`` may permute it, e.g. with
-temperature last as llama.cpp does). Only enabled stages are in a chain:
+temperature last as llama.cpp does). Only enabled stages are in a chain. Each stage declares its
+name, fields, on-rule and builder beside its class; ``stages.STAGES`` lists them in this order, and
+the list below is made from them on import (``stage_table.stage_list()``):
 
-    1. logit_bias          logit += bias[id]
-    2. repetition_penalty  CTRL: seen logits / penalty if > 0, x penalty if <= 0
-    3. frequency_penalty   logit -= count x value
-    4. presence_penalty    logit -= value if count > 0
-    5. dry                 penalize tokens that would extend a repeated sequence
-    6. no_repeat_ngram     remove tokens that would repeat an n-gram
-    7. top_n_sigma         keep logit >= max - n x sigma
-    8. temperature         logit / T  (T = 0: one-hot on the top token; the chain ends here)
-    9. dynamic_temperature entropy-scaled T (replaces 8 when dynatemp_range > 0)
-   10. top_k               keep the k most likely
-   11. top_p               keep the smallest prefix with cumulative probability >= top_p
-   12. min_p               keep p >= min_p x p_max
-   13. typical_p           locally typical: keep the most typical tokens up to typical_p mass
-   14. epsilon_cutoff      remove p < epsilon
-   15. eta_cutoff          remove p < min(eta, sqrt(eta) exp(-H))
-   16. xtc                 sometimes remove all top choices but the least likely of them
-   17. mirostat            mirostat v2: keep surprise <= mu, then adapt mu to the target tau
-   then the final pick: one u = rng.random() per token, inverse CDF over the tokens sorted by
-   final probability descending (ties: lower id first); greedy draws nothing.
+    {stages}
+    then the final pick: one u = rng.random() per token, inverse CDF over the tokens sorted by
+    final probability descending (ties: lower id first); greedy draws nothing.
 
 Penalties come first so they act on the model's own scores; the filters that look at logits
 (top_n_sigma) come before temperature, which is what makes them temperature-independent; the
@@ -37,8 +23,12 @@ users are the top-N tokens by raw probability.
 
 from inference.sampling.chain import SamplerChain, pick
 from inference.sampling.params import DEFAULT_ORDER, SamplingParams
-from inference.sampling.stages import XTC_STREAM, breaker_ids_for
+from inference.sampling.stage_table import stage_list
+from inference.sampling.stages import STAGES, XTC_STREAM, breaker_ids_for
 from inference.sampling.trace import Alternative, StageCount, StepTrace
+
+if __doc__:  # (python -OO strips docstrings)
+    __doc__ = __doc__.replace("    {stages}\n", stage_list())
 
 __all__ = [
     "SamplingParams",
@@ -47,6 +37,7 @@ __all__ = [
     "Alternative",
     "StageCount",
     "DEFAULT_ORDER",
+    "STAGES",
     "XTC_STREAM",
     "breaker_ids_for",
     "pick",

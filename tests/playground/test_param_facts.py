@@ -225,6 +225,29 @@ def test_every_parameter_has_labels_and_every_label_a_parameter():
     assert {field["key"] for field in live_fields()["column"]} | set(live_fields()["shared"]) <= set(PROPERTIES)
 
 
+def test_every_stage_has_a_human_name_and_every_name_a_stage():
+    """The page names each stage the server declares ("Nucleus (top-p) · top_p"), and no other."""
+    shown = run_js(
+        f"""
+        import {{ STAGE_LABELS, stageLabel, stageText }} from "{module_url("playground/js/param-labels.js")}";
+        console.log(JSON.stringify({{
+          labels: Object.keys(STAGE_LABELS),
+          texts: INPUT.map((name) => [stageLabel(name), stageText(name)]),
+          unknown: [stageLabel("no_such_stage"), stageText("no_such_stage")],
+        }}));
+    """,
+        SCHEMA["x-stage-order"],
+    )
+    assert sorted(shown["labels"]) == sorted(DEFAULT_ORDER), (
+        f"stages without a label in param-labels.js: {sorted(set(DEFAULT_ORDER) - set(shown['labels']))}; "
+        f"labels of no stage: {sorted(set(shown['labels']) - set(DEFAULT_ORDER))}"
+    )
+    for name, (label, text) in zip(DEFAULT_ORDER, shown["texts"]):
+        assert label and label != name and text == f"{label} · {name}"
+    assert dict(zip(DEFAULT_ORDER, shown["texts"]))["top_p"] == ["Nucleus (top-p)", "Nucleus (top-p) · top_p"]
+    assert shown["unknown"] == ["no_such_stage", "no_such_stage"]
+
+
 def test_every_range_reads_from_the_schema():
     texts = run_js(
         f"""

@@ -1,19 +1,52 @@
-"""The stages, one small class each, and ``build_stages``: the chain's list for given params."""
+"""The stages, one small class each with its declaration beside it, and ``STAGES``: every
+declaration in the default order. Everything else that lists stages reads ``STAGES``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from inference.errors import ParamError
-from inference.sampling.params import SamplingParams
-from inference.sampling.stages.adaptive import XTC_STREAM, MirostatV2, Xtc
+from inference.sampling.stages.adaptive import MIROSTAT_STAGE, XTC_STAGE, XTC_STREAM, MirostatV2, Xtc
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.penalties import FrequencyPenalty, LogitBias, PresencePenalty, RepetitionPenalty
-from inference.sampling.stages.repeats import Dry, NoRepeatNgram, breaker_ids_for
-from inference.sampling.stages.temperature import DynamicTemperature, Temperature
-from inference.sampling.stages.truncation import EpsilonCutoff, EtaCutoff, MinP, TopK, TopNSigma, TopP, TypicalP
+from inference.sampling.stages.declaration import Declaration
+from inference.sampling.stages.fields import Field
+from inference.sampling.stages.penalties import (
+    FREQUENCY_PENALTY_STAGE,
+    LOGIT_BIAS_STAGE,
+    PRESENCE_PENALTY_STAGE,
+    REPETITION_PENALTY_STAGE,
+    FrequencyPenalty,
+    LogitBias,
+    PresencePenalty,
+    RepetitionPenalty,
+)
+from inference.sampling.stages.repeats import DRY_STAGE, NO_REPEAT_NGRAM_STAGE, Dry, NoRepeatNgram, breaker_ids_for
+from inference.sampling.stages.temperature import DYNAMIC_TEMPERATURE_STAGE, TEMPERATURE_STAGE, DynamicTemperature, Temperature
+from inference.sampling.stages.truncation import (
+    EPSILON_CUTOFF_STAGE,
+    ETA_CUTOFF_STAGE,
+    MIN_P_STAGE,
+    TOP_K_STAGE,
+    TOP_N_SIGMA_STAGE,
+    TOP_P_STAGE,
+    TYPICAL_P_STAGE,
+    EpsilonCutoff,
+    EtaCutoff,
+    MinP,
+    TopK,
+    TopNSigma,
+    TopP,
+    TypicalP,
+)
+
+if TYPE_CHECKING:
+    from inference.sampling.params import SamplingParams
 
 __all__ = [
+    "STAGES",
+    "STAGE_BY_NAME",
+    "stage_fields",
+    "Declaration",
     "Stage",
     "StepContext",
     "build_stages",
@@ -38,39 +71,41 @@ __all__ = [
     "MirostatV2",
 ]
 
+#: Every stage, in the default order (why this order: the package docstring).
+STAGES: tuple[Declaration, ...] = (
+    LOGIT_BIAS_STAGE,
+    REPETITION_PENALTY_STAGE,
+    FREQUENCY_PENALTY_STAGE,
+    PRESENCE_PENALTY_STAGE,
+    DRY_STAGE,
+    NO_REPEAT_NGRAM_STAGE,
+    TOP_N_SIGMA_STAGE,
+    TEMPERATURE_STAGE,
+    DYNAMIC_TEMPERATURE_STAGE,
+    TOP_K_STAGE,
+    TOP_P_STAGE,
+    MIN_P_STAGE,
+    TYPICAL_P_STAGE,
+    EPSILON_CUTOFF_STAGE,
+    ETA_CUTOFF_STAGE,
+    XTC_STAGE,
+    MIROSTAT_STAGE,
+)
 
-def _xtc(p: SamplingParams, token_texts) -> Xtc:
-    if p.seed is None:
-        raise ParamError("seed", "xtc draws random numbers: give a seed (integer in [0, 2^63-1])", "missing_field")
-    return Xtc(p.xtc_probability, p.xtc_threshold, p.seed)
+STAGE_BY_NAME: dict[str, Declaration] = {stage.name: stage for stage in STAGES}
 
 
-def _dry(p: SamplingParams, token_texts) -> Dry:
-    breakers = breaker_ids_for(token_texts, p.dry_sequence_breakers) if token_texts is not None else ()
-    return Dry(p.dry_multiplier, p.dry_base, p.dry_allowed_length, p.dry_penalty_last_n, breakers)
-
-
-_BUILDERS = {
-    "logit_bias": lambda p, _: LogitBias(p.logit_bias),
-    "repetition_penalty": lambda p, _: RepetitionPenalty(p.repetition_penalty, p.penalty_window),
-    "frequency_penalty": lambda p, _: FrequencyPenalty(p.frequency_penalty, p.penalty_window),
-    "presence_penalty": lambda p, _: PresencePenalty(p.presence_penalty, p.penalty_window),
-    "dry": _dry,
-    "no_repeat_ngram": lambda p, _: NoRepeatNgram(p.no_repeat_ngram_size),
-    "top_n_sigma": lambda p, _: TopNSigma(p.top_n_sigma),
-    "temperature": lambda p, _: Temperature(p.temperature),
-    "dynamic_temperature": lambda p, _: DynamicTemperature(p.temperature, p.dynatemp_range, p.dynatemp_exponent),
-    "top_k": lambda p, _: TopK(p.top_k),
-    "top_p": lambda p, _: TopP(p.top_p),
-    "min_p": lambda p, _: MinP(p.min_p),
-    "typical_p": lambda p, _: TypicalP(p.typical_p),
-    "epsilon_cutoff": lambda p, _: EpsilonCutoff(p.epsilon_cutoff),
-    "eta_cutoff": lambda p, _: EtaCutoff(p.eta_cutoff),
-    "xtc": _xtc,
-    "mirostat": lambda p, _: MirostatV2(p.mirostat_tau, p.mirostat_eta),
-}
+def stage_fields(stages: Sequence[Declaration] = STAGES) -> dict[str, Field]:
+    """Every field the stages declare, by name, in the order first declared. A field two stages
+    read (``temperature``, ``penalty_window``) is one object, declared once."""
+    fields: dict[str, Field] = {}
+    for stage in stages:
+        for f in stage.params:
+            if fields.setdefault(f.name, f) is not f:
+                raise TypeError(f"the field {f.name!r} is declared twice ({stage.name}): declare it once and share it")
+    return fields
 
 
 def build_stages(params: SamplingParams, token_texts: Sequence[str] | None = None) -> list[Stage]:
-    """One stage per enabled name, in ``params.sampler_order``; none after greedy temperature."""
-    return [_BUILDERS[name](params, token_texts) for name in params.enabled_stages()]
+    """One stage per enabled name, in ``params.sampler_order``; none after the chain ends (greedy)."""
+    return [STAGE_BY_NAME[name].build(params, token_texts) for name in params.enabled_stages()]

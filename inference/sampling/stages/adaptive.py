@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from inference.errors import ParamError
 from inference.sampling.candidates import Candidates
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.penalties import require
+from inference.sampling.stages.declaration import Declaration, ParamIs
+from inference.sampling.stages.fields import Choice, Number
+
+if TYPE_CHECKING:  # (type hints only: params.py reads the declarations)
+    from inference.sampling.params import SamplingParams
+
+XTC_PROBABILITY = Number("xtc_probability", 0.0, "0 = off", low=0.0, high=1.0)
+XTC_THRESHOLD = Number("xtc_threshold", 0.1, "default 0.1", low=0.0, high=1.0)
+MIROSTAT = Choice("mirostat", 0, "0 = off, 2 = mirostat v2", choices=(0, 2), words="0 (off) or 2 (mirostat v2)")
+MIROSTAT_TAU = Number("mirostat_tau", 5.0, "default 5", low=0.0, low_open=True)
+MIROSTAT_ETA = Number("mirostat_eta", 0.1, "default 0.1", low=0.0, high=1.0)
 
 #: XTC's stream is numpy.random.default_rng([seed, XTC_STREAM]) ("XTC" in ASCII).
 XTC_STREAM = 0x585443
@@ -25,9 +38,8 @@ class Xtc(Stage):
     name = "xtc"
 
     def __init__(self, probability: float, threshold: float, seed: int) -> None:
-        require(0 <= probability <= 1, "xtc_probability", "xtc_probability must be in [0, 1]")
-        require(0 <= threshold <= 1, "xtc_threshold", "xtc_threshold must be in [0, 1]")
-        self.probability, self.threshold, self.seed = probability, threshold, seed
+        self.probability, self.threshold = XTC_PROBABILITY.check(probability), XTC_THRESHOLD.check(threshold)
+        self.seed = seed
         self.reset()
 
     def reset(self) -> None:
@@ -58,9 +70,7 @@ class MirostatV2(Stage):
     name = "mirostat"
 
     def __init__(self, tau: float, eta: float) -> None:
-        require(tau > 0, "mirostat_tau", "mirostat_tau must be > 0")
-        require(0 <= eta <= 1, "mirostat_eta", "mirostat_eta must be in [0, 1]")
-        self.tau, self.eta = tau, eta
+        self.tau, self.eta = MIROSTAT_TAU.check(tau), MIROSTAT_ETA.check(eta)
         self.reset()
 
     def reset(self) -> None:
@@ -79,3 +89,25 @@ class MirostatV2(Stage):
         pos = out.position(token)
         if pos is not None:
             self.mu -= self.eta * (float(self.surprise(out)[pos]) - self.tau)
+
+
+def _xtc(p: SamplingParams, token_texts: Sequence[str] | None) -> Xtc:
+    if p.seed is None:
+        raise ParamError("seed", "xtc draws random numbers: give a seed (integer in [0, 2^63-1])", "missing_field")
+    return Xtc(p.xtc_probability, p.xtc_threshold, p.seed)
+
+
+XTC_STAGE = Declaration(
+    Xtc,
+    "sometimes remove all top choices but the least likely of them (needs a seed)",
+    params=(XTC_PROBABILITY, XTC_THRESHOLD),
+    on=(ParamIs("xtc_probability", ">", 0.0),),
+    build=_xtc,
+)
+MIROSTAT_STAGE = Declaration(
+    MirostatV2,
+    "mirostat v2: keep surprise <= mu, then adapt mu to the target tau",
+    params=(MIROSTAT, MIROSTAT_TAU, MIROSTAT_ETA),
+    on=(ParamIs("mirostat", "==", 2),),
+    build=lambda p, _: MirostatV2(p.mirostat_tau, p.mirostat_eta),
+)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Mapping
 
 import numpy as np
@@ -9,12 +10,14 @@ import numpy as np
 from inference.errors import ParamError
 from inference.sampling.candidates import Candidates
 from inference.sampling.stages.base import Stage, StepContext
+from inference.sampling.stages.declaration import Declaration, ParamIs
+from inference.sampling.stages.fields import Integer, Number, TokenBias
 
-
-def require(ok: bool, param: str, message: str) -> None:
-    """Stages re-check their constant parameters, so they can be built without SamplingParams."""
-    if not ok:
-        raise ParamError(param, message)
+LOGIT_BIAS = TokenBias("logit_bias", types.MappingProxyType({}), "{} = off", low=-100.0, high=100.0)
+REPETITION_PENALTY = Number("repetition_penalty", 1.0, "1 = off", low=0.0, low_open=True)
+FREQUENCY_PENALTY = Number("frequency_penalty", 0.0, "0 = off", low=-2.0, high=2.0)
+PRESENCE_PENALTY = Number("presence_penalty", 0.0, "0 = off", low=-2.0, high=2.0)
+PENALTY_WINDOW = Integer("penalty_window", 0, "0 = the whole history", low=0)
 
 
 class LogitBias(Stage):
@@ -23,8 +26,7 @@ class LogitBias(Stage):
     name = "logit_bias"
 
     def __init__(self, bias: Mapping[int, float]) -> None:
-        require(all(-100 <= b <= 100 for b in bias.values()), "logit_bias", "biases must be in [-100, 100]")
-        self.bias = dict(bias)
+        self.bias = dict(LOGIT_BIAS.check(bias))
         self._ids = np.fromiter(self.bias.keys(), dtype=np.int64, count=len(self.bias))
         self._values = np.fromiter(self.bias.values(), dtype=np.float64, count=len(self.bias))
 
@@ -42,7 +44,7 @@ class HistoryPenalty(Stage):
 
     def __init__(self, penalty: float, window: int = 0) -> None:
         self.penalty = penalty
-        self.window = window
+        self.window = PENALTY_WINDOW.check(window)
 
     def adjust(self, seen: np.ndarray, counts: np.ndarray) -> np.ndarray:  # both [K]
         raise NotImplementedError
@@ -60,8 +62,7 @@ class RepetitionPenalty(HistoryPenalty):
     name = "repetition_penalty"
 
     def __init__(self, penalty: float, window: int = 0) -> None:
-        require(penalty > 0, "repetition_penalty", "repetition_penalty must be > 0")
-        super().__init__(penalty, window)
+        super().__init__(REPETITION_PENALTY.check(penalty), window)
 
     def adjust(self, seen: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.where(seen > 0, seen / self.penalty, seen * self.penalty)
@@ -73,8 +74,7 @@ class FrequencyPenalty(HistoryPenalty):
     name = "frequency_penalty"
 
     def __init__(self, penalty: float, window: int = 0) -> None:
-        require(-2 <= penalty <= 2, "frequency_penalty", "frequency_penalty must be in [-2, 2]")
-        super().__init__(penalty, window)
+        super().__init__(FREQUENCY_PENALTY.check(penalty), window)
 
     def adjust(self, seen: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return seen - counts * self.penalty
@@ -86,8 +86,37 @@ class PresencePenalty(HistoryPenalty):
     name = "presence_penalty"
 
     def __init__(self, penalty: float, window: int = 0) -> None:
-        require(-2 <= penalty <= 2, "presence_penalty", "presence_penalty must be in [-2, 2]")
-        super().__init__(penalty, window)
+        super().__init__(PRESENCE_PENALTY.check(penalty), window)
 
     def adjust(self, seen: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return seen - self.penalty
+
+
+LOGIT_BIAS_STAGE = Declaration(
+    LogitBias,
+    "logit += bias[id]",
+    params=(LOGIT_BIAS,),
+    on=(ParamIs("logit_bias", "nonempty"),),
+    build=lambda p, _: LogitBias(p.logit_bias),
+)
+REPETITION_PENALTY_STAGE = Declaration(
+    RepetitionPenalty,
+    "CTRL: a seen token's logit / penalty if > 0, x penalty if <= 0",
+    params=(REPETITION_PENALTY, PENALTY_WINDOW),
+    on=(ParamIs("repetition_penalty", "!=", 1.0),),
+    build=lambda p, _: RepetitionPenalty(p.repetition_penalty, p.penalty_window),
+)
+FREQUENCY_PENALTY_STAGE = Declaration(
+    FrequencyPenalty,
+    "logit -= count x value",
+    params=(FREQUENCY_PENALTY, PENALTY_WINDOW),
+    on=(ParamIs("frequency_penalty", "!=", 0.0),),
+    build=lambda p, _: FrequencyPenalty(p.frequency_penalty, p.penalty_window),
+)
+PRESENCE_PENALTY_STAGE = Declaration(
+    PresencePenalty,
+    "logit -= value if count > 0",
+    params=(PRESENCE_PENALTY, PENALTY_WINDOW),
+    on=(ParamIs("presence_penalty", "!=", 0.0),),
+    build=lambda p, _: PresencePenalty(p.presence_penalty, p.penalty_window),
+)

@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from inference.sampling.candidates import Candidates
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.penalties import require
+from inference.sampling.stages.declaration import Declaration, ParamIs
+from inference.sampling.stages.fields import Integer, Number, Strings, require
+
+if TYPE_CHECKING:  # (type hints only: params.py reads the declarations)
+    from inference.sampling.params import SamplingParams
+
+DRY_MULTIPLIER = Number("dry_multiplier", 0.0, "0 = off", low=0.0)
+DRY_BASE = Number("dry_base", 1.75, "default 1.75", low=1.0)
+DRY_ALLOWED_LENGTH = Integer("dry_allowed_length", 2, "default 2", low=1)
+DRY_PENALTY_LAST_N = Integer("dry_penalty_last_n", -1, "-1 = the whole history, 0 = off", low=-1)
+#: llama.cpp's default DRY sequence breakers.
+DRY_SEQUENCE_BREAKERS = Strings(
+    "dry_sequence_breakers", ("\n", ":", '"', "*"), "default: newline, colon, quote, asterisk", max_items=32, item_length=(1, 64)
+)
+NO_REPEAT_NGRAM_SIZE = Integer("no_repeat_ngram_size", 0, "0 = off", low=0)
 
 # llama.cpp clamps DRY's exponent so that base**exponent stays below FLT_MAX: log(FLT_MAX).
 _FLT_MAX_LOG = 88.7228391
@@ -29,12 +44,8 @@ class Dry(Stage):
     name = "dry"
 
     def __init__(self, multiplier: float, base: float, allowed_length: int, last_n: int, breaker_ids: Iterable[int] = ()) -> None:
-        require(multiplier >= 0, "dry_multiplier", "dry_multiplier must be >= 0")
-        require(base >= 1, "dry_base", "dry_base must be >= 1")
-        require(allowed_length >= 1, "dry_allowed_length", "dry_allowed_length must be >= 1")
-        require(last_n >= -1, "dry_penalty_last_n", "dry_penalty_last_n must be >= -1")
-        self.multiplier, self.base = multiplier, base
-        self.allowed_length, self.last_n = allowed_length, last_n
+        self.multiplier, self.base = DRY_MULTIPLIER.check(multiplier), DRY_BASE.check(base)
+        self.allowed_length, self.last_n = DRY_ALLOWED_LENGTH.check(allowed_length), DRY_PENALTY_LAST_N.check(last_n)
         self._breakers = np.array(sorted(set(breaker_ids)), dtype=np.int64)
         self._max_exponent = int(_FLT_MAX_LOG / math.log(base)) if base > 1.000001 else 0
         # Beyond this match length the (clamped) penalty no longer grows.
@@ -91,8 +102,8 @@ class NoRepeatNgram(Stage):
     name = "no_repeat_ngram"
 
     def __init__(self, size: int) -> None:
-        require(size >= 1, "no_repeat_ngram_size", "no_repeat_ngram_size must be >= 1")
-        self.size = size
+        self.size = NO_REPEAT_NGRAM_SIZE.check(size)
+        require(size >= 1, "no_repeat_ngram_size", "no_repeat_ngram_size must be >= 1 (0 = off)")
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
         h, n = ctx.history, self.size
@@ -107,3 +118,24 @@ class NoRepeatNgram(Stage):
         mask = np.ones(len(cand), dtype=bool)
         mask[pos] = False
         return cand.keep(mask)
+
+
+def _dry(p: SamplingParams, token_texts: Sequence[str] | None) -> Dry:
+    breakers = breaker_ids_for(token_texts, p.dry_sequence_breakers) if token_texts is not None else ()
+    return Dry(p.dry_multiplier, p.dry_base, p.dry_allowed_length, p.dry_penalty_last_n, breakers)
+
+
+DRY_STAGE = Declaration(
+    Dry,
+    "penalize tokens that would extend a repeated sequence",
+    params=(DRY_MULTIPLIER, DRY_BASE, DRY_ALLOWED_LENGTH, DRY_PENALTY_LAST_N, DRY_SEQUENCE_BREAKERS),
+    on=(ParamIs("dry_multiplier", ">", 0.0), ParamIs("dry_penalty_last_n", "!=", 0)),
+    build=_dry,
+)
+NO_REPEAT_NGRAM_STAGE = Declaration(
+    NoRepeatNgram,
+    "remove tokens that would repeat an n-gram",
+    params=(NO_REPEAT_NGRAM_SIZE,),
+    on=(ParamIs("no_repeat_ngram_size", ">", 0),),
+    build=lambda p, _: NoRepeatNgram(p.no_repeat_ngram_size),
+)

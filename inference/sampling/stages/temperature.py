@@ -8,7 +8,12 @@ import numpy as np
 
 from inference.sampling.candidates import Candidates
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.penalties import require
+from inference.sampling.stages.declaration import Declaration, ParamIs, StageIs
+from inference.sampling.stages.fields import Number, require
+
+TEMPERATURE = Number("temperature", 1.0, "1 = unchanged, 0 = greedy", low=0.0, high=2.0)
+DYNATEMP_RANGE = Number("dynatemp_range", 0.0, "0 = off", low=0.0, high=2.0)
+DYNATEMP_EXPONENT = Number("dynatemp_exponent", 1.0, "default 1", low=0.0)
 
 
 def _only_top(cand: Candidates) -> Candidates:
@@ -23,8 +28,7 @@ class Temperature(Stage):
     name = "temperature"
 
     def __init__(self, temperature: float) -> None:
-        require(0 <= temperature <= 2, "temperature", "temperature must be in [0, 2]")
-        self.temperature = temperature
+        self.temperature = TEMPERATURE.check(temperature)
 
     @property
     def greedy(self) -> bool:
@@ -49,10 +53,9 @@ class DynamicTemperature(Stage):
     name = "dynamic_temperature"
 
     def __init__(self, temperature: float, range_: float, exponent: float) -> None:
-        require(0 < temperature <= 2, "temperature", "dynamic temperature needs temperature in (0, 2]")
-        require(range_ >= 0, "dynatemp_range", "dynatemp_range must be >= 0")
-        require(exponent >= 0, "dynatemp_exponent", "dynatemp_exponent must be >= 0")
-        self.temperature, self.range, self.exponent = temperature, range_, exponent
+        self.temperature = TEMPERATURE.check(temperature)
+        require(temperature > 0, "temperature", "dynamic temperature needs temperature > 0")
+        self.range, self.exponent = DYNATEMP_RANGE.check(range_), DYNATEMP_EXPONENT.check(exponent)
         self.t_min = max(0.0, temperature - range_)
         self.t_max = temperature + range_
 
@@ -67,3 +70,20 @@ class DynamicTemperature(Stage):
         if t <= 0:
             return _only_top(cand)
         return cand.with_logits(cand.logits / t)
+
+
+TEMPERATURE_STAGE = Declaration(
+    Temperature,
+    "logit / T (T = 0: one-hot on the top token)",
+    params=(TEMPERATURE,),
+    on=(ParamIs("temperature", "!=", 1.0), StageIs("dynamic_temperature", on=False)),
+    build=lambda p, _: Temperature(p.temperature),
+    ends_chain=ParamIs("temperature", "==", 0.0),
+)
+DYNAMIC_TEMPERATURE_STAGE = Declaration(
+    DynamicTemperature,
+    "entropy-scaled T, instead of temperature when dynatemp_range > 0",
+    params=(TEMPERATURE, DYNATEMP_RANGE, DYNATEMP_EXPONENT),
+    on=(ParamIs("dynatemp_range", ">", 0.0), ParamIs("temperature", ">", 0.0)),
+    build=lambda p, _: DynamicTemperature(p.temperature, p.dynatemp_range, p.dynatemp_exponent),
+)

@@ -12,7 +12,16 @@ import numpy as np
 
 from inference.sampling.candidates import Candidates, key_prefix, prob_prefix, top_positions
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.penalties import require
+from inference.sampling.stages.declaration import Declaration, ParamIs
+from inference.sampling.stages.fields import Integer, Number, require
+
+TOP_K = Integer("top_k", 0, "0 = off", low=0)
+TOP_P = Number("top_p", 1.0, "1 = off", low=0.0, low_open=True, high=1.0)
+MIN_P = Number("min_p", 0.0, "0 = off", low=0.0, high=1.0)
+TYPICAL_P = Number("typical_p", 1.0, "1 = off", low=0.0, low_open=True, high=1.0)
+TOP_N_SIGMA = Number("top_n_sigma", 0.0, "0 or null = off", nullable=True, low=0.0)
+EPSILON_CUTOFF = Number("epsilon_cutoff", 0.0, "0 = off", low=0.0, high=1.0, high_open=True)
+ETA_CUTOFF = Number("eta_cutoff", 0.0, "0 = off", low=0.0, high=1.0, high_open=True)
 
 
 class TopK(Stage):
@@ -21,8 +30,8 @@ class TopK(Stage):
     name = "top_k"
 
     def __init__(self, k: int) -> None:
+        self.k = TOP_K.check(k)
         require(k >= 1, "top_k", "top_k must be >= 1 (0 = off)")
-        self.k = k
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
         if self.k >= len(cand):
@@ -37,8 +46,7 @@ class TopP(Stage):
     name = "top_p"
 
     def __init__(self, top_p: float) -> None:
-        require(0 < top_p <= 1, "top_p", "top_p must be in (0, 1]")
-        self.top_p = top_p
+        self.top_p = TOP_P.check(top_p)
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
         soft = cand.softmax
@@ -53,8 +61,7 @@ class MinP(Stage):
     name = "min_p"
 
     def __init__(self, min_p: float) -> None:
-        require(0 <= min_p <= 1, "min_p", "min_p must be in [0, 1]")
-        self.min_p = min_p
+        self.min_p = MIN_P.check(min_p)
         self._log_min_p = math.log(min_p) if min_p > 0 else -math.inf
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
@@ -68,8 +75,7 @@ class TypicalP(Stage):
     name = "typical_p"
 
     def __init__(self, typical_p: float) -> None:
-        require(0 < typical_p <= 1, "typical_p", "typical_p must be in (0, 1]")
-        self.typical_p = typical_p
+        self.typical_p = TYPICAL_P.check(typical_p)
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
         soft = cand.softmax
@@ -85,8 +91,8 @@ class TopNSigma(Stage):
     name = "top_n_sigma"
 
     def __init__(self, n: float) -> None:
-        require(n > 0, "top_n_sigma", "top_n_sigma must be > 0 (0 = off)")
-        self.n = n
+        self.n = TOP_N_SIGMA.check(n)
+        require(self.n > 0, "top_n_sigma", "top_n_sigma must be > 0 (0 = off)")
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
         logits = cand.logits
@@ -107,8 +113,8 @@ class EpsilonCutoff(Stage):
     name = "epsilon_cutoff"
 
     def __init__(self, epsilon: float) -> None:
-        require(0 < epsilon < 1, "epsilon_cutoff", "epsilon_cutoff must be in (0, 1) (0 = off)")
-        self.epsilon = epsilon
+        self.epsilon = EPSILON_CUTOFF.check(epsilon)
+        require(epsilon > 0, "epsilon_cutoff", "epsilon_cutoff must be > 0 (0 = off)")
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
         soft = cand.softmax
@@ -122,8 +128,8 @@ class EtaCutoff(Stage):
     name = "eta_cutoff"
 
     def __init__(self, eta: float) -> None:
-        require(0 < eta < 1, "eta_cutoff", "eta_cutoff must be in (0, 1) (0 = off)")
-        self.eta = eta
+        self.eta = ETA_CUTOFF.check(eta)
+        require(eta > 0, "eta_cutoff", "eta_cutoff must be > 0 (0 = off)")
 
     def threshold(self, cand: Candidates) -> float:
         return min(self.eta, math.sqrt(self.eta) * math.exp(-cand.softmax.entropy))
@@ -131,3 +137,46 @@ class EtaCutoff(Stage):
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
         soft = cand.softmax
         return cand.keep(soft.e >= self.threshold(cand) * soft.z)
+
+
+TOP_N_SIGMA_STAGE = Declaration(
+    TopNSigma,
+    "keep logit >= max - n x sigma",
+    params=(TOP_N_SIGMA,),
+    on=(ParamIs("top_n_sigma", ">", 0.0),),
+    build=lambda p, _: TopNSigma(p.top_n_sigma),
+)
+TOP_K_STAGE = Declaration(
+    TopK, "keep the k most likely", params=(TOP_K,), on=(ParamIs("top_k", ">", 0),), build=lambda p, _: TopK(p.top_k)
+)
+TOP_P_STAGE = Declaration(
+    TopP,
+    "keep the smallest prefix with cumulative probability >= top_p",
+    params=(TOP_P,),
+    on=(ParamIs("top_p", "<", 1.0),),
+    build=lambda p, _: TopP(p.top_p),
+)
+MIN_P_STAGE = Declaration(
+    MinP, "keep p >= min_p x p_max", params=(MIN_P,), on=(ParamIs("min_p", ">", 0.0),), build=lambda p, _: MinP(p.min_p)
+)
+TYPICAL_P_STAGE = Declaration(
+    TypicalP,
+    "locally typical: keep the most typical tokens up to typical_p mass",
+    params=(TYPICAL_P,),
+    on=(ParamIs("typical_p", "<", 1.0),),
+    build=lambda p, _: TypicalP(p.typical_p),
+)
+EPSILON_CUTOFF_STAGE = Declaration(
+    EpsilonCutoff,
+    "remove p < epsilon",
+    params=(EPSILON_CUTOFF,),
+    on=(ParamIs("epsilon_cutoff", ">", 0.0),),
+    build=lambda p, _: EpsilonCutoff(p.epsilon_cutoff),
+)
+ETA_CUTOFF_STAGE = Declaration(
+    EtaCutoff,
+    "remove p < min(eta, sqrt(eta) exp(-H))",
+    params=(ETA_CUTOFF,),
+    on=(ParamIs("eta_cutoff", ">", 0.0),),
+    build=lambda p, _: EtaCutoff(p.eta_cutoff),
+)

@@ -1,9 +1,9 @@
 // What the page says about each parameter: its group, label and one-line explanation, and the
 // page's own choices (the value a fresh form starts with when it is not the server's default, the
-// parameters sent even at their default, the names of a choice's values). Every fact about a
-// parameter — its type, range, default, "off" value, the stage order and which stages are on —
-// comes from the server (param-facts.js); a test fails when a key exists on one side only.
-// Pure data: no DOM.
+// parameters sent even at their default, the names of a choice's values), and the stages' human
+// names. Every fact about a parameter — its type, range, default, "off" value, the stage order and
+// which stages are on — comes from the server (param-facts.js); a test fails when a key or a stage
+// exists on one side only. Pure data: no DOM.
 
 export const GROUPS = [
   { id: "randomness", title: "Randomness", open: true,
@@ -106,6 +106,41 @@ export const LABELS = [
   { key: "sampler_order", group: null, label: "Stage order",
     about: "The order the sampler chain's stages run in." },
 ];
+
+// The sampler chain's stages in words, by identifier: the page shows each as "human name ·
+// identifier" (stageText). The identifiers, their order and when each is on are the server's
+// (declared beside each stage's class in inference/sampling/stages/); a test fails when a stage
+// has no label here or a label names no stage.
+export const STAGE_LABELS = {
+  logit_bias: "Logit bias",
+  repetition_penalty: "Repetition penalty",
+  frequency_penalty: "Frequency penalty",
+  presence_penalty: "Presence penalty",
+  dry: "Don't repeat yourself (DRY)",
+  no_repeat_ngram: "No-repeat n-gram",
+  top_n_sigma: "Top-nσ",
+  temperature: "Temperature",
+  dynamic_temperature: "Dynamic temperature",
+  top_k: "Top-k",
+  top_p: "Nucleus (top-p)",
+  min_p: "Min-p",
+  typical_p: "Locally typical (typical-p)",
+  epsilon_cutoff: "Epsilon cutoff",
+  eta_cutoff: "Eta cutoff",
+  xtc: "Exclude top choices (XTC)",
+  mirostat: "Mirostat v2",
+};
+
+/** A stage's human name (its identifier when it has none). */
+export function stageLabel(stage) {
+  return Object.hasOwn(STAGE_LABELS, stage) ? STAGE_LABELS[stage] : stage;
+}
+
+/** A stage as the page shows it in text: "Nucleus (top-p) · top_p". */
+export function stageText(stage) {
+  const label = stageLabel(stage);
+  return label === stage ? stage : `${label} · ${stage}`;
+}
 
 /** Presets change only the randomness and truncation dials (not the seed); everything else stays. */
 export const PRESET_KEYS = LABELS.filter((p) => (p.group === "randomness" || p.group === "truncation") && p.key !== "seed")

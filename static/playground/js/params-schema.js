@@ -6,7 +6,7 @@
 import { defaults, enabledStages as stagesOn, keysOf, rangeText, stageOrder } from "./param-facts.js";
 import { LABELS, WHAT_IF as WHAT_IF_RANGES } from "./param-labels.js";
 
-export { BUILTIN_PRESETS, EXPLORER_TEMPERATURES, GROUPS, PRESET_KEYS } from "./param-labels.js";
+export { BUILTIN_PRESETS, EXPLORER_TEMPERATURES, GROUPS, PRESET_KEYS, STAGE_LABELS, stageLabel, stageText } from "./param-labels.js";
 
 /** The served schema (docs/params-schema.md). */
 export const SCHEMA = JSON.parse(document.getElementById("param-facts").textContent);

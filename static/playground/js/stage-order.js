@@ -2,8 +2,10 @@
 //
 // Keyboard: each stage is a focusable list item; ↑/↓ move focus, Alt+↑/Alt+↓ (or the item's
 // "up"/"down" buttons) move the stage, and a live region says where it went. Drag and drop uses
-// the native draggable API. Stages the current settings switch on are marked "on" in text.
+// the native draggable API. Stages the current settings switch on are marked "on" in text. Each
+// stage shows its human name and its identifier: "Nucleus (top-p) · top_p".
 
+import { stageLabel } from "./param-labels.js";
 import { DEFAULT_ORDER } from "./params-schema.js";
 
 export class StageOrder extends EventTarget {
@@ -134,7 +136,7 @@ export class StageOrder extends EventTarget {
       item.dataset.stage = name;
       item.draggable = true;
       item.tabIndex = 0;
-      item.setAttribute("aria-label", `${i + 1}. ${name}`);
+      item.setAttribute("aria-label", `${i + 1}. ${stageLabel(name)}, ${name}`);
       item.setAttribute("aria-describedby", "stage-order-hint");
       item.classList.toggle("on", enabled.has(name));
       const grip = document.createElement("span");
@@ -143,7 +145,10 @@ export class StageOrder extends EventTarget {
       grip.textContent = "⠿";
       const label = document.createElement("span");
       label.className = "stage-name";
-      label.textContent = name;
+      const id = document.createElement("code");
+      id.textContent = name;
+      const words = stageLabel(name);
+      label.append(...(words === name ? [] : [`${words} · `]), id);
       const state = document.createElement("span");
       state.className = "stage-state";
       state.textContent = enabled.has(name) ? "on" : "off";
@@ -163,6 +168,6 @@ function moveButton(direction, name, disabled) {
   button.disabled = disabled;
   button.tabIndex = -1; // the item is the tab stop; Alt+arrows move it
   button.textContent = direction === "up" ? "↑" : "↓";
-  button.setAttribute("aria-label", `Move ${name} ${direction}`);
+  button.setAttribute("aria-label", `Move ${stageLabel(name)} ${direction}`);
   return button;
 }

@@ -1,0 +1,26 @@
+"""Prints the stages' table (docs/sampling.md's), made from their declarations, or rewrites it.
+
+python -m inference.sampling.stages                           # print the table
+python -m inference.sampling.stages --write docs/sampling.md  # rewrite the doc's table
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from inference.sampling.stage_table import stage_table, write_into
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="The sampler stages' table, made from their declarations.")
+    parser.add_argument("--write", type=Path, metavar="DOC", help="rewrite the stage table in this Markdown file")
+    args = parser.parse_args(argv)
+    if args.write is None:
+        print(stage_table(), end="")
+    else:
+        print(f"{args.write}: {'updated' if write_into(args.write) else 'already up to date'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""The ``SamplingParams`` fields as the stages declare them: name, default, range and what "off" is,
+with the one ``check`` that ``SamplingParams`` and the stage classes both use (so no range is
+written twice). Kinds: ``Number``, ``Integer``, ``Choice``, ``TokenBias``, ``Strings``.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from inference.errors import ParamError
+
+MAX_FLOAT_INT = 2**1023  # integers beyond this overflow a float
+
+
+def require(ok: bool, param: str, message: str) -> None:
+    """A check a stage makes beyond its fields' ranges (e.g. top_k's 0, which means "no stage")."""
+    if not ok:
+        raise ParamError(param, message)
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_number(v: Any) -> bool:
+    """A finite int or float (not a bool)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    if isinstance(v, int):
+        return abs(v) <= MAX_FLOAT_INT  # a larger integer has no float: math.isfinite would raise
+    return math.isfinite(v)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One ``SamplingParams`` field: its name, default and what leaves it doing nothing (``off``).
+    ``nullable``: null is accepted and read as the default. Subclasses add the range."""
+
+    name: str
+    default: Any
+    off: str
+    nullable: bool = False
+
+    def check(self, value: Any) -> Any:
+        """The value as ``SamplingParams`` stores it; ``ParamError`` naming the field and its range."""
+        if value is None and self.nullable:
+            return self.default
+        return self._check(value)
+
+    def _check(self, value: Any) -> Any:
+        raise NotImplementedError
+
+    def facts(self) -> dict[str, Any]:
+        """The field's range as plain data (``SamplingParams.field_facts`` adds the default)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Number(Field):
+    """A finite number in [low, high] (either end open; ``high`` None: unbounded), stored as float."""
+
+    low: float = 0.0
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def _check(self, v: Any) -> float:
+        ok = is_number(v) and (v > self.low if self.low_open else v >= self.low)
+        if ok and self.high is not None:
+            ok = v < self.high if self.high_open else v <= self.high
+        if not ok:
+            raise ParamError(self.name, f"{self.name} must be a number {self.range} ({self.off}); got {v!r}")
+        return float(v)
+
+    @property
+    def range(self) -> str:
+        if self.high is None:
+            return f"> {self.low:g}" if self.low_open else f">= {self.low:g}"
+        return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+
+    def facts(self) -> dict[str, Any]:
+        high_open = self.high_open or self.high is None  # an unbounded range never reaches its end
+        return {"kind": "number", "low": self.low, "low_open": self.low_open, "high": self.high, "high_open": high_open}
+
+
+@dataclass(frozen=True)
+class Integer(Field):
+    """An integer (not a bool) in [low, high] (``high`` None: unbounded). ``words``: the range as the
+    error says it, when not the plain interval."""
+
+    low: int = 0
+    high: int | None = None
+    words: str | None = None
+
+    def _check(self, v: Any) -> int:
+        if not is_int(v) or v < self.low or (self.high is not None and v > self.high):
+            said = self.words or (f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]") + f" ({self.off})"
+            raise ParamError(self.name, f"{self.name} must be an integer {said}; got {v!r}")
+        return v
+
+    def facts(self) -> dict[str, Any]:
+        return {"kind": "integer", "low": self.low, "low_open": False, "high": self.high, "high_open": False}
+
+
+@dataclass(frozen=True)
+class Choice(Field):
+    """One of a few integers; ``words`` names them for the error."""
+
+    choices: tuple[int, ...] = ()
+    words: str = ""
+
+    def _check(self, v: Any) -> int:
+        if not is_int(v) or v not in self.choices:
+            raise ParamError(self.name, f"{self.name} must be {self.words}; got {v!r}")
+        return v
+
+    def facts(self) -> dict[str, Any]:
+        return {"kind": "choice", "choices": self.choices}
+
+
+@dataclass(frozen=True)
+class TokenBias(Field):
+    """``{token id: bias}``: ids integers >= 0 (or their decimal strings), biases in [low, high];
+    stored read-only, sorted by id."""
+
+    low: float = 0.0
+    high: float = 0.0
+
+    def _check(self, value: Any) -> Mapping[int, float]:
+        name = self.name
+        if not isinstance(value, Mapping):
+            raise ParamError(name, f"{name} must be an object {{token id: bias}}")
+        out: dict[int, float] = {}
+        for key, bias in value.items():
+            token = int(key) if isinstance(key, str) and key.isascii() and key.isdigit() else key
+            if not is_int(token) or token < 0:
+                raise ParamError(f"{name}.{key}", f"{name} keys must be token ids (integers >= 0); got {key!r}")
+            if not is_number(bias) or not self.low <= bias <= self.high:
+                raise ParamError(
+                    f"{name}.{token}", f"{name} values must be numbers in [{self.low:g}, {self.high:g}]; got {bias!r}"
+                )
+            out[token] = float(bias)
+        return types.MappingProxyType(dict(sorted(out.items())))
+
+    def facts(self) -> dict[str, Any]:
+        return {"kind": "token_bias", "low": self.low, "low_open": False, "high": self.high, "high_open": False}
+
+
+@dataclass(frozen=True)
+class Strings(Field):
+    """A list of at most ``max_items`` strings, each ``item_length`` (low, high) characters long."""
+
+    max_items: int = 0
+    item_length: tuple[int, int] = (1, 1)
+
+    def _check(self, value: Any) -> tuple[str, ...]:
+        name = self.name
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise ParamError(name, f"{name} must be a list of strings")
+        low, high = self.item_length
+        if len(value) > self.max_items or not all(isinstance(s, str) and low <= len(s) <= high for s in value):
+            raise ParamError(name, f"{name} must be at most {self.max_items} strings of {low}-{high} characters")
+        return tuple(value)
+
+    def facts(self) -> dict[str, Any]:
+        return {"kind": "strings", "max_items": self.max_items, "item_length": self.item_length}

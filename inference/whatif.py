@@ -85,11 +85,14 @@ def inspect_position(
     variants: Sequence[SamplingParams],
     token_texts: Sequence[str],
     top_n: int,
+    generated: Sequence[int] = (),
 ) -> list[Variant]:
-    """The chain's trace for each setting, plus the ``top_n`` tokens most likely after all stages."""
+    """The chain's trace for each setting, plus the ``top_n`` tokens most likely after all stages.
+    ``generated``: the tokens generated before the position (a grammar starts after them)."""
     results = []
     for params in variants:
         chain = SamplerChain(params, token_texts=token_texts)
+        chain.follow(generated)
         trace = chain.trace(logits, history, top_n=top_n)
         final = chain.distribution(logits, history)  # float64 [V]
         top = np.argpartition(-final, top_n)[:top_n] if top_n < final.size else np.arange(final.size)

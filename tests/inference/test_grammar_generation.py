@@ -73,3 +73,11 @@ def test_batched_constrained_runs_give_what_they_give_alone(tiny_runtime):
         grammar = listener.request.sampling.grammar.to_json()  # type: ignore[union-attr]
         for sample in listener.items[-1].samples:
             assert sample.reason == "eos" and validates(grammar, sample.text), sample.text
+
+
+def test_the_vocabulary_is_compiled_once_per_runtime_and_reads_a_space_as_a_space(tiny_runtime):
+    vocabulary = tiny_runtime.codec.token_texts().grammar_vocabulary
+    assert tiny_runtime.codec.token_texts().grammar_vocabulary is vocabulary
+    space = tiny_runtime.codec.encode(" ", "plain")
+    assert vocabulary.tokenizer.decode_bytes(space) == b" "  # not U+0120: the ByteFallback trap (docs/sampling.md)
+    assert set(vocabulary.eos_ids) == set(tiny_runtime.codec.eos_ids)

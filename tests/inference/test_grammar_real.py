@@ -38,3 +38,14 @@ def test_batched_runs_validate_and_give_their_solo_tokens(real_runtime):
         grammar = listener.request.sampling.grammar.to_json()  # type: ignore[union-attr]
         for sample in listener.items[-1].samples:
             assert sample.reason == "eos" and validates(grammar, sample.text), sample.text
+
+
+def test_the_grammar_benchmark_walks_each_constraints_own_example(real_runtime):
+    """Each benchmark text satisfies its constraint (a refused token would raise), with one figure per constraint."""
+    from inference.sampling import grammar_bench
+
+    report = grammar_bench.figures(rounds=1)
+    assert report["vocab_size"] == real_runtime.shape.vocab_size
+    assert set(report["constraints"]) == set(grammar_bench.CONSTRAINTS)
+    for figures in report["constraints"].values():
+        assert figures["tokens"] >= 2 and figures["mask_us_median"] > 0

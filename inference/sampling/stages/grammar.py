@@ -40,7 +40,8 @@ JSON_LAYOUT = {"whitespace_flexible": False, "item_separator": ", ", "key_separa
 @dataclass(frozen=True)
 class GrammarSpec:
     """A checked constraint: its ``kind``, what the user sent (``source``, JSON-ready) and the
-    llguidance grammar compiled from it. Hashable: the source is kept as canonical JSON text."""
+    llguidance grammar compiled from it. Hashable: the source is kept as JSON text, in its own key order
+    (a schema's property order is the order the object is written in)."""
 
     kind: str
     source_json: str
@@ -115,7 +116,7 @@ class GrammarField(Field):
                     _refuse(f"grammar.options[{i}]", f"grammar.options[{i}] must be a non-empty string; got {option!r}")
             source = list(source)
         try:
-            source_json = json.dumps(source, sort_keys=True, ensure_ascii=False)
+            source_json = json.dumps(source, ensure_ascii=False)  # (key order kept: it is the order JSON is written in)
         except (TypeError, ValueError) as error:
             _refuse(f"grammar.{key}", f"grammar.{key} must be plain JSON data: {error}")
         if len(source_json) > MAX_SOURCE_CHARS:
@@ -244,6 +245,11 @@ class Grammar(Stage):
     def reset(self) -> None:
         self._matcher.reset()
         self._mask = None
+
+    def follow(self, tokens: Sequence[int]) -> None:
+        self._matcher.consume_tokens([int(t) for t in tokens])
+        self._mask = None
+        self._check_matcher("prefix_tokens")
 
     def _check_matcher(self, param: str) -> None:
         if self._matcher.is_error():

@@ -201,3 +201,18 @@ def test_beam_search_and_ignore_eos_are_refused_with_a_grammar():
     with pytest.raises(ParamError) as err:
         GenerationRequest("x", sampling=sampling, loop=LoopParams(ignore_eos=True))
     assert err.value.param == "ignore_eos"
+
+
+def test_the_what_if_inspection_starts_the_grammar_after_the_generated_tokens(vocab):
+    from inference.whatif import inspect_position
+
+    params = SamplingParams(grammar=CHOICE, temperature=1.0)
+    at_start, after_n = (
+        inspect_position(uniform(), [], [params], vocab, top_n=5, generated=generated)[0] for generated in ((), (vocab.id("n"),))
+    )
+    assert {vocab[i] for i, _ in at_start.top_final} == {"yes", "no", "y", "n"}
+    assert [(vocab[i], p) for i, p in after_n.top_final] == [("o", 1.0)]
+    assert after_n.trace.removed_by(vocab.id("yes")) == "grammar"
+    with pytest.raises(ParamError) as err:
+        inspect_position(uniform(), [], [params], vocab, top_n=5, generated=(vocab.id("x"),))
+    assert err.value.param == "prefix_tokens"

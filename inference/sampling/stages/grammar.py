@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import llguidance
 import numpy as np
@@ -27,6 +27,9 @@ from inference.sampling.candidates import Candidates
 from inference.sampling.stages.base import Stage, StepContext
 from inference.sampling.stages.declaration import Declaration, ParamIs
 from inference.sampling.stages.fields import Field
+
+if TYPE_CHECKING:  # (for type hints only: params.py reads the declarations)
+    from inference.sampling.params import SamplingParams
 
 SOURCE_KEY = {"json_schema": "schema", "regex": "pattern", "choice": "options"}  # each type's one other key
 KINDS = tuple(SOURCE_KEY)
@@ -78,7 +81,8 @@ def _compile(kind: str, source: Any) -> str:
 
 
 def _first_line(error: str) -> str:
-    """llguidance's message without its source excerpt (the lines after the first blank one)."""
+    """llguidance's message in one line: its first three lines, without the excerpt of the source
+    (the caret line and the numbered ones)."""
     lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
     useful = [line for line in lines if not line.startswith(("^", "|")) and not line[:1].isdigit()]
     return "; ".join(useful[:3]) or error.strip()
@@ -256,7 +260,8 @@ class Grammar(Stage):
             raise ParamError(param, f"the grammar refused a token: {_first_line(self._matcher.get_error())}")
 
 
-def _grammar(p: Any, token_texts: Sequence[str] | None) -> Grammar:
+def _grammar(p: SamplingParams, token_texts: Sequence[str] | None) -> Grammar:
+    """The stage for ``p``, on the vocabulary ``token_texts`` carries (``inference.text.TokenTexts``)."""
     vocabulary = getattr(token_texts, "grammar_vocabulary", None)
     if vocabulary is None:
         raise ParamError("grammar", "grammar needs the model's vocabulary; this chain was built without it")

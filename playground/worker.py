@@ -339,7 +339,7 @@ def _inspect(model: Runtime, command: frames.Inspect, is_cancelled: Callable[[],
         history = ids if loop.penalize_prompt else prefix
         # as in a run: before min_tokens new tokens, the end-of-sequence tokens are ruled out
         seen = logits if len(prefix) >= loop.min_tokens else generation.without_tokens(logits, model.codec.eos_ids)
-        results += inspect_position(seen, history, [sampling], model.codec.token_texts(), command.top_n)
+        results += inspect_position(seen, history, [sampling], model.codec.token_texts(), command.top_n, generated=prefix)
     return events.inspection_event(command.request_id, len(prefix), results, model.codec)
 
 

@@ -18,7 +18,7 @@ Prompts:
 from __future__ import annotations
 
 import codecs
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -26,6 +26,7 @@ from tokenizers import Tokenizer
 
 from inference.chat_template import ChatPrompt, ChatTemplate
 from inference.errors import ParamError
+from inference.sampling.stages.grammar import GrammarVocabulary
 
 Mode = Literal["completion", "chat"]
 EncodeMode = Literal["completion", "chat", "plain"]  # plain: the text alone, nothing added
@@ -50,6 +51,20 @@ def _unicode_to_byte() -> dict[str, int]:
     return table
 
 
+class TokenTexts(list[str]):
+    """Every token's own text, indexed by id (what DRY and the inspector read), and the same
+    vocabulary compiled for the grammar stage, made on first use and kept (once per runtime)."""
+
+    def __init__(self, texts: list[str], tokenizer: Tokenizer, eos_ids: frozenset[int]) -> None:
+        super().__init__(texts)
+        self._tokenizer = tokenizer
+        self._eos_ids = eos_ids
+
+    @cached_property
+    def grammar_vocabulary(self) -> GrammarVocabulary:
+        return GrammarVocabulary.from_tokenizer_json(self._tokenizer.to_str(), len(self), self._eos_ids)
+
+
 class TextCodec:
     """Encodes prompts to ids and turns ids back into bytes and text."""
 
@@ -60,7 +75,7 @@ class TextCodec:
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         self._special = {token.content for token in tokenizer.get_added_tokens_decoder().values() if token.special}
         self._bytes_cache: dict[int, bytes] = {}
-        self._all_texts: list[str] | None = None
+        self._all_texts: TokenTexts | None = None
 
     @classmethod
     def from_file(cls, path: Path, eos_ids: frozenset[int], chat_template: ChatTemplate | None = None) -> TextCodec:
@@ -110,10 +125,11 @@ class TextCodec:
         except UnicodeDecodeError:
             return _decode_with_byte_escapes(data)
 
-    def token_texts(self) -> list[str]:
-        """Every token's own text, indexed by id (computed once)."""
+    def token_texts(self) -> TokenTexts:
+        """Every token's own text, indexed by id, with the grammar's vocabulary (computed once)."""
         if self._all_texts is None:
-            self._all_texts = [self.token_text(i) for i in range(self.vocab_size)]
+            texts = [self.token_text(i) for i in range(self.vocab_size)]
+            self._all_texts = TokenTexts(texts, self._tokenizer, self.eos_ids)
         return self._all_texts
 
     def decode(self, ids: list[int]) -> str:

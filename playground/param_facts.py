@@ -69,6 +69,27 @@ def _property(name: str, fact: dict[str, Any], part: str) -> dict[str, Any]:
     elif kind == "token_bias":
         bias = {"type": "number", "minimum": fact["low"], "maximum": fact["high"]}
         prop.update(type="object", propertyNames={"pattern": "^[0-9]+$"}, additionalProperties=bias)
+    elif kind == "grammar":
+        sources = {
+            "schema": {"type": ["object", "boolean"]},
+            "pattern": {"type": "string", "minLength": 1},
+            "options": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "minItems": 1,
+                "maxItems": fact["max_options"],
+            },
+        }
+        shapes = [
+            {
+                "type": "object",
+                "properties": {"type": {"const": kind_}, key: sources[key]},
+                "required": ["type", key],
+                "additionalProperties": False,
+            }
+            for kind_, key in fact["types"].items()
+        ]
+        prop["oneOf"] = [{"type": "null"}, *shapes]
     elif kind == "stage_order":
         prop.update(type="array", items={"enum": list(fact["choices"])}, uniqueItems=True)
     else:

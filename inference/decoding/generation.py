@@ -84,6 +84,12 @@ class GenerationRequest:
     )
     watch: tuple[int, ...] = ()  # token ids each step's trace follows wherever they rank (``StepTrace.watched``)
 
+    def __post_init__(self) -> None:
+        if self.sampling.grammar is not None and self.loop.num_beams > 1:
+            raise ParamError("num_beams", "num_beams must be 1 with a grammar: beam search does not run the sampler chain")
+        if self.sampling.grammar is not None and self.loop.ignore_eos:
+            raise ParamError("ignore_eos", "ignore_eos must be false with a grammar: the end of sequence is where it is complete")
+
     def with_seed(self) -> GenerationRequest:
         """The same request with a seed: the client's, or one drawn now so the run can be replayed."""
         if self.sampling.seed is not None:

@@ -87,11 +87,14 @@ def inspect_position(
     variants: Sequence[SamplingParams],
     token_texts: Sequence[str],
     top_n: int,
+    generated: Sequence[int] = (),
 ) -> list[Variant]:
-    """The chain's trace for each setting, plus the ``top_n`` tokens most likely after all stages."""
+    """The chain's trace for each setting, plus the ``top_n`` tokens most likely after all stages.
+    ``generated``: the tokens generated before the position (a grammar starts after them)."""
     results = []
     for params in variants:
         chain = SamplerChain(params, token_texts=token_texts)
+        chain.follow(generated)
         trace = chain.trace(logits, history, top_n=top_n)
         final = chain.distribution(logits, history)  # float64 [V]
         top = np.argpartition(-final, top_n)[:top_n] if top_n < final.size else np.arange(final.size)
@@ -129,5 +132,5 @@ def inspect_variants(
     for sampling, loop in variants:
         seen = hold_off_end(logits, loop, len(prefix), runtime.codec.eos_ids)
         history = penalized_history(loop, prompt_ids, prefix)
-        results += inspect_position(seen, history, [sampling], runtime.codec.token_texts(), top_n)
+        results += inspect_position(seen, history, [sampling], runtime.codec.token_texts(), top_n, generated=prefix)
     return results

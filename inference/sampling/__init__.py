@@ -12,7 +12,8 @@ the list below is made from them on import (``stage_table.stage_list()``):
     then the final pick: one u = rng.random() per token, inverse CDF over the tokens sorted by
     final probability descending (ties: lower id first); greedy draws nothing.
 
-Penalties come first so they act on the model's own scores; the filters that look at logits
+The grammar comes first of all, so every later stage (penalties, truncation, the pick) works among
+the tokens the constraint allows. Penalties come next so they act on the model's own scores; the filters that look at logits
 (top_n_sigma) come before temperature, which is what makes them temperature-independent; the
 probability filters come after temperature, so they see the distribution actually sampled.
 

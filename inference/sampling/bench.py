@@ -2,9 +2,10 @@
 
 ``python -m inference.sampling.bench`` prints JSON: median milliseconds per ``chain.step`` for
 the default parameters, for every stage on (in the default order and with temperature last), and
-for a few single stages that work on the whole vocabulary, with the page faults per step. It raises
-glibc's malloc thresholds as a worker does (``inference/allocator.py``); ``--malloc-defaults``
-measures without that.
+for a few single stages that work on the whole vocabulary, with the page faults per step, and the
+grammar stage's cost per token on the served model's vocabulary (``grammar_bench``: mask and whole
+stage, median and p95, per constraint). It raises glibc's malloc thresholds as a worker does
+(``inference/allocator.py``); ``--malloc-defaults`` measures without that.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 import numpy as np
 
 from inference.allocator import keep_freed_memory
+from inference.sampling import grammar_bench
 from inference.sampling.chain import SamplerChain
 from inference.sampling.params import DEFAULT_ORDER, SamplingParams
 
@@ -112,20 +114,26 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="leave glibc's malloc thresholds as they are (a worker raises them: inference/allocator.py)",
     )
+    parser.add_argument("--steps", type=int, default=200, help="tokens per case (default 200)")
+    parser.add_argument("--grammar-rounds", type=int, default=20, help="walks of each grammar's text (default 20)")
     args = parser.parse_args(argv)
     raised = False if args.malloc_defaults else keep_freed_memory()
     report, faults = {}, {}
     for name, params in CASES.items():
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        report[name] = round(chain_cost_ms(params), 4)
-        faults[name] = round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 205, 1)
+        report[name] = round(chain_cost_ms(params, steps=args.steps), 4)
+        faults[name] = round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / (args.steps + 5), 1)
+    grammar = grammar_bench.figures(args.grammar_rounds)["constraints"]
     print(
         json.dumps(
             {
                 "vocab_size": VOCAB_SIZE,
-                "unit": "ms per token (median of 200)",
+                "unit": f"ms per token (median of {args.steps})",
                 "cost": report,
                 "page_faults_per_step": faults,
+                "grammar_us_per_token": {
+                    name: {k: v for k, v in g.items() if k.startswith(("mask", "stage"))} for name, g in grammar.items()
+                },
                 "malloc_thresholds_raised": raised,
             },
             indent=2,

@@ -35,6 +35,11 @@ class SamplerChain:
         for stage in self.stages:
             stage.reset()
 
+    def follow(self, tokens: Sequence[int]) -> None:
+        """Start from after ``tokens`` (already generated): the grammar advances over them."""
+        for stage in self.stages:
+            stage.follow(tokens)
+
     # -- public calls --------------------------------------------------------------------------
 
     def distribution(self, logits: np.ndarray, history: Sequence[int] = ()) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import Any
 from inference.errors import ParamError
 from inference.sampling.stages import STAGE_BY_NAME, STAGES, stage_fields
 from inference.sampling.stages.fields import Field, Integer
+from inference.sampling.stages.grammar import GrammarSpec
 
 #: Stage names in their default order: the declarations' (see the package docstring for why).
 DEFAULT_ORDER: tuple[str, ...] = tuple(stage.name for stage in STAGES)
@@ -61,6 +62,7 @@ class SamplingParams:
     mirostat_eta: float = _DEFAULT["mirostat_eta"]
     dynatemp_range: float = _DEFAULT["dynatemp_range"]
     dynatemp_exponent: float = _DEFAULT["dynatemp_exponent"]
+    grammar: GrammarSpec | None = field(default=_DEFAULT["grammar"], hash=False)
     sampler_order: tuple[str, ...] = DEFAULT_ORDER
     seed: int | None = _DEFAULT["seed"]
 
@@ -104,6 +106,8 @@ class SamplingParams:
                 v = {str(k): b for k, b in v.items()}
             elif isinstance(v, tuple):
                 v = list(v)
+            elif f.name in FIELDS:
+                v = FIELDS[f.name].dump(v)
             out[f.name] = v
         return out
 

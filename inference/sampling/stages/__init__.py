@@ -10,6 +10,7 @@ from inference.sampling.stages.adaptive import MIROSTAT_STAGE, XTC_STAGE, XTC_ST
 from inference.sampling.stages.base import Stage, StepContext
 from inference.sampling.stages.declaration import Declaration
 from inference.sampling.stages.fields import Field
+from inference.sampling.stages.grammar import GRAMMAR_STAGE, Grammar, GrammarVocabulary
 from inference.sampling.stages.penalties import (
     FREQUENCY_PENALTY_STAGE,
     LOGIT_BIAS_STAGE,
@@ -52,6 +53,8 @@ __all__ = [
     "build_stages",
     "XTC_STREAM",
     "breaker_ids_for",
+    "Grammar",
+    "GrammarVocabulary",
     "LogitBias",
     "RepetitionPenalty",
     "FrequencyPenalty",
@@ -73,6 +76,7 @@ __all__ = [
 
 #: Every stage, in the default order (why this order: the package docstring).
 STAGES: tuple[Declaration, ...] = (
+    GRAMMAR_STAGE,
     LOGIT_BIAS_STAGE,
     REPETITION_PENALTY_STAGE,
     FREQUENCY_PENALTY_STAGE,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -52,6 +53,10 @@ class Stage:
 
     def reset(self) -> None:
         """Back to the state of a fresh run."""
+
+    def follow(self, tokens: Sequence[int]) -> None:
+        """``tokens`` are already in the text (an inspected position's path): a stage whose state
+        follows from the tokens alone (the grammar) catches up; the others keep a fresh state."""
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))

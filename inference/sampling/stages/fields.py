@@ -58,6 +58,10 @@ class Field:
         """The field's range as plain data (``SamplingParams.field_facts`` adds the default)."""
         raise NotImplementedError
 
+    def dump(self, value: Any) -> Any:
+        """The stored value as ``SamplingParams.to_dict`` writes it (JSON-ready)."""
+        return value
+
 
 @dataclass(frozen=True)
 class Number(Field):

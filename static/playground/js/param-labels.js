@@ -101,8 +101,10 @@ export const LABELS = [
     about: "Finished beams rank by log-probability / length^value." },
 
   // Their own editors (not in the groups above)
+  { key: "grammar", group: null, label: "Grammar",
+    about: "Only tokens that keep the text a match for a JSON Schema, a regular expression or a list of choices; the end only where it is complete." },
   { key: "logit_bias", group: null, label: "Logit bias",
-    about: "Add a number to chosen tokens' logits before every other stage." },
+    about: "Add a number to chosen tokens' logits before every other stage but a grammar." },
   { key: "sampler_order", group: null, label: "Stage order",
     about: "The order the sampler chain's stages run in." },
 ];
@@ -112,6 +114,7 @@ export const LABELS = [
 // (declared beside each stage's class in inference/sampling/stages/); a test fails when a stage
 // has no label here or a label names no stage.
 export const STAGE_LABELS = {
+  grammar: "Grammar (constrained decoding)",
   logit_bias: "Logit bias",
   repetition_penalty: "Repetition penalty",
   frequency_penalty: "Frequency penalty",

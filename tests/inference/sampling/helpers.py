@@ -44,3 +44,24 @@ class ScriptedRng:
             raise AssertionError("the chain drew more random numbers than expected")
         self.calls += 1
         return self.values[self.calls - 1]
+
+
+# A hand-made vocabulary for the grammar stage: id 0 is the end of sequence, the rest are text.
+HAND_TOKENS: tuple[bytes, ...] = (
+    b"<eos>", b"a", b"b", b"ab", b"{", b"}", b'"', b":", b"1", b"2",
+    b" ", b"yes", b"no", b"y", b"n", b"e", b"s", b"o", b",", b"x",
+)  # fmt: skip
+
+
+class HandVocab(list):
+    """Token texts for ``HAND_TOKENS`` with their grammar vocabulary, as ``TextCodec.token_texts()``
+    gives a real model's."""
+
+    def __init__(self) -> None:
+        from inference.sampling.stages import GrammarVocabulary
+
+        super().__init__(t.decode() for t in HAND_TOKENS)
+        self.grammar_vocabulary = GrammarVocabulary.from_token_bytes(HAND_TOKENS, [0])
+
+    def id(self, text: str) -> int:
+        return self.index(text)

@@ -14,6 +14,7 @@ from .helpers import ScriptedRng, dist, kept, logits_for
 
 def test_default_order_is_the_issue_pipeline():
     assert DEFAULT_ORDER == (
+        "grammar",
         "logit_bias",
         "repetition_penalty",
         "frequency_penalty",
@@ -54,7 +55,7 @@ def test_temperature_before_or_after_top_p():
 def test_logit_bias_before_or_after_repetition_penalty():
     # token 0: logit 2, seen, bias -1, penalty 2. Bias first: (2 - 1) / 2 = 0.5.
     # Penalty first: 2 / 2 - 1 = 0. Token 1 stays at 0.
-    swapped = ("repetition_penalty", "logit_bias") + DEFAULT_ORDER[2:]
+    swapped = ("grammar", "repetition_penalty", "logit_bias") + DEFAULT_ORDER[3:]
     p = dist([2.0, 0.0], [0], logit_bias={0: -1.0}, repetition_penalty=2.0)
     q = dist([2.0, 0.0], [0], logit_bias={0: -1.0}, repetition_penalty=2.0, sampler_order=swapped)
     assert np.log(p[0] / p[1]) == pytest.approx(0.5)

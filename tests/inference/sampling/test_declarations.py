@@ -16,15 +16,19 @@ from inference.sampling.stage_table import stage_list, stage_table, table_in
 from inference.sampling.stages import STAGE_BY_NAME, build_stages, stage_fields
 from inference.sampling.stages.declaration import Declaration, ParamIs, StageIs
 from inference.sampling.stages.fields import Choice, Field, Integer, Number, Strings, TokenBias
+from inference.sampling.stages.grammar import GrammarField
 from inference.sampling.stages.penalties import FrequencyPenalty, LogitBias, RepetitionPenalty
 from inference.sampling.stages.repeats import Dry, NoRepeatNgram
 from inference.sampling.stages.temperature import DynamicTemperature, Temperature
 from inference.sampling.stages.truncation import EpsilonCutoff, TopK, TopNSigma, TopP
 
+from .helpers import HandVocab
+
 DOC = Path(__file__).resolve().parents[3] / "docs" / "sampling.md"
 
 # Every stage on, at once (xtc needs a seed).
 EVERY_STAGE = {
+    "grammar": {"type": "regex", "pattern": "[ab]+"},
     "logit_bias": {"1": -5},
     "repetition_penalty": 1.1,
     "frequency_penalty": 0.2,
@@ -84,12 +88,12 @@ def test_every_clause_names_a_field_or_a_stage():
 
 def test_each_builder_builds_its_declared_class_in_the_order():
     params = SamplingParams.from_dict(EVERY_STAGE)
-    built = build_stages(params)
+    built = build_stages(params, HandVocab())
     names = [stage.name for stage in built]
     assert names == [n for n in DEFAULT_ORDER if n != "dynamic_temperature"]
     for stage in built:
         assert type(stage) is STAGE_BY_NAME[stage.name].stage
-    dynamic = build_stages(SamplingParams.from_dict({**EVERY_STAGE, "dynatemp_range": 0.5}))
+    dynamic = build_stages(SamplingParams.from_dict({**EVERY_STAGE, "dynatemp_range": 0.5}), HandVocab())
     assert type(dynamic[names.index("temperature")]) is DynamicTemperature
 
 
@@ -167,7 +171,7 @@ def test_the_docs_stage_table_is_the_declarations():
     rows = [line for line in stage_table().splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [row.split("|")[2].strip().strip("`") for row in rows] == list(DEFAULT_ORDER)
     assert (
-        "| 8 | `temperature` | `temperature` != 1 and `dynamic_temperature` off; the chain ends here when `temperature` == 0 |"
+        "| 9 | `temperature` | `temperature` != 1 and `dynamic_temperature` off; the chain ends here when `temperature` == 0 |"
         in stage_table()
     )
 
@@ -202,6 +206,8 @@ def _range_in_words(f: Field) -> str:
         return " or ".join(str(c) for c in f.choices)
     if isinstance(f, Strings):
         return f"up to {f.max_items} strings of {f.item_length[0]}–{f.item_length[1]} chars"
+    if isinstance(f, GrammarField):
+        return " or ".join(f'`{{"type": "{kind}", …}}`' for kind in f.facts()["types"])
     assert isinstance(f, TokenBias)
     return f"`{{token id: bias}}`, id >= 0, bias in [{f.low:g}, {f.high:g}]"
 

@@ -112,21 +112,26 @@ def convert(
     config: dict[str, Any],
     accuracy_level: int | dict[str, int],
     gguf_types: tuple[str, ...] = ("Q4_1", "Q8_0"),
+    permuted_qk: bool = True,
 ) -> Conversion:
     """Replace, in place in the ``onnx.ModelProto`` ``model``, every weight MatMul (and the embedding Gather)
     whose GGUF tensors are all of one of ``gguf_types`` (Q4_1 and/or Q8_0); the others are left as they are.
 
     ``accuracy_level``: MatMulNBits' ``accuracy_level``, one for every kind, or a mapping by GGUF kind
     (``{"Q4_1": 0, "Q8_0": 4}``) whose projection names (``"down_proj"``, ``"lm_head"``, …), when
-    present, override the kind's level for those MatMuls."""
+    present, override the kind's level for those MatMuls. ``permuted_qk``: the GGUF holds attn_q/attn_k
+    in llama.cpp's rotary-interleaved row order (its llama layout; not Gemma's)."""
     from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
     levels = accuracy_level if isinstance(accuracy_level, dict) else {kind: accuracy_level for kind in ("Q4_1", "Q8_0")}
+    levels = {"Q4_1": 0, "Q8_0": 0, **levels}  # kinds a variant does not convert need no level
     graph = model.graph
     matrices = gb.read_matrices(gguf_path)
     inits = {i.name: i for i in graph.initializer}
     producers = {o: n for n in graph.node for o in n.output}
     heads = {"attn_q": config["num_attention_heads"], "attn_k": config.get("num_key_value_heads", config["num_attention_heads"])}
+    if not permuted_qk:
+        heads = {}
     result = Conversion()
     new_inits: list[Any] = []
     block_sums: dict[str, str] = {}  # input name → its block sums' name

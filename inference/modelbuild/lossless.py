@@ -120,6 +120,7 @@ def convert(
     accuracy_level: int | dict[str, int],
     gguf_types: tuple[str, ...] = ("Q4_1", "Q8_0"),
     permuted_qk: bool = True,
+    split_8bit: bool = False,
 ) -> Conversion:
     """Replace, in place in the ``onnx.ModelProto`` ``model``, every weight MatMul (and the embedding Gather)
     whose GGUF tensors are all of one of ``gguf_types`` (Q4_1 and/or Q8_0); the others are left as they are.
@@ -127,7 +128,9 @@ def convert(
     ``accuracy_level``: MatMulNBits' ``accuracy_level``, one for every kind, or a mapping by GGUF kind
     (``{"Q4_1": 0, "Q8_0": 4}``) whose projection names (``"down_proj"``, ``"lm_head"``, …), when
     present, override the kind's level for those MatMuls. ``permuted_qk``: the GGUF holds attn_q/attn_k
-    in llama.cpp's rotary-interleaved row order (its llama layout; not Gemma's)."""
+    in llama.cpp's rotary-interleaved row order (its llama layout; not Gemma's). ``split_8bit``: 8-bit blocks
+    become two 4-bit MatMulNBits and an offset term (exact; ONNX Runtime's 8-bit kernel with fp32
+    activations dequantizes the whole weight on every call)."""
     from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
     levels = accuracy_level if isinstance(accuracy_level, dict) else {kind: accuracy_level for kind in ("Q4_1", "Q8_0")}
@@ -142,7 +145,7 @@ def convert(
     result = Conversion()
     new_inits: list[Any] = []
     block_sums: dict[str, str] = {}  # input name → its block sums' name
-    indicators: set[int] = set()  # K of the block indicators made so far
+    indicators: set[tuple[int, int]] = set()  # (K, block) of the block indicators made so far
     nodes: list[Any] = []
 
     def weight_of(node) -> np.ndarray | None:
@@ -158,22 +161,23 @@ def convert(
             return numpy_helper.to_array(inits[producer.input[0]]).T
         return None
 
-    def block_sum(x: str, k: int) -> list[Any]:
-        """The node computing ``x``'s sums over each block of 32 along its last axis: ``x`` [.., K] times
-        the 0/1 indicator [K, K / 32] (once per ``x``)."""
-        if x in block_sums:
-            return []
-        indicator = f"/gguf/block_indicator_{k}"
-        if k not in indicators:
-            indicators.add(k)
-            blocks = np.arange(k) // gb.BLOCK
+    def block_sum(x: str, k: int, block: int = gb.BLOCK) -> tuple[str, list[Any]]:
+        """The name of ``x``'s sums over each block of ``block`` along its last axis, and the node computing
+        them: ``x`` [.., K] times the 0/1 indicator [K, K / block] (once per ``x`` and block)."""
+        key = x if block == gb.BLOCK else f"{x}@{block}"
+        if key in block_sums:
+            return block_sums[key], []
+        indicator = f"/gguf/block_indicator_{k}" if block == gb.BLOCK else f"/gguf/block_indicator_{k}_{block}"
+        if (k, block) not in indicators:
+            indicators.add((k, block))
+            blocks = np.arange(k) // block
             new_inits.append(
-                numpy_helper.from_array((blocks[:, None] == np.arange(k // gb.BLOCK)[None, :]).astype(np.float32), indicator)
+                numpy_helper.from_array((blocks[:, None] == np.arange(k // block)[None, :]).astype(np.float32), indicator)
             )
         base = f"/gguf/block_sums/{len(block_sums)}"
-        block_sums[x] = f"{base}/output_0"
+        block_sums[key] = f"{base}/output_0"
         result.block_sum_matmuls.append(f"{base}/MatMul")
-        return [helper.make_node("MatMul", [x, indicator], [block_sums[x]], name=f"{base}/MatMul")]
+        return block_sums[key], [helper.make_node("MatMul", [x, indicator], [block_sums[key]], name=f"{base}/MatMul")]
 
     def packed(targets: tuple[str, ...], orders: list[np.ndarray]) -> tuple[str, gb.Blocks]:
         """The GGUF tensors' packed ``B`` side by side (one initializer per tensor set, shared by its users)
@@ -222,31 +226,55 @@ def convert(
             nodes += _gather_block_quantized(node, b_name, d, base, bits, new_inits)
         else:
             x, y = node.input[0], node.output[0]
-            main_out = y if offsets is None else f"{base}/MatMulNBits_output_0"
-            new_inits.append(numpy_helper.from_array(d.reshape(-1), f"{base}/scales"))
-            nodes.append(
-                helper.make_node(
-                    "MatMulNBits",
-                    [x, b_name, f"{base}/scales"],
-                    [main_out],
-                    name=f"{base}/MatMulNBits",
-                    domain=MS_DOMAIN,
-                    K=k,
-                    N=n,
-                    bits=bits,
-                    block_size=blocks.block,
-                    accuracy_level=levels.get(projection_of(node.name), levels[kind]),
+            level = levels.get(projection_of(node.name), levels[kind])
+            if bits == 8 and split_8bit:  # two 4-bit halves: s (lo - 8) + 16 s (hi - 8), offset 8 s per block
+                low, high = gb.split_nibbles(blocks)
+                parts = [(low, f"{base}/low"), (high, f"{base}/high")]
+                offsets = np.float32(8) * blocks.scales
+            else:
+                parts = [(blocks, None)]
+            outputs = []
+            for part, name in parts:
+                name = name or base
+                b_part = b_name if name == base else f"{name}/B"
+                if name != base:
+                    new_inits.append(numpy_helper.from_array(gb.pack_codes(part), b_part))
+                new_inits.append(numpy_helper.from_array(part.scales.reshape(-1), f"{name}/scales"))
+                outputs.append(f"{name}/MatMulNBits_output_0")
+                nodes.append(
+                    helper.make_node(
+                        "MatMulNBits",
+                        [x, b_part, f"{name}/scales"],
+                        [outputs[-1]],
+                        name=f"{name}/MatMulNBits",
+                        domain=MS_DOMAIN,
+                        K=k,
+                        N=n,
+                        bits=part.bits,
+                        block_size=part.block,
+                        accuracy_level=level,
+                    )
                 )
-            )
-            if offsets is not None:  # Q4_1, Q4_K: add the block sums of x times the blocks' offsets
-                new_inits.append(numpy_helper.from_array(offsets.T.copy(), f"{base}/offsets"))  # [K / 32, N]
-                nodes += block_sum(x, k)
+            if offsets is not None:  # Q4_1, Q4_K, split 8-bit: add the block sums of x times the blocks' offsets
+                new_inits.append(numpy_helper.from_array(offsets.T.copy(), f"{base}/offsets"))  # [K / block, N]
+                sums, sum_nodes = block_sum(x, k, blocks.block)
+                nodes += sum_nodes
                 offset_name = f"{base}/offsets/MatMul"
                 nodes.append(
-                    helper.make_node("MatMul", [block_sums[x], f"{base}/offsets"], [f"{base}/offsets_output_0"], name=offset_name)
+                    helper.make_node("MatMul", [sums, f"{base}/offsets"], [f"{base}/offsets_output_0"], name=offset_name)
                 )
-                nodes.append(helper.make_node("Add", [main_out, f"{base}/offsets_output_0"], [y], name=f"{base}/Add"))
+                outputs.append(f"{base}/offsets_output_0")
                 result.offset_matmuls.append(offset_name)
+            if len(outputs) == 1:
+                nodes[-1].output[0] = y
+            else:
+                total = outputs[0]
+                for i, term in enumerate(outputs[1:]):
+                    out = y if i == len(outputs) - 2 else f"{base}/Add_{i}_output_0"
+                    nodes.append(
+                        helper.make_node("Add", [total, term], [out], name=f"{base}/Add" if i == 0 else f"{base}/Add_{i}")
+                    )
+                    total = out
         result.converted.append(node.name)
         result.users["+".join(targets)].append(node.name)
         key = f"{kind} {node.op_type}"

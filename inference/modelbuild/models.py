@@ -65,18 +65,22 @@ SMOLLM2 = ModelRecipe(
 # 9 attn_v), Q5_0 ×81, Q4_K ×27, Q6_K ×9, F32 ×109 (norms).
 GEMMA_VARIANTS: dict[str, dict[str, Any]] = {
     # Every quantized tensor as its GGUF blocks (gguf_blocks.blocks_of), computed with fp32
-    # activations: Q8_0, Q5_0 and Q6_K as 8-bit MatMulNBits (blocks of 32, 32 and 16), Q4_K as 4-bit
-    # MatMulNBits plus its block offsets (Q4_1's form); the embedding GatherBlockQuantized over the
-    # Q8_0 table the tied head shares.
-    "exact": {"gguf_types": ["Q8_0", "Q5_0", "Q4_K", "Q6_K"], "accuracy_level": {}},
-    # Only the Q8_0 tensors as blocks; Q5_0, Q4_K and Q6_K as their fp32 values (608 MB).
+    # activations. Q4_K is 4-bit MatMulNBits plus its block offsets (Q4_1's form); Q8_0, Q5_0 and
+    # Q6_K (blocks of 32, 32, 16) are 8-bit codes split into two 4-bit MatMulNBits (low nibbles;
+    # high nibbles × 16) plus an offset per block (gguf_blocks.split_nibbles); the embedding is
+    # GatherBlockQuantized over the 8-bit Q8_0 table.
+    "exact": {"gguf_types": ["Q8_0", "Q5_0", "Q4_K", "Q6_K"], "accuracy_level": {}, "split_8bit": True},
+    # The same with the 8-bit codes in 8-bit MatMulNBits (smaller, the head shares the embedding's
+    # table; ONNX Runtime's 8-bit kernel with fp32 activations is ~50× slower than fp32 MatMul).
+    "exact-8bit": {"gguf_types": ["Q8_0", "Q5_0", "Q4_K", "Q6_K"], "accuracy_level": {}},
+    # Only the Q8_0 tensors as 8-bit blocks; Q5_0, Q4_K and Q6_K as their fp32 values.
     "q8_0-only": {"gguf_types": ["Q8_0"], "accuracy_level": {}},
 }
 GEMMA = ModelRecipe(
     key="gemma-3-270m",
     model_name="gemma-3-270m",
     dir_name="gemma-3-270m",
-    recipe_version=2,
+    recipe_version=4,
     license="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
     transformations=("lossless", "head"),
     variants=GEMMA_VARIANTS,

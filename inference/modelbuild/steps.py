@@ -200,6 +200,7 @@ def transform(
             settings["accuracy_level"],
             tuple(settings["gguf_types"]),
             permuted_qk=model.gguf_permutes_qk,
+            split_8bit=settings.get("split_8bit", False),
         )
         done["lossless"] = {"variant": variant, **settings, "nodes_after": len(onnx_model.graph.node)}
     weights = {i.name for i in onnx_model.graph.initializer}

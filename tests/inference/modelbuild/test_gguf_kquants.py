@@ -91,6 +91,15 @@ def test_matmulnbits_computes_the_product(kind):
     np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("kind", ["Q5_0", "Q6_K", "Q8_0"])
+def test_8bit_blocks_split_into_two_nibble_halves_exactly(kind):
+    blocks = gb.blocks_of(random_matrix(kind, seed=3))
+    low, high = gb.split_nibbles(blocks)
+    assert low.bits == high.bits == 4 and low.codes.max() <= 15 and high.codes.max() <= 15
+    offset = np.repeat(np.float32(8) * blocks.scales, blocks.block, axis=1)
+    assert np.array_equal(low.dequantized + high.dequantized + offset, blocks.dequantized)
+
+
 def test_other_types_are_refused():
     with pytest.raises(ValueError, match="no MatMulNBits form"):
         gb.blocks_of(gb.GgufMatrix("w", "Q3_K", N, K, np.zeros((N, 1), np.uint8)))

@@ -73,8 +73,6 @@ GEMMA_VARIANTS: dict[str, dict[str, Any]] = {
     # The same with the 8-bit codes in 8-bit MatMulNBits (smaller, the head shares the embedding's
     # table; ONNX Runtime's 8-bit kernel with fp32 activations is ~50× slower than fp32 MatMul).
     "exact-8bit": {"gguf_types": ["Q8_0", "Q5_0", "Q4_K", "Q6_K"], "accuracy_level": {}},
-    # Only the Q8_0 tensors as 8-bit blocks; Q5_0, Q4_K and Q6_K as their fp32 values.
-    "q8_0-only": {"gguf_types": ["Q8_0"], "accuracy_level": {}},
 }
 GEMMA = ModelRecipe(
     key="gemma-3-270m",

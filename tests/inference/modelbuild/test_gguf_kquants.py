@@ -103,3 +103,40 @@ def test_8bit_blocks_split_into_two_nibble_halves_exactly(kind):
 def test_other_types_are_refused():
     with pytest.raises(ValueError, match="no MatMulNBits form"):
         gb.blocks_of(gb.GgufMatrix("w", "Q3_K", N, K, np.zeros((N, 1), np.uint8)))
+
+
+@pytest.mark.parametrize("kind", ["Q8_0", "Q5_0"])
+def test_split_head_after_the_slice_keeps_the_last_positions(tmp_path, kind):
+    """Gemma's order: ``logits_to_keep`` slices the hidden states, then the head becomes two 4-bit halves
+    plus an offset; keeping 1 position gives the last row of keeping all, which is x · wᵀ."""
+    from gguf.quants import quantize
+
+    from inference.modelbuild import head, lossless
+
+    from .test_lossless import write_gguf
+
+    qtype = GGMLQuantizationType[kind]
+    vocab, hidden = 64, 96
+    w = np.random.default_rng(4).standard_normal((vocab, hidden)).astype(np.float32)
+    write_gguf(tmp_path / "m.gguf", {"output.weight": (w, qtype)})
+    w = dequantize(quantize(w, qtype), qtype)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["logits"], name="/lm_head/MatMul")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "s", hidden])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, "s", vocab])],
+        [numpy_helper.from_array(w.T.copy(), "W")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    head.keep_last_positions(model)
+    done = lossless.convert(model, tmp_path / "m.gguf", {"num_attention_heads": 1}, 0, (kind,), split_8bit=True)
+    assert done.by_type == {f"{kind} MatMul": 1}
+    assert [n.op_type for n in model.graph.node].count("MatMulNBits") == 2
+    model.ir_version = 10
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(5).standard_normal((1, 5, hidden)).astype(np.float32)
+    every = session.run(None, {"x": x, "logits_to_keep": np.array(0, np.int64)})[0]
+    last = session.run(None, {"x": x, "logits_to_keep": np.array(1, np.int64)})[0]
+    assert every.shape == (1, 5, vocab) and last.shape == (1, 1, vocab)
+    np.testing.assert_allclose(last[0, 0], every[0, -1], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(every[0], x[0].astype(np.float64) @ w.T.astype(np.float64), rtol=1e-4, atol=1e-4)

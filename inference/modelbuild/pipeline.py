@@ -23,13 +23,22 @@ from tokenizers import Tokenizer
 
 from .. import model_dir as md
 from . import recipe, steps  # cheap: each step imports its tools as it runs
+from .models import ModelRecipe
 from .progress import ConsoleProgress, Progress, StepTimer
-from .source import GgufSource, Source, SourceNotFoundError, sha256_file
+from .source import LICENSE_TERMS_FILE, NOTICE_FILE, GgufSource, Source, SourceNotFoundError, sha256_file
 
 BUILD_STEPS = 6  # check, convert, export, transform, verify, install
 
-# Copied from the transformers checkpoint into the model directory, when present.
-CHECKPOINT_FILES = (md.TOKENIZER_FILE, md.CONFIG_FILE, md.GENERATION_CONFIG_FILE, md.CHAT_TEMPLATE_FILE)
+# Copied from the transformers checkpoint into the model directory, when present (the last two: the
+# license terms and notice a source whose terms require them to travel with the weights writes).
+CHECKPOINT_FILES = (
+    md.TOKENIZER_FILE,
+    md.CONFIG_FILE,
+    md.GENERATION_CONFIG_FILE,
+    md.CHAT_TEMPLATE_FILE,
+    LICENSE_TERMS_FILE,
+    NOTICE_FILE,
+)
 
 
 class BuildError(RuntimeError):
@@ -49,9 +58,12 @@ class ModelStatus:
         return not self.reasons
 
 
-def check_model(model_dir: Path, source_info: dict[str, Any] | None, variant: str | None = None) -> ModelStatus:
-    """Compare ``model_dir`` with the recipe, the tools installed, ``source_info`` (None: unknown) and
-    the ``variant`` asked for (None for a source without GGUF blocks, which has no variants).
+def check_model(
+    model_dir: Path, source_info: dict[str, Any] | None, variant: str | None = None, recipe_version: int = recipe.RECIPE_VERSION
+) -> ModelStatus:
+    """Compare ``model_dir`` with the recipe (``recipe_version``: the model's), the tools installed,
+    ``source_info`` (None: unknown) and the ``variant`` asked for (None for a source without GGUF
+    blocks, which has no variants).
 
     Hashes every file the manifest lists (about 0.5 s for the real model).
     """
@@ -63,8 +75,8 @@ def check_model(model_dir: Path, source_info: dict[str, Any] | None, variant: st
         return ModelStatus(model_dir, (f"unreadable manifest: {exc}",), intact=False)
 
     reasons: list[str] = []
-    if manifest.get("recipe_version") != recipe.RECIPE_VERSION:
-        reasons.append(f"recipe version {manifest.get('recipe_version')} != {recipe.RECIPE_VERSION}")
+    if manifest.get("recipe_version") != recipe_version:
+        reasons.append(f"recipe version {manifest.get('recipe_version')} != {recipe_version}")
     if manifest.get("variant") != variant:
         reasons.append(f"variant {manifest.get('variant')} != {variant}")
     recorded = manifest.get("source", {}).get("sha256")
@@ -101,17 +113,18 @@ def inspect_model(model_dir: Path | None = None, source: Source | None = None, v
         info = source.describe()
     except SourceNotFoundError:
         info = None
-    return check_model(model_dir, info, _variant_for(source, variant))
+    return check_model(model_dir, info, _variant_for(source, variant), source.recipe.recipe_version)
 
 
 def _variant_for(source: Source, variant: str | None) -> str | None:
-    """The variant a build of ``source`` records: the one asked for (checked), else the default; None
-    for a source without GGUF blocks."""
-    if variant is not None and variant not in recipe.VARIANTS:
-        raise BuildError(f"unknown variant {variant!r}; choose one of {sorted(recipe.VARIANTS)}")
+    """The variant a build of ``source`` records: the one asked for (checked against its model's
+    recipe), else the default; None for a source without GGUF blocks."""
+    model: ModelRecipe = source.recipe
+    if variant is not None and variant not in model.variants:
+        raise BuildError(f"unknown variant {variant!r} for {model.key}; choose one of {sorted(model.variants)}")
     if getattr(source, "gguf_weights", None) is None and not isinstance(source, GgufSource):
         return None
-    return variant or recipe.DEFAULT_VARIANT
+    return variant or model.default_variant
 
 
 def ensure_model(
@@ -142,7 +155,8 @@ def ensure_model(
             except SourceNotFoundError as exc:
                 source, source_info, source_error = None, None, str(exc)
             wanted = _variant_for(source, variant) if source is not None else variant or recipe.DEFAULT_VARIANT
-            status = check_model(model_dir, source_info, wanted)
+            version = source.recipe.recipe_version if source is not None else recipe.RECIPE_VERSION
+            status = check_model(model_dir, source_info, wanted, version)
         if status.up_to_date and not force:
             progress.info(f"{model_dir}: up to date")
             return model_dir
@@ -175,19 +189,32 @@ def _build(
                 source.write_checkpoint(checkpoint, progress.verbosity)
             with timer.step("export", f"export to ONNX ({recipe.EXPORT_TASK}, optimum)"):
                 fp32 = steps.export_onnx(checkpoint, work / "onnx", progress.verbosity)
-            how = (
-                f"the GGUF's blocks as they are, variant {variant}" if source.gguf_weights else "MatMulNBits, block 32, symmetric"
+            if source.gguf_weights:
+                how = f"the GGUF's blocks as they are, variant {variant}"
+            else:
+                how = "MatMulNBits, block 32, symmetric" if source.recipe.requantize_rest else "fp32 weights"
+            what = (
+                "fuse norms, attention and MLP, quantize to 4 bits"
+                if source.recipe.requantize_rest
+                else "transform: " + ", ".join(source.recipe.transformations)
             )
-            with timer.step("transform", f"fuse norms, attention and MLP, quantize to 4 bits ({how})"):
+            with timer.step("transform", f"{what} ({how})"):
                 config = json.loads((checkpoint / md.CONFIG_FILE).read_text())
-                graph = steps.transform(fp32, stage / md.MODEL_FILE, source.gguf_weights, config, variant)
+                graph = steps.transform(fp32, stage / md.MODEL_FILE, source.gguf_weights, config, variant, source.recipe)
             with timer.step("verify", "verify with ONNX Runtime"):
                 for name in CHECKPOINT_FILES:
                     if (checkpoint / name).is_file():
                         shutil.copyfile(checkpoint / name, stage / name)
                 config = json.loads((stage / md.CONFIG_FILE).read_text())
                 shapes = shapes_from_config(config)
-                io = steps.verify_onnx(stage / md.MODEL_FILE, stage / md.TOKENIZER_FILE, shapes, config.get("bos_token_id"))
+                io = steps.verify_onnx(
+                    stage / md.MODEL_FILE,
+                    stage / md.TOKENIZER_FILE,
+                    shapes,
+                    config.get("bos_token_id"),
+                    position_ids=source.recipe.position_ids,
+                    prompt=source.recipe.verify_prompt,
+                )
         with timer.step("install", "write the manifest and move the model into place"):
             manifest = make_manifest(source, source_info, variant, config, shapes, io, graph, stage, timer.seconds)
             _write_json(stage / md.MANIFEST_FILE, manifest)
@@ -239,11 +266,12 @@ def shapes_from_config(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def special_tokens(tokenizer_path: Path, config: dict[str, Any]) -> dict[str, Any]:
-    """BOS and the end-of-sequence ids to stop on: the config's EOS, ``<|im_end|>`` and ``<|endoftext|>``."""
+def special_tokens(tokenizer_path: Path, config: dict[str, Any], stop_tokens: tuple[str, ...]) -> dict[str, Any]:
+    """BOS and the end-of-sequence ids to stop on: the config's EOS and the recipe's ``stop_tokens``
+    (SmolLM2: ``<|im_end|>``, ``<|endoftext|>``)."""
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
     eos_ids = [config.get("eos_token_id")]
-    eos_ids += [tokenizer.token_to_id(t) for t in ("<|im_end|>", "<|endoftext|>")]
+    eos_ids += [tokenizer.token_to_id(t) for t in stop_tokens]
     eos_ids = list(dict.fromkeys(i for i in eos_ids if i is not None))
     bos_id = config.get("bos_token_id")
     probe = tokenizer.encode("a", add_special_tokens=True).ids
@@ -277,7 +305,7 @@ def make_manifest(
     }
     return {
         "schema_version": recipe.MANIFEST_SCHEMA_VERSION,
-        "recipe_version": recipe.RECIPE_VERSION,
+        "recipe_version": source.recipe.recipe_version,
         "model_name": source.model_name,
         "variant": variant,
         "architecture": (config.get("architectures") or [None])[0],
@@ -301,7 +329,7 @@ def make_manifest(
             "outputs": io["outputs"],
         },
         "onnx_sha256": files[md.MODEL_FILE]["sha256"],
-        "special_tokens": special_tokens(stage / md.TOKENIZER_FILE, config),
+        "special_tokens": special_tokens(stage / md.TOKENIZER_FILE, config, source.recipe.stop_tokens),
         "chat_template_file": md.CHAT_TEMPLATE_FILE if md.CHAT_TEMPLATE_FILE in files else None,
         "files": files,
         "verification": io["checks"],

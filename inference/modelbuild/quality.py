@@ -35,6 +35,7 @@ from tokenizers import Tokenizer
 
 from .. import model_dir as md
 from ..bench.peers import LlamaCppModel
+from .models import SMOLLM2, ModelRecipe, recipe_named
 from .reference import export_reference
 
 MIXED_TEXT = """The history of the printing press begins in the fifteenth century, when Johannes Gutenberg \
@@ -63,7 +64,6 @@ chopped tomatoes and half a litre of stock, simmer for twenty minutes, then blen
 Season with salt, pepper and a pinch of sugar, and serve with crusty bread."""
 
 GREEDY_PROMPT = "The capital of France is"
-PREFIXES = {"none": [], "endoftext": [0], "im_start": [1]}
 
 
 def open_session(path: Path, threads: int = 2):
@@ -86,10 +86,12 @@ def step(session, ids: list[int], past: dict[str, np.ndarray]) -> tuple[np.ndarr
     feed = {
         "input_ids": np.array([ids], np.int64),  # [1, n]
         "attention_mask": np.ones((1, done + len(ids)), np.int64),  # [1, past + n]
-        "position_ids": np.arange(done, done + len(ids), dtype=np.int64)[None, :],  # [1, n]
         **past,
     }
-    if any(i.name == "logits_to_keep" for i in session.get_inputs()):
+    inputs = {i.name for i in session.get_inputs()}
+    if "position_ids" in inputs:  # Gemma's export derives positions from attention_mask
+        feed["position_ids"] = np.arange(done, done + len(ids), dtype=np.int64)[None, :]  # [1, n]
+    if "logits_to_keep" in inputs:
         feed["logits_to_keep"] = np.array(0, np.int64)  # every position
     names = [o.name for o in session.get_outputs()]
     out = dict(zip(names, session.run(None, feed)))
@@ -126,10 +128,12 @@ def divergence(reference: np.ndarray, logits: np.ndarray) -> dict[str, float]:
     }
 
 
-def evaluate(model: Path, reference: Path, tokenizer_path: Path, llama_cpp: bool = False) -> dict[str, Any]:
+def evaluate(
+    model: Path, reference: Path, tokenizer_path: Path, llama_cpp: bool = False, recipe: ModelRecipe = SMOLLM2
+) -> dict[str, Any]:
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
     sessions = {"model": open_session(model), "fp32": open_session(reference)}
-    text_ids = [0] + tokenizer.encode(MIXED_TEXT, add_special_tokens=False).ids
+    text_ids = [recipe.quality_text_start] + tokenizer.encode(MIXED_TEXT, add_special_tokens=False).ids
     logits = {name: step(s, text_ids, _empty_past(s))[0] for name, s in sessions.items()}
     prompt = tokenizer.encode(GREEDY_PROMPT, add_special_tokens=False).ids
     result: dict[str, Any] = {"model": str(model), "reference": str(reference)}
@@ -137,8 +141,8 @@ def evaluate(model: Path, reference: Path, tokenizer_path: Path, llama_cpp: bool
     if llama_cpp:
         result["llama.cpp"] = divergence(logits["fp32"], llama_cpp_logits(text_ids))
     result["greedy"] = {
-        f"{name}/{prefix}": tokenizer.decode(greedy(s, PREFIXES[prefix] + prompt, 8)[0])
-        for prefix in PREFIXES
+        f"{name}/{prefix}": tokenizer.decode(greedy(s, [*start, *prompt], 8)[0])
+        for prefix, start in recipe.quality_prompt_starts.items()
         for name, s in sessions.items()
     }
     result["decode_tokens_per_s"] = {name: round(greedy(s, prompt, 64)[1], 1) for name, s in sessions.items()}
@@ -171,7 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = model.parent / md.TOKENIZER_FILE
     if not tokenizer.is_file():
         tokenizer = md.default_model_dir() / md.TOKENIZER_FILE
-    json.dump(evaluate(model, reference, tokenizer, llama_cpp=args.llama_cpp), sys.stdout, indent=2, ensure_ascii=False)
+    try:
+        recipe = recipe_named(md.read_manifest(model.parent)["model_name"])
+    except md.ModelNotBuiltError:
+        recipe = SMOLLM2
+    result = evaluate(model, reference, tokenizer, llama_cpp=args.llama_cpp, recipe=recipe)
+    json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0
 

@@ -21,6 +21,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from . import attention, head, lossless, mlp, norms, recipe
+from .models import SMOLLM2, ModelRecipe
 
 ONNX_DTYPES = {"tensor(float)": "float32", "tensor(int64)": "int64", "tensor(float16)": "float16"}
 
@@ -93,6 +94,13 @@ def convert_gguf(gguf_path: Path, dest: Path, verbosity: int = 1) -> None:
     ``tokenizer.json`` adds no special token; callers prepend one explicitly when they want it.
     """
     save_gguf_tokenizer(gguf_path, dest, verbosity)
+    convert_gguf_weights(gguf_path, dest, verbosity)
+
+
+def convert_gguf_weights(gguf_path: Path, dest: Path, verbosity: int = 1) -> None:
+    """The GGUF dequantized to an fp32 transformers checkpoint (weights, config) in ``dest``; no tokenizer."""
+    go_offline()
+    _quiet_transformers(verbosity)
     from transformers import AutoModelForCausalLM  # the build extra
 
     model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, local_files_only=True)
@@ -145,15 +153,24 @@ def export_onnx(checkpoint: Path, out_dir: Path, verbosity: int = 1, validate: b
     return path
 
 
-def transform(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str, Any], variant: str | None) -> dict[str, Any]:
-    """The fp32 export ``src`` made lean and 4-bit, into one self-contained ``dest``.
+def transform(
+    src: Path,
+    dest: Path,
+    gguf_weights: Path | None,
+    config: dict[str, Any],
+    variant: str | None,
+    model: ModelRecipe = SMOLLM2,
+) -> dict[str, Any]:
+    """The fp32 export ``src`` made lean (and, for SmolLM2, 4-bit), into one self-contained ``dest``.
 
-    Runs ``recipe.TRANSFORMATIONS`` in order: the norm fusions (onnxruntime.transformers), packed
-    q/k/v + GroupQueryAttention, packed gate/up, then with ``gguf_weights`` the GGUF's own blocks
-    (``lossless.convert`` with the ``variant``'s settings; raises if a GGUF tensor does not
-    dequantize to exactly the export's weight), and the ``logits_to_keep`` slice before the head.
-    Weight MatMuls left after the GGUF step (all of them without a GGUF, as for the tiny model)
-    are quantized by onnxruntime's ``MatMulNBitsQuantizer`` (4 bits, block 32, symmetric).
+    Runs ``model.transformations`` in order (SmolLM2: the norm fusions (onnxruntime.transformers),
+    packed q/k/v + GroupQueryAttention, packed gate/up, the GGUF's blocks, the head slice; Gemma:
+    the head slice, then the GGUF's blocks). With ``gguf_weights`` the GGUF step puts the GGUF's own
+    blocks in (``lossless.convert`` with the ``variant``'s settings; raises if a GGUF tensor does not
+    dequantize to exactly the export's weight); ``head`` adds the ``logits_to_keep`` slice. Weight
+    MatMuls left after the GGUF step (all of them without a GGUF, as for the tiny model) are
+    quantized by onnxruntime's ``MatMulNBitsQuantizer`` (4 bits, block 32, symmetric) when
+    ``model.requantize_rest``, else kept fp32.
 
     Returns what the manifest records: ``quantization`` (the method, faithfully), every
     transformation's summary in order, and the graph's opsets and operator counts.
@@ -161,23 +178,45 @@ def transform(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str
     import onnx  # heavy, the build extra (with the quantizer, which imports it)
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer  # needs onnx
 
-    settings = recipe.VARIANTS[variant or recipe.DEFAULT_VARIANT]
-    model = onnx.load(str(src))
-    done: dict[str, Any] = {"export": {"nodes": len(model.graph.node)}}
-    done["norms"] = norms.fuse(model)
-    done["attention"] = attention.fuse(model, config)
-    done["mlp"] = mlp.pack_gate_up(model, config)
+    steps_wanted = set(model.transformations)
+    unknown = steps_wanted - {"norms", "attention", "mlp", "lossless", "head"}
+    if unknown:
+        raise ValueError(f"unknown transformations {sorted(unknown)} in the recipe of {model.key}")
+    settings = model.variants[variant or model.default_variant]
+    onnx_model = onnx.load(str(src))
+    done: dict[str, Any] = {"export": {"nodes": len(onnx_model.graph.node)}}
+    if "norms" in steps_wanted:
+        done["norms"] = norms.fuse(onnx_model)
+    if "attention" in steps_wanted:
+        done["attention"] = attention.fuse(onnx_model, config)
+    if "mlp" in steps_wanted:
+        done["mlp"] = mlp.pack_gate_up(onnx_model, config)
+    order = list(model.transformations)
+    # The head slice before the GGUF step (Gemma): the head MatMul then reads the sliced hidden
+    # states, whatever the GGUF step makes of it (a sum of terms, for split 8-bit blocks).
+    head_first = "head" in order and "lossless" in order and order.index("head") < order.index("lossless")
+    if head_first:
+        done["head"] = {**head.keep_last_positions(onnx_model), "nodes_after": len(onnx_model.graph.node)}
     conversion = None
-    if gguf_weights is not None:
-        conversion = lossless.convert(model, gguf_weights, config, settings["accuracy_level"], tuple(settings["gguf_types"]))
-        done["lossless"] = {"variant": variant, **settings, "nodes_after": len(model.graph.node)}
-    weights = {i.name for i in model.graph.initializer}
+    if gguf_weights is not None and "lossless" in steps_wanted:
+        conversion = lossless.convert(
+            onnx_model,
+            gguf_weights,
+            config,
+            settings["accuracy_level"],
+            tuple(settings["gguf_types"]),
+            permuted_qk=model.gguf_permutes_qk,
+            split_8bit=settings.get("split_8bit", False),
+        )
+        done["lossless"] = {"variant": variant, **settings, "nodes_after": len(onnx_model.graph.node)}
+    weights = {i.name for i in onnx_model.graph.initializer}
     exclude = set(conversion.offset_matmuls + conversion.block_sum_matmuls) if conversion else set()
-    requantize = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights and n.name not in exclude]
+    rest = [n.name for n in onnx_model.graph.node if n.op_type == "MatMul" and n.input[1] in weights and n.name not in exclude]
+    requantize = rest if model.requantize_rest else []
     q = recipe.QUANTIZATION
     if requantize:
         quantizer = MatMulNBitsQuantizer(
-            model,
+            onnx_model,
             bits=q["bits"],
             block_size=q["block_size"],
             is_symmetric=q["symmetric"],
@@ -185,15 +224,27 @@ def transform(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str
             nodes_to_exclude=sorted(exclude),
         )
         quantizer.process()
-        model = quantizer.model.model
-        done["requantize"] = {**q, "matmuls": len(requantize), "nodes_after": len(model.graph.node)}
-    done["head"] = {**head.keep_last_positions(model), "nodes_after": len(model.graph.node)}
-    onnx.save(model, str(dest))
+        onnx_model = quantizer.model.model
+        done["requantize"] = {**q, "matmuls": len(requantize), "nodes_after": len(onnx_model.graph.node)}
+    if "head" in steps_wanted and not head_first:
+        done["head"] = {**head.keep_last_positions(onnx_model), "nodes_after": len(onnx_model.graph.node)}
+    onnx.save(onnx_model, str(dest))
     ops: dict[str, int] = {}
-    for node in model.graph.node:
+    for node in onnx_model.graph.node:
         ops[node.op_type] = ops.get(node.op_type, 0) + 1
     if conversion is None:
-        quantization = dict(q)
+        quantization = dict(q) if model.requantize_rest else {"method": "none: fp32 weights", "fp32_matmuls": len(rest)}
+    elif not model.requantize_rest:
+        quantization = {
+            "method": "gguf-lossless-matmulnbits",
+            "block_size": recipe.BLOCK_SIZE,
+            "variant": variant,
+            **settings,
+            "weights_bit_exact": True,  # checked against the export's fp32 weights before replacing them
+            **conversion.summary(),
+            "q8_0": "8 bits, scale d, default zero point 128 (MatMulNBits; GatherBlockQuantized for the embedding)",
+            "fp32": f"{len(rest)} MatMuls keep the export's fp32 weights (the GGUF's values, dequantized exactly)",
+        }
     else:
         quantization = {
             "method": recipe.LOSSLESS_METHOD,
@@ -211,8 +262,8 @@ def transform(src: Path, dest: Path, gguf_weights: Path | None, config: dict[str
         }
     return {
         "quantization": quantization,
-        "opsets": {(o.domain or "ai.onnx"): o.version for o in model.opset_import},
-        "nodes": len(model.graph.node),
+        "opsets": {(o.domain or "ai.onnx"): o.version for o in onnx_model.opset_import},
+        "nodes": len(onnx_model.graph.node),
         "op_counts": dict(sorted(ops.items())),
         "transformations": done,
     }
@@ -222,11 +273,20 @@ def _io_spec(args) -> list[dict[str, Any]]:
     return [{"name": a.name, "dtype": ONNX_DTYPES.get(a.type, a.type), "shape": list(a.shape)} for a in args]
 
 
-def verify_onnx(model_path: Path, tokenizer_path: Path, shapes: dict[str, int], bos_token_id: int | None) -> dict[str, Any]:
+def verify_onnx(
+    model_path: Path,
+    tokenizer_path: Path,
+    shapes: dict[str, int],
+    bos_token_id: int | None,
+    *,
+    position_ids: bool = True,
+    prompt: str = recipe.VERIFY_PROMPT,
+) -> dict[str, Any]:
     """Load the model in ONNX Runtime, run prefills and a decode step, and check every shape.
 
-    Returns the session's inputs and outputs, and the greedy next token after ``VERIFY_PROMPT``
+    Returns the session's inputs and outputs, and the greedy next token after ``prompt``
     (encoded with no special token), alone and with the BOS prepended, for the manifest.
+    ``position_ids``: whether the graph takes them (Gemma's export derives them from the mask).
     Raises ``RuntimeError`` on a missing input or a wrong shape.
     """
     import onnxruntime as ort  # loaded by the verify step only: importing the build API loads no runtime
@@ -237,7 +297,7 @@ def verify_onnx(model_path: Path, tokenizer_path: Path, shapes: dict[str, int], 
     inputs, outputs = session.get_inputs(), session.get_outputs()
     layers, kv_heads, head_dim = shapes["num_layers"], shapes["num_key_value_heads"], shapes["head_dim"]
     past_names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
-    expected = {"input_ids", "attention_mask", "position_ids", "logits_to_keep", *past_names}
+    expected = {"input_ids", "attention_mask", "logits_to_keep", *past_names} | ({"position_ids"} if position_ids else set())
     if {i.name for i in inputs} != expected:
         raise RuntimeError(f"unexpected ONNX inputs: {sorted({i.name for i in inputs} ^ expected)}")
     output_names = [o.name for o in outputs]
@@ -248,10 +308,11 @@ def verify_onnx(model_path: Path, tokenizer_path: Path, shapes: dict[str, int], 
         feed = {
             "input_ids": np.array([ids], dtype=np.int64),
             "attention_mask": np.ones((1, offset + n), dtype=np.int64),
-            "position_ids": np.arange(offset, offset + n, dtype=np.int64)[None, :],
             "logits_to_keep": np.array(keep, dtype=np.int64),
             **past,
         }
+        if position_ids:
+            feed["position_ids"] = np.arange(offset, offset + n, dtype=np.int64)[None, :]
         result = dict(zip(output_names, session.run(None, feed)))
         logits = result["logits"]
         if logits.shape != (1, keep or n, shapes["vocab_size"]) or not np.isfinite(logits).all():
@@ -263,7 +324,7 @@ def verify_onnx(model_path: Path, tokenizer_path: Path, shapes: dict[str, int], 
         return logits, present
 
     empty = {n: np.zeros((1, kv_heads, 0, head_dim), dtype=np.float32) for n in past_names}
-    ids = Tokenizer.from_file(str(tokenizer_path)).encode(recipe.VERIFY_PROMPT, add_special_tokens=False).ids
+    ids = Tokenizer.from_file(str(tokenizer_path)).encode(prompt, add_special_tokens=False).ids
     checks = []
     for prefix in ([], [] if bos_token_id is None else [bos_token_id]):
         logits, past = run(prefix + ids, empty)
@@ -271,6 +332,6 @@ def verify_onnx(model_path: Path, tokenizer_path: Path, shapes: dict[str, int], 
         if not np.allclose(last[0, -1], logits[0, -1], rtol=0, atol=1e-4):
             raise RuntimeError("logits_to_keep=1 does not give the last position's logits")
         next_id = int(logits[0, -1].argmax())
-        checks.append({"prompt": recipe.VERIFY_PROMPT, "prompt_ids": prefix + ids, "greedy_next_id": next_id})
+        checks.append({"prompt": prompt, "prompt_ids": prefix + ids, "greedy_next_id": next_id})
     run([next_id], past)  # one decode step on top of a cache
     return {"inputs": _io_spec(inputs), "outputs": _io_spec(outputs), "checks": checks}

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import model_dir as md
 from . import recipe, steps
+from .models import SMOLLM2
 from .pipeline import ensure_model
 from .progress import Progress
 from .source import locate_gguf, sha256_file
@@ -50,6 +51,7 @@ class RandomSource:
     """Random weights from ``torch.manual_seed(seed)`` with :data:`TINY_CONFIG`, and the real tokenizer."""
 
     model_name = TINY_MODEL_NAME
+    recipe = SMOLLM2
     gguf_weights = None  # every weight is requantized, as MatMulNBitsQuantizer does it
 
     def __init__(self, seed: int = 0) -> None:

@@ -30,7 +30,8 @@ steps; the model's context window is 8192); our aggregate tokens/s at each batch
 time of ``--prompt-tokens`` tokens; resident memory after loading each system and the process's
 peak; the load average before and after. Every figure is taken once per round, the systems in
 turn within a round, and reported as min/median/max over rounds; ``ratios`` divide ours by each
-peer round by round. The machine is shared: only same-run ratios carry over between runs.
+peer round by round, and each further ``--model-dir`` build (a variant) by the first. The machine
+is shared: only same-run ratios carry over between runs.
 Speed targets are read from these numbers, never asserted in tests.
 """
 
@@ -292,16 +293,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "sampler_chain_ms_per_token": sampling_bench.figures(),
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
     }
+    # each of our builds against each peer, and every further build (a variant) against the first
+    pairs = [(mine, peer) for mine in ours_systems for peer in peers] + [(mine, ours) for mine in ours_systems[1:]]
     for label, by in figures.items():
-        for mine in ours_systems:
-            for peer in peers:
-                if peer.name in by and mine.name in by:
-                    ours_v, peer_v = by[mine.name], by[peer.name]
-                    # prefill is a time: ours ahead means a ratio > 1 as for speeds
-                    ratio = (
-                        [p / o for o, p in zip(ours_v, peer_v)] if "prefill" in label else [o / p for o, p in zip(ours_v, peer_v)]
-                    )
-                    report["ratios_ours_to_peer"].setdefault(label, {})[f"{mine.name} / {peer.name}"] = spread(ratio, 2)
+        for mine, peer in pairs:
+            if peer.name in by and mine.name in by:
+                ours_v, peer_v = by[mine.name], by[peer.name]
+                # prefill is a time: ours ahead means a ratio > 1 as for speeds
+                ratio = [p / o for o, p in zip(ours_v, peer_v)] if "prefill" in label else [o / p for o, p in zip(ours_v, peer_v)]
+                report["ratios_ours_to_peer"].setdefault(label, {})[f"{mine.name} / {peer.name}"] = spread(ratio, 2)
     return report
 
 

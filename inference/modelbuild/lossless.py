@@ -100,6 +100,21 @@ def projection_of(node_name: str) -> str:
     return match.group(2) if match else node_name
 
 
+def level_of(node_name: str, kind: str, levels: dict[str, int], num_layers: int | None) -> int:
+    """The ``accuracy_level`` of a weight MatMul: its projection's (``"down_proj"``), else its layer's
+    (``"layer 28"``, or ``"layer -2"`` counted from the end), else its GGUF kind's."""
+    projection = projection_of(node_name)
+    if projection in levels:
+        return levels[projection]
+    match = LAYER_MATMUL.match(node_name)
+    if match:
+        layer = int(match.group(1))
+        for key in (f"layer {layer}", f"layer {layer - num_layers}" if num_layers else None):
+            if key in levels:
+                return levels[key]
+    return levels[kind]
+
+
 def gguf_names(node_name: str, matrices: dict[str, gb.GgufMatrix]) -> tuple[str, ...]:
     """The GGUF tensors behind a weight MatMul (or the embedding Gather) of the export, side by side
     for a packed projection (empty if there are none)."""
@@ -126,11 +141,12 @@ def convert(
     whose GGUF tensors are all of one of ``gguf_types`` (Q4_1 and/or Q8_0); the others are left as they are.
 
     ``accuracy_level``: MatMulNBits' ``accuracy_level``, one for every kind, or a mapping by GGUF kind
-    (``{"Q4_1": 0, "Q8_0": 4}``) whose projection names (``"down_proj"``, ``"lm_head"``, …), when
-    present, override the kind's level for those MatMuls. ``permuted_qk``: the GGUF holds attn_q/attn_k
-    in llama.cpp's rotary-interleaved row order (its llama layout; not Gemma's). ``split_8bit``: 8-bit blocks
-    become two 4-bit MatMulNBits and an offset term (exact; ONNX Runtime's 8-bit kernel with fp32
-    activations dequantizes the whole weight on every call)."""
+    (``{"Q4_1": 0, "Q8_0": 4}``) that may also name projections (``"down_proj"``, ``"lm_head"``, …)
+    or layers (``"layer 3"``, or ``"layer -1"`` counted from the end, with ``config``'s
+    ``num_hidden_layers``) whose MatMuls take another level: see :func:`level_of`. ``permuted_qk``:
+    the GGUF holds attn_q/attn_k in llama.cpp's rotary-interleaved row order (its llama layout; not
+    Gemma's). ``split_8bit``: 8-bit blocks become two 4-bit MatMulNBits and an offset term (exact;
+    ONNX Runtime's 8-bit kernel with fp32 activations dequantizes the whole weight on every call)."""
     from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
     levels = accuracy_level if isinstance(accuracy_level, dict) else {kind: accuracy_level for kind in ("Q4_1", "Q8_0")}
@@ -226,7 +242,7 @@ def convert(
             nodes += _gather_block_quantized(node, b_name, d, base, bits, new_inits)
         else:
             x, y = node.input[0], node.output[0]
-            level = levels.get(projection_of(node.name), levels[kind])
+            level = level_of(node.name, kind, levels, config.get("num_hidden_layers"))
             if bits == 8 and split_8bit:  # two 4-bit halves: s (lo - 8) + 16 s (hi - 8), offset 8 s per block
                 low, high = gb.split_nibbles(blocks)
                 parts = [(low, f"{base}/low"), (high, f"{base}/high")]

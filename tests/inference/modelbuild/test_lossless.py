@@ -11,7 +11,7 @@ from gguf.quants import dequantize, quantize
 from onnx import TensorProto, helper, numpy_helper
 
 from inference.modelbuild import gguf_blocks as gb
-from inference.modelbuild import lossless
+from inference.modelbuild import lossless, recipe
 
 K, N = 96, 48  # three blocks of 32 along K
 
@@ -169,3 +169,42 @@ def test_a_packed_projection_gets_its_gguf_tensors_side_by_side(tmp_path, weight
     broken = single_matmul_model("/model/layers.0/self_attn/qkv_proj/MatMul", np.concatenate(dequantized[:2]).T.copy())
     with pytest.raises(lossless.WeightMismatchError, match="qkv_proj"):
         lossless.convert(broken, tmp_path / "m.gguf", config, accuracy_level=0)
+
+
+def test_level_of_reads_projection_then_layer_then_kind():
+    levels = {"Q4_1": 4, "Q8_0": 4, "layer -1": 0, "layer 0": 1, "down_proj": 2}
+    up = "/model/layers.{}/mlp/up_proj/MatMul"
+    assert [lossless.level_of(up.format(i), "Q4_1", levels, 3) for i in range(3)] == [1, 4, 0]
+    assert lossless.level_of("/model/layers.2/mlp/down_proj/MatMul", "Q4_1", levels, 3) == 2  # projection first
+    assert lossless.level_of(lossless.LM_HEAD_MATMUL, "Q8_0", levels, 3) == 4  # the head is no layer
+
+
+def test_fast_fp32_tail_computes_the_last_layer_exactly(tmp_path, weights):
+    """The variant's settings on a 3-layer model: layer 0 with int8 activations (close), layer 2, the last,
+    with fp32 activations (the fp32 product of the GGUF's weights, as `exact` computes it)."""
+    settings = recipe.VARIANTS["fast-fp32-tail"]
+    qtype = GGMLQuantizationType.Q4_1
+    rng = np.random.default_rng(7)
+    parts = [weights, rng.standard_normal((N, K)).astype(np.float32)]
+    write_gguf(tmp_path / "m.gguf", {f"blk.{i}.ffn_up.weight": (w, qtype) for i, w in zip((0, 2), parts)})
+    ws = [dequantize(quantize(w, qtype), qtype) for w in parts]  # [N, K] each
+    names = [f"/model/layers.{i}/mlp/up_proj/MatMul" for i in (0, 2)]
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", f"W{i}"], [f"y{i}"], name=name) for i, name in enumerate(names)],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "s", K])],
+        [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, "s", N]) for i in range(2)],
+        [numpy_helper.from_array(w.T.copy(), f"W{i}") for i, w in enumerate(ws)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    config = {**CONFIG, "num_hidden_layers": 3}
+    done = lossless.convert(model, tmp_path / "m.gguf", config, settings["accuracy_level"], tuple(settings["gguf_types"]))
+    assert done.converted == names
+    levels = [a.i for n in model.graph.node if n.op_type == "MatMulNBits" for a in n.attribute if a.name == "accuracy_level"]
+    assert levels == [4, 0]
+    x = rng.standard_normal((1, 5, K)).astype(np.float32)
+    y0, y1 = session(model).run(None, {"x": x})
+    exact0, exact1 = (x @ w.T.astype(np.float64) for w in ws)
+    np.testing.assert_allclose(y1, exact1, rtol=0, atol=2e-5 * np.abs(exact1).max())
+    assert np.abs(y0 - exact0).max() < 0.02 * np.abs(exact0).max()  # int8 activations inside the kernel
+    assert np.abs(y0 - exact0).max() > 2e-5 * np.abs(exact0).max()  # and not the fp32 product: level 4 did run

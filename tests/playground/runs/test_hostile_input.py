@@ -10,7 +10,7 @@ import json
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from playground.runs import views
@@ -327,14 +327,18 @@ def _paths(value, prefix=()):
 
 @HYPOTHESIS
 @given(body=JSON, odd_id=TEXT)
+@example(body=None, odd_id="\ud800")  # a lone surrogate: its UTF-8-ish bytes percent-encoded in the path
 def test_any_json_to_any_endpoint_is_never_a_500(client, db_alias, body, odd_id):
     data = json.dumps(body)
-    for path in ("/api/runs/summaries", "/api/runs/import", f"/api/runs/{quote(odd_id, safe='')}/delete"):
+    for path in ("/api/runs/summaries", "/api/runs/import", f"/api/runs/{quote(odd_id, safe='', errors='surrogatepass')}/delete"):
         response = client.post(path, data=data, content_type="application/json")
         assert response.status_code in (200, 201, 400, 403, 404), (path, response.content[:300])
         if response.status_code >= 400:
             assert_json_error(response, response.status_code)
-    for path in (f"/r/{quote(odd_id, safe='')}.json", f"/compare/{quote(odd_id, safe='')}.json"):
+    for path in (
+        f"/r/{quote(odd_id, safe='', errors='surrogatepass')}.json",
+        f"/compare/{quote(odd_id, safe='', errors='surrogatepass')}.json",
+    ):
         assert_json_error(client.get(path), 404)
 
 

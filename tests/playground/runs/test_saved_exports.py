@@ -5,8 +5,9 @@ worker on the tiny model. Only ``id``, ``source``, ``imported_from`` (and a bran
 ``parent_run``, whose parent is not saved here) say that the copy is a copy, and the fields
 added since these files were written: a token's ``draw_interval`` (exported as null after
 ``draw``) and ``watched`` (exported as [] after ``elapsed_ms``), the request's ``watch`` ([] after
-``prefix_tokens``) and ``typed_tokens`` (0 after ``watch``), and a run's ``prompt_surprisal`` (null
-after ``prompt_tokens``)."""
+``prefix_tokens``) and ``typed_tokens`` (0 after ``watch``), the sampling parameter ``grammar``
+(null after ``dynatemp_exponent``; the old ``sampler_order`` is kept as it was), and a run's
+``prompt_surprisal`` (null after ``prompt_tokens``)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ def _as_exported_now(token: dict) -> dict:
 def _copy(run: dict, new_id: str, parent: str | None) -> dict:
     tokens = [_as_exported_now(token) for token in run["tokens"]]
     request = _with(_with(run["request"], "prefix_tokens", "watch", []), "watch", "typed_tokens", 0)
+    request = request | {"params": _with(request["params"], "dynatemp_exponent", "grammar", None)}
     return _with(run, "prompt_tokens", "prompt_surprisal", None) | {
         "id": new_id,
         "source": "imported",

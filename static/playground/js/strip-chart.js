@@ -5,10 +5,9 @@
 // not by colour alone.
 
 import { formatProb } from "../../shared/js/format.js";
-import { r2, svg, titled } from "../../shared/js/svg.js";
+import { r2, svg } from "../../shared/js/svg.js";
+import { CHART_H as H, CHART_W as W, hitColumn, showFocusableChart } from "./chart-columns.js";
 
-const W = 640;
-const H = 132;
 const PAD = { left: 34, right: 40, top: 10, bottom: 20 };
 
 export class StripChart {
@@ -92,20 +91,10 @@ export class StripChart {
 
     // Hit areas: one column per token.
     tokens.forEach((t, i) => {
-      const hit = svg("rect", { x: r2(x(i) - step / 2), y: 0, width: r2(step), height: H, class: "hit" });
-      hit.dataset.index = String(i);
       const entropy = t.entropy ? `, entropy ${t.entropy.before.toFixed(2)} nats` : "";
-      titled(hit, `Token ${i + 1} ${JSON.stringify(t.text)}: chosen with ${formatProb(t.prob)}${entropy}`);
-      chart.append(hit);
+      chart.append(hitColumn(i, x(i), step, H, `Token ${i + 1} ${JSON.stringify(t.text)}: chosen with ${formatProb(t.prob)}${entropy}`));
     });
 
-    const focusable = document.createElement("div");
-    focusable.className = "strip-focus";
-    focusable.tabIndex = 0;
-    focusable.setAttribute("role", "group");
-    focusable.setAttribute("aria-label", label);
-    focusable.append(chart);
-    this.root.replaceChildren(focusable);
-    if (refocus) focusable.focus();
+    showFocusableChart(this.root, chart, label, refocus);
   }
 }

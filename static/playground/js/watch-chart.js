@@ -4,11 +4,10 @@
 // the readout gives every watched token's numbers there. Under the chart, one sentence per
 // token says why it was (or never was) chosen (watch-facts.js).
 
-import { r2, svg, titled } from "../../shared/js/svg.js";
+import { r2, svg } from "../../shared/js/svg.js";
+import { CHART_H as H, CHART_W as W, hitColumn, showFocusableChart } from "./chart-columns.js";
 import { linePoints, stepText, watchSeries, whyText } from "./watch-facts.js";
 
-const W = 640;
-const H = 132;
 const PAD = { left: 34, right: 12, top: 10, bottom: 20 };
 
 export class WatchChart {
@@ -113,18 +112,8 @@ export class WatchChart {
       });
     });
     for (let i = 0; i < this.n; i += 1) {
-      const hit = svg("rect", { x: r2(x(i) - step / 2), y: 0, width: r2(step), height: H, class: "hit" });
-      hit.dataset.index = String(i);
-      titled(hit, `Step ${i + 1}: ${this.series.map((s) => stepText(s, i)).join("; ")}`);
-      chart.append(hit);
+      chart.append(hitColumn(i, x(i), step, H, `Step ${i + 1}: ${this.series.map((s) => stepText(s, i)).join("; ")}`));
     }
-    const focusable = document.createElement("div");
-    focusable.className = "strip-focus";
-    focusable.tabIndex = 0;
-    focusable.setAttribute("role", "group");
-    focusable.setAttribute("aria-label", label);
-    focusable.append(chart);
-    this.chart.replaceChildren(focusable);
-    if (refocus) focusable.focus();
+    showFocusableChart(this.chart, chart, label, refocus);
   }
 }

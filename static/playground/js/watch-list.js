@@ -4,6 +4,7 @@
 // token, and the note under the field says so.
 
 import { quoteToken } from "../../shared/js/format.js";
+import { wireTokenListField } from "./token-list-field.js";
 
 export const MAX_WATCH = 8; // as the server's playground.edge.frames.MAX_WATCH
 
@@ -17,19 +18,9 @@ export class WatchList extends EventTarget {
     this.words = root.querySelector("#watch-words");
     this.note = root.querySelector("[data-watch-note]");
     this.list = root.querySelector("[data-watch-list]");
-    root.querySelector("[data-action=add-watch]").addEventListener("click", () => this.add());
-    this.words.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") {
-        e.preventDefault();
-        this.add();
-      }
-    });
-    this.list.addEventListener("click", (e) => {
-      const remove = e.target.closest("button[data-remove]");
-      if (!remove) return;
-      this.entries.delete(Number(remove.dataset.remove));
-      this.#render();
-      this.words.focus();
+    wireTokenListField(this.words, root.querySelector("[data-action=add-watch]"), this.list, {
+      add: () => this.add(),
+      remove: (id) => this.#remove(id),
     });
   }
 
@@ -69,6 +60,12 @@ export class WatchList extends EventTarget {
     }
     this.entries.set(token.id, token.text);
     this.words.value = "";
+    this.#render();
+  }
+
+  /** Removes the listed token `id` (its button in the list). */
+  #remove(id) {
+    this.entries.delete(id);
     this.#render();
   }
 

@@ -3,10 +3,10 @@
 
 import { renderLegend } from "../../shared/js/colors.js";
 import { quoteToken } from "../../shared/js/format.js";
-import { Inspector, InspectorController } from "../../shared/js/inspector.js";
+import { inspectedStream } from "../../shared/js/inspected-stream.js";
+import { Inspector } from "../../shared/js/inspector.js";
 import { PromptSurprisalView } from "../../shared/js/prompt-surprisal.js";
 import { parseJson } from "../../shared/js/seeds.js";
-import { TokenStream } from "../../shared/js/stream.js";
 import { TintSwitch, renderEntropyLegend } from "../../shared/js/tint-mode.js";
 import { replay } from "./replay.js";
 import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "../../shared/js/store.js";
@@ -24,16 +24,7 @@ const tokens = run.tokens.filter((t) => (t.sample ?? 0) === 0).map((t) => markTy
 const byIndex = new Map(tokens.map((t) => [t.index, t]));
 const inspector = new Inspector(document.getElementById("inspector"));
 const output = document.getElementById("output");
-let controller = null;
-const stream = new TokenStream(output, {
-  enter: (...a) => controller.handlers.enter(...a),
-  leave: (...a) => controller.handlers.leave(...a),
-  focus: (...a) => controller.handlers.focus(...a),
-  blur: (...a) => controller.handlers.blur(...a),
-  activate: (...a) => controller.handlers.activate(...a),
-  escape: (...a) => controller.handlers.escape(...a),
-});
-controller = new InspectorController(inspector, output, (i) => byIndex.get(i) ?? null);
+const { stream } = inspectedStream(output, inspector, (i) => byIndex.get(i) ?? null);
 for (const token of tokens) stream.append(token);
 if (run.result.tail) {
   const tail = document.createElement("span");

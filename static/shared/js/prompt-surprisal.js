@@ -4,9 +4,9 @@
 // events (docs/websocket-api.md), from a saved run (its `prompt_surprisal`), or from a `score`
 // frame's `prompt_scores` answer ("Score this text"). Token text goes in with textContent only.
 
-import { Inspector, InspectorController } from "./inspector.js";
+import { inspectedStream } from "./inspected-stream.js";
+import { Inspector } from "./inspector.js";
 import { promptTokenEvents, summaryText } from "./prompt-surprisal-record.js";
-import { TokenStream } from "./stream.js";
 
 /** The view: a summary line, the tinted tokens and their inspector, inside `root`
  *  ([data-prompt-summary], [data-prompt-stream], [data-prompt-inspector]). */
@@ -17,16 +17,7 @@ export class PromptSurprisalView {
     this.output = root.querySelector("[data-prompt-stream]");
     this.tokens = [];
     const inspector = new Inspector(root.querySelector("[data-prompt-inspector]"));
-    let controller = null;
-    const stream = new TokenStream(this.output, {
-      enter: (...a) => controller.handlers.enter(...a),
-      leave: (...a) => controller.handlers.leave(...a),
-      focus: (...a) => controller.handlers.focus(...a),
-      blur: (...a) => controller.handlers.blur(...a),
-      activate: (...a) => controller.handlers.activate(...a),
-      escape: (...a) => controller.handlers.escape(...a),
-    });
-    controller = new InspectorController(inspector, this.output, (i) => this.tokens[i] ?? null);
+    const { stream, controller } = inspectedStream(this.output, inspector, (i) => this.tokens[i] ?? null);
     this.stream = stream;
     this.controller = controller;
   }

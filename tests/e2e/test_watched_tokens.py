@@ -4,6 +4,7 @@ frames carry each watched token at every step, and the chart, its readout (by ke
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -32,7 +33,9 @@ def test_a_watched_word_is_followed_at_every_step_and_the_chart_shows_the_frames
     field.press("Enter")
     note = page.locator("[data-watch-note]")
     expect(note).to_contain_text("tokens (", timeout=60_000)  # the first tokenize waits for the worker
-    answer = playground.request_frames("tokenize")[-1]["tokens"]
+    # the field's own tokenize (the prompt's token chips send theirs too, in any order)
+    (asked,) = [f for f in playground.sent_of("tokenize") if " Llanfairpwllgwyngyll" in json.dumps(f, ensure_ascii=False)]
+    (answer,) = [f["tokens"] for f in playground.frames if f.get("request_id") == asked["request_id"] and "tokens" in f]
     assert len(answer) > 1
     expect(note).to_contain_text(f"watching its first, {quote_token(answer[0]['text'])} (id {answer[0]['id']})")
     page.get_by_role("button", name=f"Stop watching {quote_token(answer[0]['text'])}").click()

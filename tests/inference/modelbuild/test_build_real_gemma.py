@@ -17,6 +17,7 @@ from tokenizers import Tokenizer
 from inference import model_dir as md
 from inference.modelbuild.models import GEMMA
 from inference.modelbuild.quality import MIXED_TEXT, divergence
+from tests.inference.modelbuild.gemma_session import forward
 
 pytestmark = pytest.mark.gemma_model
 
@@ -58,20 +59,6 @@ def reference():
 
     path = assemble_gemma()
     return AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True).eval()
-
-
-def forward(session, ids: list[int], past: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Logits [n, V] of every position of ``ids`` after ``past``, and the new cache."""
-    done = next(iter(past.values())).shape[2]
-    feed = {
-        "input_ids": np.array([ids], np.int64),  # [1, n]
-        "attention_mask": np.ones((1, done + len(ids)), np.int64),  # [1, past + n]
-        "logits_to_keep": np.array(0, np.int64),
-        **past,
-    }
-    names = [o.name for o in session.get_outputs()]
-    out = dict(zip(names, session.run(None, feed)))
-    return out["logits"][0], {p: out[p.replace("past_key_values", "present")] for p in past}
 
 
 def onnx_greedy(session, ids: list[int], n: int) -> list[int]:

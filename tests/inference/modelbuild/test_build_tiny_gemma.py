@@ -12,6 +12,7 @@ from inference import model_dir as md
 from inference.modelbuild import read_manifest
 from inference.modelbuild.models import GEMMA
 from inference.modelbuild.tiny_gemma import SLIDING_WINDOW, TinyGemmaSource, build_tiny_gemma, random_model
+from tests.inference.modelbuild.gemma_session import forward
 
 from .conftest import RecordingProgress
 
@@ -46,20 +47,6 @@ def test_second_build_is_a_hash_check(tiny_gemma_dir):
     assert len(progress.started) == 1 and any("up to date" in msg for msg in progress.messages)
 
 
-def run(session, ids: list[int], past: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """One forward pass of ``ids`` after ``past``: every position's logits [n, V] and the new cache."""
-    done = next(iter(past.values())).shape[2]
-    feed = {
-        "input_ids": np.array([ids], np.int64),  # [1, n]
-        "attention_mask": np.ones((1, done + len(ids)), np.int64),  # [1, past + n]
-        "logits_to_keep": np.array(0, np.int64),
-        **past,
-    }
-    names = [o.name for o in session.get_outputs()]
-    out = dict(zip(names, session.run(None, feed)))
-    return out["logits"][0], {p: out[p.replace("past_key_values", "present")] for p in past}
-
-
 def test_onnx_with_cache_equals_transformers_past_the_window(session):
     """Prefill 5 tokens, then decode one at a time to 3 windows' length: every position's logits are
     transformers' (fp32, same seed), so sliding and global layers, QK-norm, 1 + w norms and the
@@ -73,10 +60,10 @@ def test_onnx_with_cache_equals_transformers_past_the_window(session):
     with torch.no_grad():
         expected = model(torch.tensor([ids])).logits[0].numpy()  # [n, V]
     past = {i.name: np.zeros((1, 1, 0, 16), np.float32) for i in session.get_inputs() if i.name.startswith("past_key_values.")}
-    logits, past = run(session, ids[:5], past)
+    logits, past = forward(session, ids[:5], past)
     rows = [logits]
     for token in ids[5:]:
-        logits, past = run(session, [token], past)
+        logits, past = forward(session, [token], past)
         rows.append(logits)
     got = np.concatenate(rows)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-4)

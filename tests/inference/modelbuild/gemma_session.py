@@ -1,0 +1,20 @@
+"""Driving a built Gemma decoder directly (optimum's layout, no ``position_ids``), for the Gemma
+build tests on the tiny and the real model."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def forward(session, ids: list[int], past: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """One forward pass of ``ids`` after ``past``: every position's logits [n, V] and the new cache."""
+    done = next(iter(past.values())).shape[2]
+    feed = {
+        "input_ids": np.array([ids], np.int64),  # [1, n]
+        "attention_mask": np.ones((1, done + len(ids)), np.int64),  # [1, past + n]
+        "logits_to_keep": np.array(0, np.int64),
+        **past,
+    }
+    names = [o.name for o in session.get_outputs()]
+    out = dict(zip(names, session.run(None, feed)))
+    return out["logits"][0], {p: out[p.replace("past_key_values", "present")] for p in past}

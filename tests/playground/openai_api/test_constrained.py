@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.request
 
 import jsonschema
 import openai
@@ -132,3 +133,16 @@ def test_bad_constraints_are_400s_naming_the_field(client, model_id, kind, field
     assert caught.value.status_code == 400
     assert error["param"] == param and error["type"] == "invalid_request_error"
     assert param in error["message"]
+
+
+def test_the_saved_run_keeps_the_constraint(client, api_server, model_id):
+    answer = client.chat.completions.create(
+        model=model_id, messages=[{"role": "user", "content": ASK}], max_tokens=40, temperature=0, response_format=PERSON_FORMAT
+    )
+    extension = answer.model_extra["playground"]
+    assert extension["params"]["grammar"] == {"type": "json_schema", "schema": PERSON}
+    with urllib.request.urlopen(extension["permalink"] + ".json") as saved:
+        params = json.load(saved)["run"]["request"]["params"]
+    assert json.dumps(params["grammar"]) == json.dumps({"type": "json_schema", "schema": PERSON})  # its order too
+    with urllib.request.urlopen(extension["permalink"]) as page:
+        assert 'data-param="grammar"' in page.read().decode()

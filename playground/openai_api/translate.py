@@ -4,7 +4,7 @@ One parameter vocabulary: OpenAI's names that we share (``temperature``, ``top_p
 ``n``, ``stop``, ``seed``, ``logit_bias``, ``frequency_penalty``, ``presence_penalty``) are our own
 ``params`` keys, and every other key of ours (``top_k``, ``min_p``, DRY, XTC, mirostat,
 ``sampler_order``, ...) is accepted at the top level, as llama.cpp's and vLLM's servers accept
-theirs. The frame is then checked by ``frames.parse_client_message``: one validation, one set of
+theirs. OpenAI's ``response_format`` becomes our ``grammar`` (``response_format``). The frame is then checked by ``frames.parse_client_message``: one validation, one set of
 ranges, whose errors name the body's field.
 """
 

@@ -36,8 +36,9 @@ def client(api_server) -> openai.OpenAI:
 
 def run(
     client, model_id: str, kind: str, stream: bool, prompt: str = ASK, max_tokens: int = 40, **fields
-) -> list[tuple[str, str, list[dict]]]:
-    """Each choice's (text, finish_reason, traces), read the way a client reads the answer."""
+) -> list[tuple[str, str, list[dict], int]]:
+    """Each choice's (text, finish_reason, traces, how many tokens its logprobs list), read the way
+    a client reads the answer."""
     if kind == "chat":
         create, start = client.chat.completions.create, {"messages": [{"role": "user", "content": prompt}]}
     else:
@@ -47,20 +48,34 @@ def run(
     answer = create(model=model_id, max_tokens=max_tokens, seed=7, stream=stream, **start, **fields)
     if not stream:
         return [
-            (c.message.content if kind == "chat" else c.text, c.finish_reason, c.model_extra["playground"]["tokens"])
+            (
+                c.message.content if kind == "chat" else c.text,
+                c.finish_reason,
+                c.model_extra["playground"]["tokens"],
+                listed(c.logprobs, kind),
+            )
             for c in answer.choices
         ]
     texts: dict[int, str] = {}
     finish: dict[int, str] = {}
     traces: dict[int, list[dict]] = {}
+    logprobs: dict[int, int] = {}
     for chunk in answer:
         for c in chunk.choices:
             piece = (c.delta.content or "") if kind == "chat" else c.text
             texts[c.index] = texts.get(c.index, "") + piece
             traces.setdefault(c.index, []).extend((c.model_extra.get("playground") or {}).get("tokens", []))
+            logprobs[c.index] = logprobs.get(c.index, 0) + listed(c.logprobs, kind)
             if c.finish_reason is not None:
                 finish[c.index] = c.finish_reason
-    return [(texts[i], finish[i], traces[i]) for i in sorted(texts)]
+    return [(texts[i], finish[i], traces[i], logprobs[i]) for i in sorted(texts)]
+
+
+def listed(logprobs, kind: str) -> int:
+    """How many tokens a choice's (or a chunk's) ``logprobs`` lists."""
+    if logprobs is None:
+        return 0
+    return len(logprobs.content or []) if kind == "chat" else len(logprobs.tokens or [])
 
 
 def grammar_removed_tokens(traces: list[dict]) -> bool:
@@ -78,17 +93,18 @@ def test_strict_json_schema_outputs_validate(client, model_id, kind, stream, tem
     logprobs = {"logprobs": True, "top_logprobs": 3} if kind == "chat" else {"logprobs": 3}
     choices = run(client, model_id, kind, stream, response_format=PERSON_FORMAT, temperature=temperature, n=2, **logprobs)
     assert len(choices) == 2
-    for text, finish, traces in choices:
+    for text, finish, traces, logprobs in choices:
         assert finish == "stop", text
         jsonschema.validate(json.loads(text), PERSON)
         assert grammar_removed_tokens(traces)
+        assert logprobs == len(traces) - (kind == "chat")  # a chat's logprobs leave out its <|im_end|>
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("kind", ["chat", "completion"])
 def test_json_object_is_a_json_object(client, model_id, kind, stream):
     prompt = 'Answer with a JSON object whose only key "ok" is true.'
-    ((text, finish, _),) = run(client, model_id, kind, stream, prompt, response_format={"type": "json_object"}, temperature=0)
+    ((text, finish, _, _),) = run(client, model_id, kind, stream, prompt, response_format={"type": "json_object"}, temperature=0)
     assert finish == "stop", text
     assert isinstance(json.loads(text), dict)
 
@@ -96,17 +112,19 @@ def test_json_object_is_a_json_object(client, model_id, kind, stream):
 @pytest.mark.parametrize("kind", ["chat", "completion"])
 def test_regex_and_choice_through_the_grammar_extension(client, model_id, kind):
     phone = run(client, model_id, kind, False, "A phone number:", temperature=1.0, n=2, extra_body={"grammar": PHONE})
-    for text, finish, traces in phone:
+    for text, finish, traces, _ in phone:
         assert finish == "stop" and re.fullmatch(PHONE["pattern"], text), text
         assert grammar_removed_tokens(traces)
     answer = run(client, model_id, kind, True, "Is the sky blue?", temperature=0.7, extra_body={"grammar": CHOICE})
-    for text, finish, _ in answer:
+    for text, finish, _, _ in answer:
         assert finish == "stop" and text in CHOICE["options"], text
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_a_max_tokens_cut_is_length_and_incomplete(client, model_id, stream):
-    ((text, finish, traces),) = run(client, model_id, "chat", stream, response_format=PERSON_FORMAT, temperature=0, max_tokens=4)
+    ((text, finish, traces, _),) = run(
+        client, model_id, "chat", stream, response_format=PERSON_FORMAT, temperature=0, max_tokens=4
+    )
     assert finish == "length" and len(traces) == 4
     assert text.startswith('{"')
     with pytest.raises(json.JSONDecodeError):

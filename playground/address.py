@@ -87,6 +87,8 @@ def param_text(key: str, value: Any) -> str:
         return "\n".join(encode_line(item) for item in ([value] if isinstance(value, str) else value))
     if kind == "stage_order":
         return ",".join(value)
+    if kind == "grammar":
+        return _json(value)
     if kind == "token_bias":
         # a {token id: bias} mapping by id (a JavaScript object orders such keys so); editor entries as they are
         entries = value if isinstance(value, list) else sorted([int(token), bias] for token, bias in value.items())

@@ -221,9 +221,13 @@ def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate
     sampling, loop = parse_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
     watch = _watch(message.get("watch", []))
-    request = GenerationRequest(
-        prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat, prompt_scores=prompt_scores, watch=watch
-    )
+    try:
+        request = GenerationRequest(
+            prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat, prompt_scores=prompt_scores, watch=watch
+        )
+    except ParamError as error:  # a rule between parameters (a grammar refuses beam search and ignore_eos)
+        prefixed = error.prefixed("params.")
+        raise ProtocolError(prefixed.param, prefixed.message, prefixed.code) from None
     return Generate(request_id, request, parse_branch(message), parse_save(message), parse_typed(message, len(prefix)))
 
 

@@ -4,7 +4,7 @@ One parameter vocabulary: OpenAI's names that we share (``temperature``, ``top_p
 ``n``, ``stop``, ``seed``, ``logit_bias``, ``frequency_penalty``, ``presence_penalty``) are our own
 ``params`` keys, and every other key of ours (``top_k``, ``min_p``, DRY, XTC, mirostat,
 ``sampler_order``, ...) is accepted at the top level, as llama.cpp's and vLLM's servers accept
-theirs. The frame is then checked by ``frames.parse_client_message``: one validation, one set of
+theirs. OpenAI's ``response_format`` becomes our ``grammar`` (``response_format``). The frame is then checked by ``frames.parse_client_message``: one validation, one set of
 ranges, whose errors name the body's field.
 """
 
@@ -18,6 +18,7 @@ from inference.decoding.loop_params import LoopParams
 from inference.sampling import SamplingParams
 from playground import json_depth
 from playground.edge import frames
+from playground.openai_api import response_format
 from playground.openai_api.errors import ApiError, from_event, not_found
 
 Kind = Literal["completion", "chat"]
@@ -28,7 +29,9 @@ MAX_COMPLETION_LOGPROBS = frames.TOP_N[1]  # OpenAI allows 5; our alternatives g
 MAX_TOP_LOGPROBS = frames.TOP_N[1]
 
 OUR_PARAMS = SamplingParams.field_names() | LoopParams.field_names()
-SHARED = frozenset({"model", "stream", "stream_options", "n", "stop", "seed", "user", "save", "top_n", "watch"})
+SHARED = frozenset(
+    {"model", "stream", "stream_options", "n", "stop", "seed", "user", "save", "top_n", "watch", response_format.FIELD}
+)
 COMPLETION_KEYS = SHARED | {"prompt", "logprobs", "echo", "best_of", "suffix"}
 CHAT_KEYS = SHARED | {
     "messages",
@@ -105,8 +108,6 @@ def translate(body: Any, kind: Kind, served_model: str) -> ApiRequest:
         if body.get(key) not in (None, [], {}):
             raise ApiError(400, f"{key}: {why} by this server", key, "unsupported_parameter")
     known = (CHAT_KEYS if kind == "chat" else COMPLETION_KEYS) | OUR_PARAMS | IGNORED | set(UNSUPPORTED)
-    if kind == "chat":
-        known |= {"response_format"}
     unknown = sorted(set(body) - known)
     if unknown:
         raise ApiError(400, f"unknown parameter {frames.excerpt(unknown[0])}", unknown[0], "unknown_parameter")
@@ -127,6 +128,9 @@ def translate(body: Any, kind: Kind, served_model: str) -> ApiRequest:
             raise ApiError(400, "stream_options must be an object with include_usage", "stream_options")
         include_usage = _flag(stream_options, "include_usage", "stream_options.include_usage")
     params = {key: body[key] for key in OUR_PARAMS if key in body}
+    grammar = response_format.constraint(body)
+    if grammar is not None:
+        params["grammar"] = grammar
     frame: dict[str, Any] = {"type": "generate", "request_id": "api-" + secrets.token_hex(8), "params": params}
     save = body.get("save", True)
     frame["save"] = save
@@ -209,9 +213,6 @@ def _chat_fields(body: dict[str, Any], frame: dict[str, Any], params: dict[str, 
             400, "add_generation_prompt and continue_final_message cannot both be true (or both false)", "add_generation_prompt"
         )
     frame["continue_final_message"] = continued
-    response_format = body.get("response_format")
-    if response_format is not None and response_format != {"type": "text"}:
-        raise ApiError(400, 'response_format: only {"type": "text"} is supported', "response_format", "unsupported_parameter")
     if "max_completion_tokens" in body:
         if "max_tokens" in body:
             raise ApiError(400, "give max_completion_tokens or max_tokens, not both", "max_completion_tokens")

@@ -84,10 +84,11 @@ def differing_settings(runs: Sequence[Run]) -> list[dict[str, Any]]:
         add(key, [REQUEST[key].exported(r) for r in runs])
     add("messages", [conversation_text(r.conversation()) for r in runs])
     add("continue_final_message", [r.continue_final_message for r in runs])
-    keys = sorted({k for r in runs for k in r.params} - {"seed"})
+    params = [r.parameters() for r in runs]
+    keys = sorted({k for p in params for k in p} - {"seed"})
     add("seed", [int(r.seed) for r in runs])
     for key in keys:
-        add(f"params.{key}", [r.params.get(key) for r in runs])
+        add(f"params.{key}", [p.get(key) for p in params])
     for key in MODEL_KEYS:
         add(f"model.{key}", [MODEL[key].exported(r) for r in runs])
     return rows

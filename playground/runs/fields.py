@@ -46,6 +46,7 @@ from playground.runs.checks import (
 from playground.runs.conversation import messages_from_stored, stored_messages
 from playground.runs.errors import SchemaError
 from playground.runs.models import Run
+from playground.runs.stored_params import params_from_stored, stored_params
 from playground.runs.text_check import excerpt
 from playground.runs.token_rows import TokenRow
 
@@ -217,7 +218,7 @@ REQUEST = Part(
         Field("system", "system"),
         Field("messages", "messages", export=messages_from_stored, store=lambda m: None if m is None else stored_messages(m)),
         Field("continue_final_message", "continue_final_message"),
-        Field("params", "params"),
+        Field("params", "params", export=params_from_stored, store=stored_params),
         Field("seed", "seed", export=int),  # a PositiveBigIntegerField may come back as another int type
         Field("top_n", "top_n"),
         Field("use_cache", "use_cache"),

@@ -21,6 +21,7 @@ from django.utils import timezone
 from playground.runs.conversation import messages_from_stored
 from playground.runs.errors import UnencodableText
 from playground.runs.ids import check_delete_token, new_run_id
+from playground.runs.stored_params import params_from_stored
 from playground.runs.text_check import first_unencodable
 from playground.runs.token_rows import TokenRow
 
@@ -85,7 +86,7 @@ class Run(models.Model):
         blank=True,
         help_text="how surprising each prompt token was, read off the prefill (the export's shape); null: not asked for",
     )
-    params = models.JSONField(help_text="the normalized parameters, defaults filled in")
+    params = models.JSONField(help_text="the normalized parameters, defaults filled in")  # read as parameters()
     seed = models.PositiveBigIntegerField(help_text="0 … 2^63−1")
     top_n = models.PositiveSmallIntegerField()
     use_cache = models.BooleanField(default=True)
@@ -135,6 +136,11 @@ class Run(models.Model):
         """The chat messages the run was asked with (``[{role, content}, …]``), or None when it was
         asked with ``prompt`` (and ``system``)."""
         return messages_from_stored(self.messages)
+
+    def parameters(self) -> dict[str, Any]:
+        """The parameters the run was made with (``params`` keeps the grammar as its JSON text:
+        ``playground.runs.stored_params``)."""
+        return params_from_stored(self.params)
 
     def check_delete_token(self, token: str) -> bool:
         return check_delete_token(token, self.delete_token_hash)

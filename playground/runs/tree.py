@@ -101,10 +101,11 @@ def changes(parent: Run, child: Run) -> tuple[dict[str, Any], ...]:
         before = _at(sample_rows(parent.tokens), child.branch_index)
         if picked is not None and (before is None or before.id != picked.id):
             found.append({"kind": "alternative", "token": picked.token, "id": picked.id})
+    before, after = parent.parameters(), child.parameters()
     params = {
-        key: [parent.params.get(key), child.params.get(key)]
-        for key in sorted(set(parent.params) | set(child.params))
-        if key not in FOLLOWS_PARENT and parent.params.get(key) != child.params.get(key)
+        key: [before.get(key), after.get(key)]
+        for key in sorted(set(before) | set(after))
+        if key not in FOLLOWS_PARENT and before.get(key) != after.get(key)
     }
     if params:
         found.append({"kind": "settings", "params": params})

@@ -121,7 +121,7 @@ def playground_query(run: Run) -> str:
     messages = run.conversation()
     if messages is not None:
         request |= page_fields(messages, run.continue_final_message)
-    return f"{reverse('index')}?{encode_address(run_texts(request, run.params))}"
+    return f"{reverse('index')}?{encode_address(run_texts(request, run.parameters()))}"
 
 
 def live_query(runs: list[Run]) -> str:
@@ -142,10 +142,10 @@ def live_query(runs: list[Run]) -> str:
     if request.get("assistant_prefix"):
         query["assistant_prefix"] = request["assistant_prefix"]
     query["seed"] = str(int(first.seed))
-    query["max_tokens"] = str(first.params.get("max_tokens", defaults["max_tokens"]))
+    query["max_tokens"] = str(first.parameters().get("max_tokens", defaults["max_tokens"]))
     query["columns"] = str(len(runs))
     for n, run in enumerate(runs, start=1):
-        changed = {k: v for k, v in run.params.items() if k not in LIVE_SHARED and v != defaults.get(k, object())}
+        changed = {k: v for k, v in run.parameters().items() if k not in LIVE_SHARED and v != defaults.get(k, object())}
         for key in LIVE_COLUMN:
             if key in changed:
                 query[f"c{n}.{key}"] = json.dumps(changed.pop(key))
@@ -183,7 +183,7 @@ def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
             "seed": str(int(run.seed)),
             "playground_url": playground_query(run),
             "tree_root": root_of(run).id if run.parent_id or run.branches.exists() else None,
-            **settings_rows(run.params),
+            **settings_rows(run.parameters()),
             "completion_tokens": len(sample_rows(run.tokens)),
         },
     )
@@ -370,7 +370,7 @@ def _summary(run: Run) -> dict[str, Any]:
         "reason": RESULT["reason"].exported(run),
         "text": run.text[:300],
         "seed": REQUEST["seed"].exported(run),
-        "params": run.params,
+        "params": run.parameters(),
         "completion_tokens": run.usage.get("completion_tokens"),
         "model": run.model_name,
         "url": reverse("runs:run", args=[run.id]),

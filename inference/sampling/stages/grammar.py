@@ -65,15 +65,16 @@ def _refuse(param: str, message: str) -> None:
 
 def _compile(kind: str, source: Any) -> str:
     """The llguidance grammar for a checked source; ``ParamError`` naming what is wrong."""
-    if kind == "json_schema":
-        grammar = llguidance.LLMatcher.grammar_from_json_schema(source, defaults=JSON_LAYOUT)
-        where = "grammar.schema"
-    elif kind == "regex":
-        grammar = llguidance.LLMatcher.grammar_from_regex(source)
-        where = "grammar.pattern"
-    else:
-        grammar = llguidance.grammar_from("choice", json.dumps(source))
-        where = "grammar.options"
+    where = "grammar." + SOURCE_KEY[kind]
+    try:
+        if kind == "json_schema":
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(source, defaults=JSON_LAYOUT)
+        elif kind == "regex":
+            grammar = llguidance.LLMatcher.grammar_from_regex(source)
+        else:
+            grammar = llguidance.grammar_from("choice", json.dumps(source))
+    except ValueError as refused:  # (e.g. the schema ``true``: no object to apply the JSON layout to)
+        _refuse(where, f"{where} is not a usable {kind.replace('_', ' ')}: {_first_line(str(refused))}")
     error = llguidance.LLMatcher.validate_grammar(grammar)
     if error:
         _refuse(where, f"{where} is not a usable {kind.replace('_', ' ')}: {_first_line(error)}")

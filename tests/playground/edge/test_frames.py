@@ -158,6 +158,12 @@ def test_an_unknown_key_of_any_length_gives_a_bounded_error():
         (generate(request_id=5), "invalid_value", "request_id"),
         (generate(params={"n": 2, "num_beams": 2}), "invalid_value", "params.num_beams"),
         (generate(params={"stop": {"a": 1}}), "invalid_value", "params.stop"),
+        (
+            generate(params={"grammar": {"type": "regex", "pattern": "a+"}, "ignore_eos": True}),
+            "invalid_value",
+            "params.ignore_eos",
+        ),
+        (generate(params={"grammar": {"type": "regex", "pattern": "a+"}, "num_beams": 2}), "invalid_value", "params.num_beams"),
         (generate(params={"sampler_order": [[1]]}), "invalid_value", "params.sampler_order"),
         (generate(params={"dry_sequence_breakers": [{}]}), "invalid_value", "params.dry_sequence_breakers"),
         (generate(params={"logit_bias": []}), "invalid_value", "params.logit_bias"),

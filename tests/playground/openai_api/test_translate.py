@@ -63,7 +63,6 @@ def test_logprobs_set_the_alternatives_and_the_job_is_the_websockets():
         (chat, {"messages": []}, 400, "messages"),
         (chat, {"top_logprobs": 2}, 400, "top_logprobs"),
         (chat, {"tools": [{"type": "function"}]}, 400, "tools"),
-        (chat, {"response_format": {"type": "json_object"}}, 400, "response_format"),
         (chat, {"max_tokens": 2, "max_completion_tokens": 2}, 400, "max_completion_tokens"),
         (chat, {"frequency_penalty": 3}, 400, "frequency_penalty"),
         (chat, {"dry_multiplier": "a lot"}, 400, "dry_multiplier"),

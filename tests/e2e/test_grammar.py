@@ -174,5 +174,6 @@ def test_the_live_comparison_demo_runs_free_and_constrained_and_marks_validity(
         mark = page.locator(f"[data-testid=live-aligned] th[data-column='{n}'] .validity")
         expect(mark).to_have_attribute("data-valid", str(person_is_valid(text)).lower())
     expect(page.locator("th[data-column='1'] .validity")).to_contain_text("checked against Settings 2's constraint")
+    expect(page.locator("th[data-column='2'] .column-summary")).to_contain_text("grammar: JSON Schema: object with name, age")
     page.screenshot(path=str(artifacts / "grammar-live-demo.png"), full_page=True)
     assert errors == []

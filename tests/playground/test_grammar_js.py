@@ -12,7 +12,7 @@ from tests.js import module_url, run_js
 SCRIPT = f"""
 const g = await import("{module_url("shared/js/grammar.js")}");
 const s = await import("{module_url("shared/js/stage-counts.js")}");
-const {{ editors, grammars, checks, stages, tokens }} = INPUT;
+const {{ editors, grammars, checks, stages, tokens, described }} = INPUT;
 console.log(JSON.stringify({{
   fromEditor: editors.map(([type, source]) => g.grammarFromEditor(type, source)),
   toEditor: grammars.map((grammar) => g.editorFromGrammar(grammar)),
@@ -20,6 +20,7 @@ console.log(JSON.stringify({{
   checks: checks.map(([grammar, text]) => g.checkText(grammar, text)),
   stages: stages.map((list) => s.stageCounts(list).map((entry) => entry.text)),
   notes: tokens.map((token) => s.allRemovedNote(token)),
+  described: described.map((grammar) => g.describeGrammar(grammar)),
 }}));
 """
 
@@ -28,7 +29,7 @@ PERSON = {"type": "json_schema", "schema": SCHEMA}
 
 
 def run(**tables: list) -> dict:
-    payload = {"editors": [], "grammars": [], "checks": [], "stages": [], "tokens": []} | tables
+    payload = {"editors": [], "grammars": [], "checks": [], "stages": [], "tokens": [], "described": []} | tables
     return run_js(SCRIPT, payload)
 
 
@@ -111,3 +112,18 @@ def test_a_step_whose_alternatives_were_all_removed_says_so():
     )
     assert out[1] == out[0]
     assert out[2] is None and out[3] is None
+
+
+def test_a_grammar_in_a_few_words():
+    described = [PERSON, {"type": "regex", "pattern": "a+"}, {"type": "choice", "options": ["yes", "no"]}, None]
+    described += [{"type": "choice"}, {"type": "json_schema", "schema": True}, {"type": "what"}]
+    out = run(described=described)["described"]
+    assert out == [
+        "JSON Schema: object with name, age",
+        "Regular expression: /a+/",
+        'Choices: "yes" | "no"',
+        "off",
+        "Choices",  # malformed ones are named, never a crash
+        "JSON Schema",
+        "unknown",
+    ]

@@ -84,7 +84,7 @@ export function describeGrammar(grammar) {
     return props.length ? `${spec.label}: ${grammar.schema.type ?? "a value"} with ${props.join(", ")}` : spec.label;
   }
   if (grammar.type === "regex") return `${spec.label}: /${grammar.pattern}/`;
-  return `${spec.label}: ${grammar.options.map((o) => JSON.stringify(o)).join(" | ")}`;
+  return Array.isArray(grammar.options) ? `${spec.label}: ${grammar.options.map((o) => JSON.stringify(o)).join(" | ")}` : spec.label;
 }
 
 const JSON_TYPES = {

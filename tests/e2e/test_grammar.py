@@ -177,3 +177,21 @@ def test_the_live_comparison_demo_runs_free_and_constrained_and_marks_validity(
     expect(page.locator("th[data-column='2'] .column-summary")).to_contain_text("grammar: JSON Schema: object with name, age")
     page.screenshot(path=str(artifacts / "grammar-live-demo.png"), full_page=True)
     assert errors == []
+
+
+def test_a_saved_preset_keeps_the_grammar(playground: PlaygroundPage) -> None:
+    page = playground.page
+    choose(playground, "Regular expression", "(yes|no)\\.")
+    page.get_by_label("Save current settings as", exact=True).fill("yes or no")
+    page.get_by_role("button", name="Save preset").click()
+    expect(page.locator("#status")).to_contain_text("saved")
+    page.goto(playground.base_url + "/")
+    page.locator("#connection[data-connected=true]").wait_for()
+    expect(page.locator("input[name=grammar_type][value='']")).to_be_checked()  # a bare page has none
+    page.get_by_role("button", name="Load").click()
+    expect(page.get_by_role("radio", name="Regular expression", exact=True)).to_be_checked()
+    expect(page.locator("#grammar-source")).to_have_value("(yes|no)\\.")
+    expect(page.locator("#grammar-editor")).to_have_attribute("open", "")
+    page.wait_for_function("() => location.search.includes('grammar=')")  # and the address follows
+    assert json.loads(parse_qs(urlsplit(page.url).query)["grammar"][0]) == {"type": "regex", "pattern": "(yes|no)\\."}
+    assert playground.errors == []

@@ -1,6 +1,7 @@
 """Small truths of the playground page: every id is unique with both inspectors rendered (each token
-described by its own inspector's summary); at 390 px the tint switch's legend and radios sit one per
-line with nothing wider than the screen; the watched tokens round-trip through the address."""
+described by its own inspector's summary); at 390 px the tint switch's legend sits on a line above
+its two radios, which share one row, nothing wider than the screen; the watched tokens round-trip
+through the address."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ LINES = """(node) => {
 }"""
 
 
-def test_at_390_px_the_tint_switch_sits_one_choice_per_line(playground: PlaygroundPage) -> None:
+def test_at_390_px_the_tint_switch_legend_sits_above_whole_radios(playground: PlaygroundPage) -> None:
     page = playground.page
     page.set_viewport_size({"width": 390, "height": 844})
     playground.run("The capital of France is", temperature=0, max_tokens=3)
@@ -62,7 +63,8 @@ def test_at_390_px_the_tint_switch_sits_one_choice_per_line(playground: Playgrou
     labels = [label.evaluate(LINES) for label in switch.locator("label").all()]
     assert len(labels) == 2
     assert all(box["lines"] == 1 for box in [legend, *labels]), (legend, labels)  # nothing wraps
-    assert labels[0]["left"] == labels[1]["left"] and legend["top"] < labels[0]["top"] < labels[1]["top"]
+    assert legend["top"] < min(labels[0]["top"], labels[1]["top"])  # the legend on a line of its own
+    assert labels[0]["top"] == labels[1]["top"] and labels[0]["right"] < labels[1]["left"], labels  # both in one row
     assert all(box["right"] <= 390 for box in [legend, *labels])
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     playground.shot("tint-switch-phone")

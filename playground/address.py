@@ -20,8 +20,9 @@ from inference.chat_template import ROLES as TURN_ROLES
 from playground.param_facts import params_schema
 
 #: The request's own settings, before the parameters: chat mode's earlier turns (``turns``, JSON
-#: ``[[role, content], …]``) and the answer's start to continue (``assistant_prefix``) among them.
-REQUEST_KEYS = ("prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache")
+#: ``[[role, content], …]``) and the answer's start to continue (``assistant_prefix``) among them;
+#: ``watch`` is the page's watched tokens (JSON ``[[id, text or null], …]``; a saved run has none).
+REQUEST_KEYS = ("prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "watch")
 
 # Bytes application/x-www-form-urlencoded leaves as they are (the URL standard's serializer).
 _PLAIN = frozenset(b"*-._0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")

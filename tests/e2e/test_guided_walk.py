@@ -37,9 +37,9 @@ def test_each_step_tells_the_runs_own_numbers_and_points_at_them(playground: Pla
 
     expected = [
         (
-            "1. Logits",
+            "1. Logits, shown as log-probabilities",  # the trace has no raw logit: the number is ln p, named so
             "#prompt-tokens",
-            ["position 3", f"{name} (id {token['id']})", f"ln p = {math.log(token['raw_prob']):.4f}"],
+            ["position 3", f"{name} (id {token['id']})", f"ln p = {math.log(token['raw_prob']):.4f}", "does not send the logits"],
         ),
         ("2. Softmax", "#inspector table.alternatives", [f"{name} gets {format_prob(token['raw_prob'])} from the model alone"]),
         ("3. Temperature", "#temperature", ["T = 0.8", f"{token['entropy']['before']:.2f} nats"]),

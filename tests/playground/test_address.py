@@ -62,7 +62,7 @@ def _random_text(rng: random.Random) -> str:
 
 def test_the_codecs_agree_byte_for_byte_on_random_texts():
     rng = random.Random(8)
-    keys = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", *SCHEMA["properties"]]
+    keys = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "watch", *SCHEMA["properties"]]
     cases = [{key: _random_text(rng) for key in rng.sample(keys, rng.randrange(1, 8))} for _ in range(300)]
     cases.append({"prompt": "a lone surrogate \ud800 reads as U+FFFD"})
     js = js_codec([], cases, [encode_address(case) for case in cases])

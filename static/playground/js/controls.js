@@ -282,5 +282,6 @@ export function fieldFor(param) {
   if (head !== "params" || !key) return null;
   if (key === "logit_bias") return "logit-bias";
   if (key === "sampler_order") return "stage-order";
+  if (key === "grammar") return "grammar-source"; // the grammar editor's box, whichever part is named
   return PARAM_BY_KEY[key] ? controlId(key) : null;
 }

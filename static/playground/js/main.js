@@ -13,7 +13,7 @@ import { Inspector, InspectorController } from "../../shared/js/inspector.js";
 import { LatencyChart } from "./latency-chart.js";
 import { LoadIndicator } from "./load-indicator.js";
 import { LogitBiasEditor } from "./logit-bias.js";
-import { settingsFromAddress, settingsToAddress } from "../../shared/js/address.js";
+import { settingsFromAddress, settingsToAddress, watchText, watchValue } from "../../shared/js/address.js";
 import { SCHEMA, enabledStages } from "./params-schema.js";
 import { Presets } from "./presets.js";
 import { PromptPanel } from "./prompt-panel.js";
@@ -22,6 +22,7 @@ import { Run } from "./run.js";
 import { endAdvice, looksLikeInstruction } from "./run-advice.js";
 import { SamplesView } from "./samples-view.js";
 import { GenerateClient } from "../../shared/js/socket.js";
+import { GrammarEditor } from "./grammar-editor.js";
 import { GuidedWalk } from "./guided-walk.js";
 import { StageOrder } from "./stage-order.js";
 import { RunStats } from "./stats.js";
@@ -54,6 +55,7 @@ const shown = () => tree.current?.run ?? null; // the run on screen
 const order = new StageOrder($("stage-order"), document.querySelector("[data-order-announcer]"));
 const bias = new LogitBiasEditor($("logit-bias-editor"), tokenize);
 const watchList = new WatchList($("watch-editor"), tokenize);
+const grammar = new GrammarEditor($("grammar-editor"));
 const presets = new Presets($("presets"), (text) => stats.status(text, "idle"));
 // The system message is chat mode's only: the server refuses it with any other mode.
 const chatTurns = new ChatTurns($("chat-turns"), $("assistant-prefix"));
@@ -106,7 +108,7 @@ function settingsChanged() {
   presets.markActive(params);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
-    const query = settingsToAddress(SCHEMA, values, ParamsForm.initialValues(), {
+    const query = settingsToAddress(SCHEMA, { ...values, ...editorTexts() }, ParamsForm.initialValues(), {
       order: order.value, bias: bias.entriesList, turns: chatTurns.turns, prefix: chatTurns.prefix.value,
     });
     history.replaceState(null, "", query ? `?${query}` : location.pathname);
@@ -126,13 +128,25 @@ form.form.addEventListener("settingschange", () => {
 });
 order.addEventListener("change", settingsChanged);
 bias.addEventListener("change", settingsChanged);
+grammar.addEventListener("change", settingsChanged);
+watchList.addEventListener("change", settingsChanged);
 document.querySelector("[data-action=reset-order]").addEventListener("click", () => order.reset());
 settingsChanged();
 if (form.control("prompt").value) promptTokens.schedule();
 
+/** The address texts of the settings with editors of their own beside the form's: the grammar
+ *  and the watched tokens (left out when empty, as a fresh page has them). */
+function editorTexts() {
+  const texts = { grammar: grammar.text, watch: watchText(watchList.entriesList) };
+  return Object.fromEntries(Object.entries(texts).filter(([, text]) => text !== ""));
+}
+
 function restoreFromUrl() {
-  const { values, order: savedOrder, bias: savedBias, turns, prefix } = settingsFromAddress(SCHEMA, location.search);
+  const { values: { grammar: grammarText = "", watch = "", ...values }, order: savedOrder, bias: savedBias, turns, prefix } =
+    settingsFromAddress(SCHEMA, location.search);
   if (turns.length || prefix) chatTurns.set(turns, prefix); // before the form's settingschange reads them
+  grammar.setText(grammarText);
+  watchList.setEntries(watchValue(watch));
   if (Object.keys(values).length) form.apply(values);
   if (savedOrder) order.set(savedOrder);
   if (savedBias.length) bias.setEntries(savedBias);
@@ -176,7 +190,8 @@ function syncChatOnly() {
 /** The form's params as typed values (what the stage list and the presets compare). */
 function typedParams() {
   const read = form.read({ logit_bias: bias.value });
-  return read.request?.params ?? {};
+  const constraint = grammar.read().grammar;
+  return { ...read.request?.params, ...(constraint ? { grammar: constraint } : {}) };
 }
 
 // Presets.
@@ -191,13 +206,14 @@ presets.addEventListener("save", (e) => {
     $("preset-name").focus();
     return;
   }
-  const values = form.values();
+  const values = { ...form.values(), grammar: grammar.text };
   for (const key of ["prompt", "mode", "system"]) delete values[key];
   presets.save({ name, values, order: order.value, bias: bias.entriesList });
 });
 presets.addEventListener("restore", (e) => {
   const { preset } = e.detail;
   form.apply(preset.values);
+  grammar.setText(preset.values.grammar ?? "");
   order.set(preset.order ?? []);
   bias.setEntries(preset.bias ?? []);
   revealEditors(preset.order, preset.bias);
@@ -242,13 +258,16 @@ $("show-whitespace").addEventListener("change", (e) => output.classList.toggle("
 function readForm() {
   form.clearErrors();
   const read = form.read({ logit_bias: bias.value, sampler_order: order.value, chat: chatTurns });
-  if (read.errors) {
+  const constraint = grammar.read(); // a schema that is not JSON cannot be sent
+  const errors = [...(read.errors ?? []), ...(constraint.error ? [constraint.error] : [])];
+  if (errors.length) {
     let target = null;
-    for (const { param, message } of read.errors) target ??= form.showError(param, message);
-    stats.failed(read.errors[0].message);
+    for (const { param, message } of errors) target ??= form.showError(param, message);
+    stats.failed(errors[0].message);
     target?.focus();
     return null;
   }
+  if (constraint.grammar) read.request.params.grammar = constraint.grammar;
   if (watchList.ids.length) read.request.watch = watchList.ids;
   return read.request;
 }

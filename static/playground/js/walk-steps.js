@@ -21,11 +21,14 @@ export function walkSteps(token, params) {
   steps.push({
     key: "logits",
     target: "prompt",
-    title: "1. Logits",
+    title: "1. Logits, shown as log-probabilities",
+    // The trace carries no raw logit (docs/websocket-api.md: `raw_prob` is their softmax), so the
+    // number shown is ln raw_prob and is called that.
     text: `The model reads the prompt and the ${token.index} token${token.index === 1 ? "" : "s"} generated before position ` +
-      `${position} and gives every token of its vocabulary a score, its logit. The token chosen here, ${name} ` +
-      `(id ${token.id}), has log-probability ln p = ${num(Math.log(token.raw_prob))}: its logit minus ln Σ e^logit ` +
-      "over the whole vocabulary.",
+      `${position} and gives every token of its vocabulary a score, its logit. The run does not send the logits ` +
+      `themselves; it sends their softmax, so the page shows the log-probability: the token chosen here, ${name} ` +
+      `(id ${token.id}), has ln p = ${num(Math.log(token.raw_prob))}, its logit minus ln Σ e^logit over the whole ` +
+      "vocabulary. That shift is the same for every token, so log-probabilities rank and space the tokens exactly as the logits do.",
   });
   steps.push({
     key: "softmax",

@@ -13,6 +13,7 @@ export class WatchList extends EventTarget {
    *  @param tokenize  body → Promise<tokens event> */
   constructor(root, tokenize) {
     super();
+    this.root = root;
     this.tokenize = tokenize;
     this.entries = new Map(); // id → token text (null: added by id)
     this.words = root.querySelector("#watch-words");
@@ -27,6 +28,18 @@ export class WatchList extends EventTarget {
   /** The request's `watch`: token ids in the order they were added. */
   get ids() {
     return [...this.entries.keys()];
+  }
+
+  /** [[id, text or null], …]: what the address keeps (null: added by id). */
+  get entriesList() {
+    return [...this.entries];
+  }
+
+  /** Replaces the watched tokens (from the address); at most MAX_WATCH are kept. */
+  setEntries(list) {
+    this.entries = new Map(list.slice(0, MAX_WATCH));
+    if (this.entries.size) this.root.open = true; // tokens watched are never hidden
+    this.#render();
   }
 
   /** Adds the field's word (its first token) or #id. */

@@ -9,6 +9,8 @@ import { GenerateClient } from "../../shared/js/socket.js";
 import { LiveForm } from "./live-form.js";
 import { describeColumn, drawSeed, generateBodies, settingsFromQuery, settingsToQuery } from "./live-settings.js";
 import { LiveTable } from "./live-table.js";
+import { grammarDemoSettings } from "./grammar-demo.js";
+import { grammarsToCheck, validityMark } from "./grammar-view.js";
 import { rememberRun } from "../../shared/js/store.js";
 
 const form = new LiveForm(document.getElementById("live-form"));
@@ -20,6 +22,7 @@ renderLegend(document.getElementById("legend"));
 
 let client = null;
 let requestIds = [];
+let checks = []; // per column: the grammar its output is checked against and whose it is, or null
 
 const fromAddress = settingsFromQuery(window.location.search);
 if (fromAddress) form.write(fromAddress);
@@ -60,6 +63,7 @@ function runColumn(i, body) {
         const saved = event.run_id ? "" : `; not saved: ${event.save_error ?? "no run id"}`;
         table.status(i, `${count} tokens, stopped by ${event.reason}${saved}`, "done");
         table.done(i, event);
+        markValidity(i, event);
         resolve({ done: event });
       } else if (event.type === "error") {
         fail(event.error ?? { message: "failed" });
@@ -67,6 +71,15 @@ function runColumn(i, body) {
     };
     client.generate(body, onEvent).then((id) => requestIds.push(id), (error) => fail({ message: error.message }));
   });
+}
+
+/** Column i's header says whether its final text satisfies the grammar it is checked against. */
+function markValidity(i, done) {
+  const check = checks[i];
+  if (!check) return;
+  const against = check.from === null ? "" : `Settings ${check.from + 1}'s constraint`;
+  document.querySelector(`[data-testid=live-aligned] th[data-column="${i + 1}"]`)
+    ?.append(validityMark(check.grammar, done.text ?? "", done.reason, against));
 }
 
 async function run() {
@@ -88,6 +101,7 @@ async function run() {
   }
 
   const n = bodies.length;
+  checks = grammarsToCheck(bodies.map(({ body }) => body.params.grammar ?? null));
   table.start(settings.columns.map((column, i) => ({ label: `Settings ${i + 1}`, summary: describeColumn(column) })));
   setStatus(`Running ${n} sets of settings with seed ${settings.seed.trim()}${drawn ? " (drawn at random)" : ""}…`);
   form.setRunning(true);
@@ -122,6 +136,12 @@ form.form.addEventListener("keydown", (event) => {
     event.preventDefault();
     form.form.requestSubmit();
   }
+});
+// The constrained-decoding demo: one click loads it and runs both columns.
+form.form.querySelector("[data-action=demo-grammar]").addEventListener("click", () => {
+  form.write(grammarDemoSettings());
+  writeAddress();
+  form.form.requestSubmit();
 });
 form.form.querySelector("[data-action=stop]").addEventListener("click", () => {
   for (const id of requestIds) client.cancel(id);

@@ -13,6 +13,7 @@
 
 import { turnsText, turnsValue } from "../../shared/js/address.js";
 import { chatConversation } from "../../shared/js/chat-turns.js";
+import { describeGrammar } from "../../shared/js/grammar.js";
 import { seedValue } from "../../shared/js/socket.js";
 import { FieldError, numberOrText, paramsFromJsonBox } from "../../shared/js/typed-params.js";
 import { FIELDS, SHARED } from "./live-fields.js";
@@ -135,6 +136,21 @@ export function fieldFor(param, n) {
 /** A column's settings in a few words, for its heading. */
 export function describeColumn(column) {
   const parts = FIELDS.filter((k) => column[k].trim()).map((k) => `${k} ${column[k].trim()}`);
-  if (column.other.trim()) parts.push(column.other.trim());
+  if (column.other.trim()) parts.push(describeOther(column.other.trim()));
   return parts.length ? parts.join(", ") : "the defaults";
+}
+
+/** The JSON box's text for a heading, a grammar in words ("grammar: JSON Schema: object with name,
+ *  age") rather than its whole schema; text that is not such JSON as it is. */
+function describeOther(text) {
+  let other;
+  try {
+    other = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  if (!other || typeof other !== "object" || !other.grammar) return text;
+  const { grammar, ...rest } = other;
+  const words = `grammar: ${describeGrammar(grammar)}`;
+  return Object.keys(rest).length ? `${JSON.stringify(rest)}, ${words}` : words;
 }

@@ -8,6 +8,7 @@ import { Inspector } from "../../shared/js/inspector.js";
 import { PromptSurprisalView } from "../../shared/js/prompt-surprisal.js";
 import { parseJson } from "../../shared/js/seeds.js";
 import { TintSwitch, renderEntropyLegend } from "../../shared/js/tint-mode.js";
+import { showGrammar } from "./grammar-view.js";
 import { replay } from "./replay.js";
 import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "../../shared/js/store.js";
 import { drawStrip } from "./strip.js";
@@ -33,6 +34,7 @@ if (run.result.tail) {
   output.append(tail);
 }
 drawStrip(document.querySelector("[data-testid=strip]"), tokens, (i) => stream.elements[i]?.focus());
+showGrammar(root.querySelector("[data-grammar-view]"), run.request.params.grammar ?? null, run.result.text ?? "", run.result.reason);
 
 // The prompt's surprisal, when the run asked for it (null in runs saved before it existed), and the tint switch.
 const promptView = new PromptSurprisalView(document.getElementById("prompt-surprisal"));

@@ -12,9 +12,11 @@
 //   stop=END%0A%5Cn                            one entry per line, \n \t \\ written as escapes
 //   sampler_order=top_k,temperature,…          stage names, comma-separated
 //   logit_bias=[[id,bias,"text"],…]            JSON
+//   grammar={"type":"regex","pattern":"…"}     JSON, as JSON.stringify writes it
+//   watch=[[id,"text"],[id,null],…]            the watched tokens (null: added by #id), JSON
 
 /** The request's own settings, before the parameters. */
-export const REQUEST_KEYS = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache"];
+export const REQUEST_KEYS = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "watch"];
 
 /** The roles a chat turn may have (the server's inference.chat_template.ROLES). */
 export const TURN_ROLES = ["system", "user", "assistant"];
@@ -39,6 +41,25 @@ export function turnsValue(text) {
     .map(([role, content]) => ({ role, content }));
 }
 
+/** Watched tokens ([[id, text or null], …]) as the address holds them: JSON; none: "". */
+export function watchText(entries) {
+  return entries.length ? JSON.stringify(entries) : "";
+}
+
+/** The address's `watch` text back to [[id, text or null], …]; malformed entries are left out,
+ *  malformed text gives none. */
+export function watchValue(text) {
+  let parsed;
+  try {
+    parsed = JSON.parse(text || "[]");
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(parsed)) return [];
+  return parsed.filter((e) => Array.isArray(e) && e.length === 2 && Number.isInteger(e[0]) && e[0] >= 0
+    && (typeof e[1] === "string" || e[1] === null));
+}
+
 /** Every key the address may hold, in the order it is written. */
 export function addressKeys(schema) {
   return [...REQUEST_KEYS, ...Object.keys(schema.properties)];
@@ -61,6 +82,7 @@ export function paramText(schema, key, value) {
     case "boolean": return value ? "1" : "";
     case "strings": return (typeof value === "string" ? [value] : value).map(encodeLine).join("\n");
     case "stage_order": return value.join(",");
+    case "grammar": return JSON.stringify(value);
     case "token_bias": {
       // a {token id: bias} object by id; the editor's [[id, bias, text], …] entries as they are
       const entries = Array.isArray(value) ? value

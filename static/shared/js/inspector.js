@@ -14,6 +14,9 @@ import { drawBar } from "./draw-bar.js";
 import { alternativeRow } from "./alternative-row.js";
 import { el } from "./dom.js";
 import { formatProb, isEndToken, quoteToken } from "./format.js";
+import { allRemovedNote, stageCounts } from "./stage-counts.js";
+
+let unnamed = 0; // inspectors whose root has no id: each summary still gets an id of its own
 
 export class Inspector {
   /** @param options.onBranch  (tokenIndex, alternative) → void: shows a Branch button per row */
@@ -23,6 +26,8 @@ export class Inspector {
     this.anchor = null;
     this.onBranch = options.onBranch ?? null;
     this.token = null;
+    // The one-line summary a token is described by: unique on a page with several inspectors.
+    this.summaryId = `${root.id || `inspector-${++unnamed}`}-summary`;
     root.addEventListener("click", (e) => {
       const button = e.target.closest("button[data-branch]");
       if (!button || !this.onBranch || !this.token) return;
@@ -43,7 +48,7 @@ export class Inspector {
     this.index = token.index;
     if (this.anchor && this.anchor !== anchor) this.#unlink(this.anchor);
     this.anchor = anchor;
-    anchor.setAttribute("aria-describedby", "inspector-summary");
+    anchor.setAttribute("aria-describedby", this.summaryId);
     anchor.setAttribute("aria-expanded", "true");
     this.place();
   }
@@ -100,7 +105,7 @@ export class Inspector {
     if (token.typed) title.append(el("span", "typed-badge", " typed by you"));
 
     const summary = el("p", "inspector-summary");
-    summary.id = "inspector-summary";
+    summary.id = this.summaryId;
     if (token.prompt) { // a prompt token: what the model gave it after the tokens before it (prompt-surprisal.js)
       summary.append("The model gave it ", el("strong", "chosen-prob", formatProb(token.prob)),
         token.rank ? `, rank ${token.rank}` : "", token.prob === null ? " (nothing comes before it)" : "");
@@ -108,6 +113,9 @@ export class Inspector {
       summary.append("Chosen with ", el("strong", "chosen-prob", formatProb(token.prob)),
         "; model alone: ", el("span", "chosen-raw", formatProb(token.raw_prob)));
     }
+
+    const removed = token.prompt ? null : allRemovedNote(token);
+    const note = removed ? el("p", "all-removed", removed) : null;
 
     const table = el("table", "alternatives");
     const caption = el("caption", null, `Top ${token.alternatives.length} alternatives by model probability`);
@@ -141,7 +149,15 @@ export class Inspector {
     if (token.entropy && token.prompt) add("Entropy there", `${num(token.entropy.before)} nats`);
     else if (token.entropy) add("Entropy, before → after sampling", `${num(token.entropy.before)} → ${num(token.entropy.after)} nats`);
     if (Array.isArray(token.stages) && token.stages.length) {
-      add("Kept by each stage", token.stages.map((s) => `${s.name}: ${s.kept}`).join(", "));
+      const list = el("ol", "stage-counts");
+      for (const stage of stageCounts(token.stages)) {
+        const item = el("li", { "data-stage": stage.name });
+        item.append(el("code", null, stage.name), ` ${stage.text}`);
+        list.append(item);
+      }
+      const counts = el("dd");
+      counts.append(list);
+      details.append(el("dt", null, "Kept by each stage"), counts);
     }
     if (typeof token.draw === "number") add("Random draw u", num(token.draw, 4));
     else if (token.draw === null) add("Random draw u", "none (greedy)");
@@ -159,7 +175,7 @@ export class Inspector {
     close.setAttribute("aria-label", "Close alternatives");
     close.dataset.action = "close-inspector";
 
-    this.root.replaceChildren(close, title, summary, table, details, ...(where ? [where] : []));
+    this.root.replaceChildren(close, title, summary, ...(note ? [note] : []), table, details, ...(where ? [where] : []));
     this.root.dataset.index = String(token.index);
     this.token = token;
   }

@@ -37,6 +37,8 @@ def test_model_directories_default_to_dot_models_and_can_be_moved(tmp_path):
     assert catalog.model_dir_for("gemma-3-270m", ("gemma-3-270m",), moved) == tmp_path / "first"
     own = {"PLAYGROUND_MODEL_DIR_GEMMA_3_270M": str(tmp_path / "g")}
     assert catalog.model_dir_for("gemma-3-270m", BOTH, own) == tmp_path / "g"
+    root = {"PLAYGROUND_MODELS_ROOT": str(tmp_path / "models")}  # the image's /opt/models
+    assert [catalog.model_dir_for(m, BOTH, root) for m in BOTH] == [tmp_path / "models" / m for m in BOTH]
 
 
 def test_a_model_is_named_by_id_or_manifest_name_case_ignored():

@@ -65,9 +65,10 @@ def test_heartbeats_name_each_connections_requests_once():
         SimpleNamespace(request_id="c", reply_channel="c2", lease="L3"),
         SimpleNamespace(request_id="d", reply_channel="c3", lease=None),  # a connection that does not watch
     ]
-    assert heartbeats("w!1", held) == {
-        "c1": {"type": "inference.heartbeat", "worker_channel": "w!1", "leases": [["a", "L1"], ["b", "L2"]]},
-        "c2": {"type": "inference.heartbeat", "worker_channel": "w!1", "leases": [["c", "L3"]]},
+    models = ["smollm2-135m-instruct", "gemma-3-270m"]  # which models the worker serves (scale-out)
+    assert heartbeats("w!1", held, models) == {
+        "c1": {"type": "inference.heartbeat", "worker_channel": "w!1", "leases": [["a", "L1"], ["b", "L2"]], "models": models},
+        "c2": {"type": "inference.heartbeat", "worker_channel": "w!1", "leases": [["c", "L3"]], "models": models},
     }
 
 
@@ -77,7 +78,7 @@ async def test_a_worker_beats_while_it_holds_requests_and_stops_after(fast):
     beat = WorkerHeartbeat(jobs.values)
     beat.ensure_running(layer, "worker!1")
     first = await asyncio.wait_for(layer.receive("reply!1"), 2)
-    assert first == {"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", "L"]]}
+    assert first == {"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", "L"]], "models": []}
     jobs.clear()
     await asyncio.sleep(3 * fast.heartbeat_seconds)
     assert beat._task is not None and beat._task.done()  # no requests, no beating
@@ -230,3 +231,32 @@ def test_a_relayed_run_is_saved_as_failed_under_the_announced_id_once():
     # saved already (by its worker, just before it died): that record stands, no second insert
     assert save_failed_run(recorder, error) == started["run_id"]
     assert Run.objects.filter(pk=started["run_id"]).count() == 1
+
+
+async def test_a_worker_answering_pings_keeps_waiting_only_the_requests_of_models_it_serves(fast):
+    """Every worker answers the watchdog's ping with the models it serves: a request for a model none
+    of them serves is not "waiting for a full worker's room" but has no worker (``no_worker``)."""
+    connection = Connection()
+    layer = connection.layer
+    worker = await layer.new_channel("worker.")
+    await layer.group_add(channel_messages.WORKERS_GROUP, worker)
+
+    async def answer_pings() -> None:  # as InferenceWorker.inference_ping answers, serving SmolLM2 only
+        while True:
+            ping = await layer.receive(worker)
+            pong = channel_messages.pong("host", 1, {}, {"model_built": True}, ["smollm2-135m-instruct"])
+            await layer.send(ping["reply_channel"], pong)
+
+    answering = asyncio.ensure_future(answer_pings())
+    try:
+        connection.watchdog.submitted("g", None, JOB | {"request_id": "g", "model": "gemma-3-270m"})
+
+        async def refused() -> None:
+            while not connection.delivered:
+                await asyncio.sleep(0.02)
+
+        await asyncio.wait_for(refused(), 30)  # were its worker counted, it would wait for room (minutes)
+        assert connection.delivered[0]["request_id"] == "g"
+        assert connection.delivered[0]["error"]["code"] == NO_WORKER
+    finally:
+        answering.cancel()

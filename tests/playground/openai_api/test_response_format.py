@@ -10,6 +10,7 @@ from playground.openai_api.errors import ApiError
 from playground.openai_api.translate import translate
 
 MODEL = "SmolLM2-135M-Instruct"
+SERVED = ("smollm2-135m-instruct",)
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "additionalProperties": False}
 
 
@@ -19,12 +20,12 @@ def body(kind: str, **fields) -> dict:
 
 
 def grammar_of(kind: str, **fields) -> dict | None:
-    return translate(body(kind, **fields), kind, MODEL).job.request.params_dict()["grammar"]
+    return translate(body(kind, **fields), kind, SERVED).job.request.params_dict()["grammar"]
 
 
 def refusal(kind: str, **fields) -> ApiError:
     with pytest.raises(ApiError) as caught:
-        translate(body(kind, **fields), kind, MODEL)
+        translate(body(kind, **fields), kind, SERVED)
     assert caught.value.status == 400
     return caught.value
 

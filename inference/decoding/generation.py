@@ -55,7 +55,7 @@ from inference.sampling import SamplerChain, SamplingParams, StepTrace
 from inference.sampling.candidates import Candidates
 from inference.sampling.params import MAX_SEED
 from inference.speculative import Check, Draft, DraftSource, DraftSources, judge
-from inference.speculative.switch_off import switch_off
+from inference.speculative.switch_off import pass_cost, switch_off
 from inference.text import Mode, Utf8Stream
 
 StopReason = Literal["eos", "stop", "max_tokens", "cancelled"]
@@ -356,6 +356,7 @@ class Generation:
         self.drafter: DraftSource | None = None if speculative is None else drafter
         self.drafted = self.accepted = self.verifications = 0  # speculative totals: drafts checked and accepted, passes
         self.switched_off_at: int | None = None  # where low acceptance switched speculation off
+        self._made, self._cost = 0, 0.0  # tokens the verification passes made, their cost in one-token steps
         self.prompt_ids: list[int] = []
         self.surprisal: SurprisalCollector | None = None
         self._prepared = False
@@ -443,7 +444,9 @@ class Generation:
         self.drafted += len(checks)
         self.accepted += sum(check.accepted for check in checks)
         self.verifications += 1
-        if sample.reason is None and self.switched_off_at is None and switch_off(self.drafted, self.accepted):
+        self._made += len(picked)
+        self._cost += pass_cost(len(draft.tokens) + 1)
+        if sample.reason is None and self.switched_off_at is None and switch_off(self.drafted, self._made, self._cost):
             self.switched_off_at = len(sample.generated)  # the tokens from the next one on are plain
         self._pending = None if self.is_done() else [sample.generated[-1]]
         elapsed = (self._clock.tick(len(picked)) - began) * 1000.0

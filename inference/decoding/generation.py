@@ -98,7 +98,9 @@ class GenerationRequest:
         return replace(self, sampling=replace(self.sampling, seed=secrets.randbits(SEED_BITS)))
 
     def params_dict(self) -> dict[str, Any]:
-        return {**self.sampling.to_dict(), **self.loop.to_dict()}
+        """The flat ``params`` (``speculative`` only when set: the key is the generate frame's alone)."""
+        speculative = {} if self.speculative is None else {"speculative": self.speculative.to_dict()}
+        return {**self.sampling.to_dict(), **self.loop.to_dict(), **speculative}
 
 
 @dataclass(frozen=True)

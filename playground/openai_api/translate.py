@@ -22,6 +22,7 @@ from playground import json_depth
 from playground.edge import frames
 from playground.openai_api import response_format
 from playground.openai_api.errors import ApiError, from_event, not_found
+from playground.wire.jobs import SPECULATIVE
 
 Kind = Literal["completion", "chat"]
 
@@ -30,7 +31,8 @@ COMPLETION_MAX_TOKENS = 16  # /v1/completions; chat takes ours (LoopParams' defa
 MAX_COMPLETION_LOGPROBS = frames.TOP_N[1]  # OpenAI allows 5; our alternatives go to 20
 MAX_TOP_LOGPROBS = frames.TOP_N[1]
 
-OUR_PARAMS = SamplingParams.field_names() | LoopParams.field_names()
+# ``speculative``: the websocket's ``params.speculative`` (docs/speculative.md), on both endpoints
+OUR_PARAMS = SamplingParams.field_names() | LoopParams.field_names() | {SPECULATIVE}
 SHARED = frozenset(
     {"model", "stream", "stream_options", "n", "stop", "seed", "user", "save", "top_n", "watch", response_format.FIELD}
 )

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0004_run_typed_tokens"),
+        ("runs", "0005_speculative"),
     ]
 
     operations = [

@@ -7,8 +7,9 @@ added since these files were written: a token's ``draw_interval`` (exported as n
 ``draw``) and ``watched`` (exported as [] after ``elapsed_ms``), the request's ``watch`` ([] after
 ``prefix_tokens``) and ``typed_tokens`` (0 after ``watch``), the sampling parameter ``grammar``
 (null after ``dynatemp_exponent``; the old ``sampler_order`` is kept as it was), a run's
-``prompt_surprisal`` (null after ``prompt_tokens``), and its model's ``id`` (the default model,
-``smollm2-135m-instruct``, first in ``model``: these runs were made before several models)."""
+``prompt_surprisal`` (null after ``prompt_tokens``) and ``speculative`` (null after ``beam_steps``),
+and its model's ``id`` (the default model, ``smollm2-135m-instruct``, first in ``model``: these runs
+were made before several models)."""
 
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def _copy(run: dict, new_id: str, parent: str | None) -> dict:
     tokens = [_as_exported_now(token) for token in run["tokens"]]
     request = _with(_with(run["request"], "prefix_tokens", "watch", []), "watch", "typed_tokens", 0)
     request = request | {"params": _with(request["params"], "dynatemp_exponent", "grammar", None)}
-    return _with(run, "prompt_tokens", "prompt_surprisal", None) | {
+    run = _with(_with(run, "prompt_tokens", "prompt_surprisal", None), "beam_steps", "speculative", None)
+    return run | {
         "model": {"id": "smollm2-135m-instruct"} | run["model"],
         "id": new_id,
         "source": "imported",

@@ -21,6 +21,9 @@ import { clearPromptTokens, LivePromptTokens } from "./prompt-tokens.js";
 import { Run } from "./run.js";
 import { endAdvice, looksLikeInstruction } from "./run-advice.js";
 import { SamplesView } from "./samples-view.js";
+import { CompareWithout } from "./speculative-compare.js";
+import { SpeculativeSettings } from "./speculative-panel.js";
+import { VerificationView } from "../../shared/js/verification-view.js";
 import { GenerateClient } from "../../shared/js/socket.js";
 import { GuidedWalk } from "./guided-walk.js";
 import { StageOrder } from "./stage-order.js";
@@ -54,6 +57,7 @@ const shown = () => tree.current?.run ?? null; // the run on screen
 const order = new StageOrder($("stage-order"), document.querySelector("[data-order-announcer]"));
 const bias = new LogitBiasEditor($("logit-bias-editor"), tokenize);
 const watchList = new WatchList($("watch-editor"), tokenize);
+const speculative = new SpeculativeSettings($("speculative-editor"), SCHEMA.properties.speculative);
 const presets = new Presets($("presets"), (text) => stats.status(text, "idle"));
 // The system message is chat mode's only: the server refuses it with any other mode.
 const chatTurns = new ChatTurns($("chat-turns"), $("assistant-prefix"));
@@ -82,6 +86,8 @@ $("edit-continue").addEventListener("focusin", () => controller.close(false)); /
 const samplesView = new SamplesView($("samples"));
 const beamView = new BeamView($("beam-tree"), $("beam-hypotheses"));
 const latency = new LatencyChart($("latency-chart"), $("latency-summary"));
+const verification = new VerificationView($("speculative-section")); // a speculative run's steps and totals
+const compareWithout = new CompareWithout($("speculative-section"), client);
 const promptPanel = new PromptPanel({ client, readForm: () => readForm(), stats, busy: () => active !== null, output });
 new BranchTreeView($("branches"), tree, (node) => {
   if (!node || node === tree.current) return;
@@ -100,13 +106,13 @@ let urlTimer = 0;
 function settingsChanged() {
   syncChatOnly();
   suggestChat();
-  const values = form.values();
+  const values = { ...form.values(), speculative: speculative.text() };
   const params = typedParams();
   order.markEnabled(enabledStages(params, order.order));
   presets.markActive(params);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
-    const query = settingsToAddress(SCHEMA, values, ParamsForm.initialValues(), {
+    const query = settingsToAddress(SCHEMA, values, { ...ParamsForm.initialValues(), speculative: "" }, {
       order: order.value, bias: bias.entriesList, turns: chatTurns.turns, prefix: chatTurns.prefix.value,
     });
     history.replaceState(null, "", query ? `?${query}` : location.pathname);
@@ -133,6 +139,7 @@ if (form.control("prompt").value) promptTokens.schedule();
 function restoreFromUrl() {
   const { values, order: savedOrder, bias: savedBias, turns, prefix } = settingsFromAddress(SCHEMA, location.search);
   if (turns.length || prefix) chatTurns.set(turns, prefix); // before the form's settingschange reads them
+  if ("speculative" in values) speculative.setText(values.speculative);
   if (Object.keys(values).length) form.apply(values);
   if (savedOrder) order.set(savedOrder);
   if (savedBias.length) bias.setEntries(savedBias);
@@ -193,10 +200,12 @@ presets.addEventListener("save", (e) => {
   }
   const values = form.values();
   for (const key of ["prompt", "mode", "system"]) delete values[key];
+  values.speculative = speculative.text();
   presets.save({ name, values, order: order.value, bias: bias.entriesList });
 });
 presets.addEventListener("restore", (e) => {
   const { preset } = e.detail;
+  speculative.setText(preset.values.speculative ?? "");
   form.apply(preset.values);
   order.set(preset.order ?? []);
   bias.setEntries(preset.bias ?? []);
@@ -242,13 +251,16 @@ $("show-whitespace").addEventListener("change", (e) => output.classList.toggle("
 function readForm() {
   form.clearErrors();
   const read = form.read({ logit_bias: bias.value, sampler_order: order.value, chat: chatTurns });
-  if (read.errors) {
+  const errors = read.errors ?? [];
+  const drafting = speculative.read(errors);
+  if (errors.length) {
     let target = null;
-    for (const { param, message } of read.errors) target ??= form.showError(param, message);
-    stats.failed(read.errors[0].message);
+    for (const { param, message } of errors) target ??= form.showError(param, message);
+    stats.failed(errors[0].message);
     target?.focus();
     return null;
   }
+  if (drafting) read.request.params.speculative = drafting;
   if (watchList.ids.length) read.request.watch = watchList.ids;
   return read.request;
 }
@@ -324,6 +336,8 @@ async function launch(run, node, { keepView = false } = {}) {
   }
   samplesView.clear();
   beamView.clear();
+  verification.clear();
+  compareWithout.show(null);
   promptPanel.clear();
   reuseSeed.hidden = true;
   showAdvice(null);
@@ -380,6 +394,10 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
       promptTokens.showStarted(event.prompt_tokens, event.model?.context_window);
       stats.started(event, run.request.params.seed);
       reuseSeed.hidden = false;
+      if (run.request.params.speculative) verification.begin();
+      break;
+    case "verification":
+      if (onScreen) verification.add(event);
       break;
     case "token":
       touchTree();
@@ -409,6 +427,8 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
         watchChart.render(run.tokens);
         samplesView.render(run);
         if (run.isBeam) beamView.render(run);
+        if (event.speculative) verification.summary(event.speculative);
+        compareWithout.show(run);
       }
       latency.record(run);
       finish(run);
@@ -483,6 +503,8 @@ function showRun(node) {
   samplesView.render(run);
   if (run.isBeam) beamView.render(run);
   else beamView.clear();
+  verification.show(run.verifications, run.done?.speculative, run.request.params.speculative);
+  compareWithout.show(run);
   promptPanel.showRun(run);
   if (run.started) {
     stats.started(run.started, run.request.params.seed);

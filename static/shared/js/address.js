@@ -12,6 +12,7 @@
 //   stop=END%0A%5Cn                            one entry per line, \n \t \\ written as escapes
 //   sampler_order=top_k,temperature,…          stage names, comma-separated
 //   logit_bias=[[id,bias,"text"],…]            JSON
+//   speculative={"draft":"prompt_lookup","k":4} JSON, as the wire writes it; absent: off
 
 /** The request's own settings, before the parameters. */
 export const REQUEST_KEYS = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache"];
@@ -39,6 +40,21 @@ export function turnsValue(text) {
     .map(([role, content]) => ({ role, content }));
 }
 
+/** A `speculative` value ({draft, k}) as the address holds it: JSON with those two keys; off: "". */
+export function speculativeText(value) {
+  return value ? JSON.stringify({ draft: value.draft, k: value.k }) : "";
+}
+
+/** The address's `speculative` text back to {draft, k}, or null (off) for "" or malformed text. */
+export function speculativeValue(text) {
+  try {
+    const parsed = JSON.parse(text || "null");
+    return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? { draft: parsed.draft, k: parsed.k } : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Every key the address may hold, in the order it is written. */
 export function addressKeys(schema) {
   return [...REQUEST_KEYS, ...Object.keys(schema.properties)];
@@ -61,6 +77,7 @@ export function paramText(schema, key, value) {
     case "boolean": return value ? "1" : "";
     case "strings": return (typeof value === "string" ? [value] : value).map(encodeLine).join("\n");
     case "stage_order": return value.join(",");
+    case "speculative": return speculativeText(value);
     case "token_bias": {
       // a {token id: bias} object by id; the editor's [[id, bias, text], …] entries as they are
       const entries = Array.isArray(value) ? value

@@ -13,7 +13,8 @@ when it is admitted:
    free for this step's admissions.
 2. ``Planner.step`` — the work (``StepPlan``): the runs whose rows all take one token in **one**
    decoder call (``decode``), those that step on a decoder state of their own (``solo_decode``:
-   runs without a KV cache, and every run when the cache does not live in host memory), then the
+   runs without a KV cache, and every run when the cache does not live in host memory), the
+   speculative runs verifying drafts (``verify``, below), then the
    prefill within a budget of prompt tokens (as vLLM's chunked prefill): ``prefill_chunk`` while
    other runs decode, ``full_prefill_chunk`` when none does. The runs still prefilling, oldest
    first, get their next prompt tokens within the budget (``Chunk``, on the run's first slot alone;
@@ -24,8 +25,11 @@ when it is admitted:
    wastes (``wasted_rows``) is below what the calls it saves cost. A chunk is never a sliver: one
    below ``MIN_PREFILL_CHUNK`` (unless it ends the prompt) waits for the next step's budget.
 
-A new kind of step (a speculative one, say) is a new kind of plan entry and one more case in the
-runner; the policy here does not change for it.
+A speculative run with drafted tokens waiting (``RunState.drafted`` > 0) does not join the shared
+decode call: its step is a ``Verify``, the pending token and its drafts (``drafted`` + 1 tokens) in
+one decoder call on the run's own slot, as a ``Chunk`` feeds several prompt tokens on one slot, or
+on its own state when it is solo. Those tokens count against the step's prefill budget. A
+speculative run with nothing drafted this step decodes with the others.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class RunState:
     cancelled: bool = False
     solo: bool = False  # steps on a decoder state of its own
     cached: bool = True  # keeps a KV cache (without one, every call recomputes the whole sequence)
+    drafted: int = 0  # speculative: tokens drafted for this step, verified with its pending token
 
     @property
     def prefilling(self) -> bool:
@@ -136,6 +141,15 @@ class SoloChunk:
     end: int
 
 
+@dataclass(frozen=True)
+class Verify:
+    """Run ``run``'s pending token and its ``tokens`` - 1 drafted ones in one decoder call on its
+    own slot (or its own state, when solo): the logits after each [tokens, V]."""
+
+    run: int
+    tokens: int
+
+
 Prefill = FreshGroup | Chunk | SoloChunk
 
 
@@ -145,6 +159,7 @@ class StepPlan:
 
     decode: tuple[int, ...] = ()  # runs whose rows each take one token, all in one decoder call
     solo_decode: tuple[int, ...] = ()  # runs taking one token each on their own decoder state
+    verify: tuple[Verify, ...] = ()  # speculative runs verifying their drafts, one call each
     prefill: tuple[Prefill, ...] = ()
     budget: int = 0  # prompt tokens this step's prefill could take
 
@@ -193,10 +208,13 @@ class Planner:
     def step(self, runs: Sequence[RunState]) -> StepPlan:
         """The step's work for the admitted ``runs`` (in arrival order, none cancelled)."""
         decoding = [run for run in runs if not run.prefilling]
-        budget = self.prefill_chunk if decoding else self.full_prefill_chunk
+        verify = tuple(Verify(run.id, run.drafted + 1) for run in decoding if run.drafted)
+        plain = [run for run in decoding if not run.drafted]
+        budget = max(0, (self.prefill_chunk if decoding else self.full_prefill_chunk) - sum(v.tokens for v in verify))
         return StepPlan(
-            decode=tuple(run.id for run in decoding if not run.solo),
-            solo_decode=tuple(run.id for run in decoding if run.solo),
+            decode=tuple(run.id for run in plain if not run.solo),
+            solo_decode=tuple(run.id for run in plain if run.solo),
+            verify=verify,
             prefill=self._prefill([run for run in runs if run.prefilling], budget),
             budget=budget,
         )

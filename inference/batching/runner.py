@@ -16,6 +16,10 @@ are simply overwritten when a new run takes them).
 - ``FreshGroup``: several fresh prompts in one call (right-padded rows, each attending to its own
   length: ``Decoder.prefill_fresh_rows``).
 - ``Chunk``: the next tokens of one prompt on its run's first slot alone.
+- ``Verify``: a speculative run's pending token and drafted tokens in one call on its slot (or its
+  own state), with the logits after each. Once the program has judged them, ``BatchRun.keep``
+  rolls the run back past the rejected drafts by its length alone: what lies past a row's length
+  is never read (the attention mask stops at each row's length) and its next feed writes over it.
 
 A prompt whose prefill ends has its cache copied to the run's other rows (every sample starts from
 it). A decoder call that fails ends the runs it was for, and no other: the runner reports them.
@@ -30,10 +34,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from inference.batching.plan import Chunk, FreshGroup, RunState, SoloChunk, StepPlan
+from inference.batching.plan import Chunk, FreshGroup, RunState, SoloChunk, StepPlan, Verify
 from inference.decoding.generation import Program, SoloDriver
 from inference.engine import KVCache
 from inference.runtime import Runtime
+from inference.speculative import Draft
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +55,10 @@ class BatchRun:
     prefilled: int = 0  # prompt tokens fed so far
     length: int = 0  # cached positions of each of its rows (once prefilled)
     active: int = 1  # rows in use: 1 while prefilling, then as its feeds say
-    logits: np.ndarray | None = None  # [active, V] not yet handed to the program
+    logits: np.ndarray | None = None  # [active, V] not yet handed to the program ([m + 1, V] after a ``Verify``)
     began: float = field(default_factory=time.perf_counter)
+    draft: Draft | None = None  # speculative: the tokens drafted for this step, until they are judged
+    verified_from: int = 0  # speculative: the cached positions before the last ``Verify`` fed its tokens
 
     @property
     def prefilling(self) -> bool:
@@ -60,7 +67,20 @@ class BatchRun:
     def state(self, cancelled: bool = False) -> RunState:
         """What the planner sees of it."""
         cached = self.solo is None or self.solo.state.use_cache
-        return RunState(self.id, tuple(self.slots), len(self.prompt), self.prefilled, cancelled, self.solo is not None, cached)
+        drafted = 0 if self.draft is None else len(self.draft.tokens)
+        return RunState(
+            self.id, tuple(self.slots), len(self.prompt), self.prefilled, cancelled, self.solo is not None, cached, drafted
+        )
+
+    def keep(self, accepted: int) -> None:
+        """After a ``Verify``: the cache keeps the pending token and the ``accepted`` drafts; the
+        positions of the rejected ones are forgotten (the next feed writes over them)."""
+        kept = self.verified_from + 1 + accepted
+        if self.solo is not None:
+            self.solo.state.truncate(kept)
+        else:
+            self.length = kept
+        self.draft = None
 
 
 @dataclass
@@ -95,6 +115,8 @@ class BatchRunner:
         self._guarded(outcome, [runs[i] for i in plan.decode], lambda group: self._decode(group, seats))
         for i in plan.solo_decode:
             self._guarded(outcome, [runs[i]], self._solo_decode)
+        for verify in plan.verify:
+            self._guarded(outcome, [runs[verify.run]], lambda group, verify=verify: self._verify(group[0], verify, seats))
         for entry in plan.prefill:
             match entry:
                 case FreshGroup(ids):
@@ -143,6 +165,25 @@ class BatchRunner:
         run.began = time.perf_counter()
         run.logits = run.solo.next_logits()
         run.active = len(run.logits)
+
+    def _verify(self, run: BatchRun, verify: Verify, seats: Mapping[int, BatchRun]) -> None:
+        """The pending token and the drafts in one call on the run's first slot (or its own
+        state); the run is left the logits after each [m + 1, V] and holds all of them until
+        ``BatchRun.keep``."""
+        assert run.draft is not None and verify.tokens == len(run.draft.tokens) + 1
+        pending = int(run.program.feed().tokens[0])
+        ids = np.array([[pending, *run.draft.tokens]], dtype=np.int64)  # [1, m + 1]
+        run.began = time.perf_counter()
+        run.active = 1
+        if run.solo is not None:
+            run.verified_from = run.solo.state.length
+            run.logits = run.solo.state.append_tokens(ids, all_logits=True)[0]  # [m + 1, V]
+            return
+        run.verified_from = run.length
+        self.cache.reserve(run.length + verify.tokens, self._longest(seats))
+        logits = self.runtime.decoder.run_rows(ids, self.cache, np.array([run.length]), run.slots[0], all_logits=True)
+        run.logits = logits[0]  # [m + 1, V]
+        run.length += verify.tokens
 
     def _fresh_group(self, runs: list[BatchRun], seats: Mapping[int, BatchRun], outcome: Outcome) -> None:
         """Several fresh prompts in one decoder call (``Decoder.prefill_fresh_rows``), each into its first slot."""

@@ -22,6 +22,12 @@ executes the plan against the decoder and the cache. Each iteration of ``step``:
 4. hands each run the logits of its rows and passes its tokens on; a run that has ended delivers
    its summary and leaves.
 
+A speculative run (``speculative`` set) has its drafts made before each step's plan (prompt lookup,
+or a draft model with its decoder state beside the batch, from ``DraftSources``); with drafts its
+step is a ``Verify`` of their own while the other runs decode, and once its program has judged
+them the run is rolled back past the rejected ones (``BatchRun.keep``); with none (nothing to look
+up, or speculation switched off for low acceptance) it decodes with the others.
+
 Every run keeps its own program (sampler chains, seeds, random generators, stop strings,
 penalty histories, traces): the scheduler only moves logits and tokens. Runs without a KV cache,
 and every run when the cache does not live in host memory (row views of the buffers need it), are
@@ -42,14 +48,27 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from inference.batching.params import DEFAULT_MAX_BATCH, PREFILL_CHUNK_BESIDE_DECODE
 from inference.batching.plan import Departure, Intake, Planner, WaitingState
 from inference.batching.runner import BatchRun, BatchRunner
 from inference.decoding.beam import BeamStep
-from inference.decoding.generation import Finished, GenerationRequest, Program, SoloDriver, Started, TokenStep, new_program
+from inference.decoding.generation import (
+    Finished,
+    Generation,
+    GenerationRequest,
+    Program,
+    SoloDriver,
+    Started,
+    TokenStep,
+    Verification,
+    new_program,
+)
 from inference.errors import Cancelled, ParamError
 from inference.prefill import PREFILL_CHUNK
 from inference.runtime import Runtime
+from inference.speculative import DraftSources
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +91,7 @@ class BatchStep:
     requests: int
 
 
-Item = Started | TokenStep | BeamStep | Finished
+Item = Started | Verification | TokenStep | BeamStep | Finished
 
 
 @dataclass
@@ -81,7 +100,8 @@ class Ticket:
     its ``Slots``), each ``TokenStep``/``BeamStep`` (with the ``BatchStep``), then ``Finished``
     (with None); ``fail`` gets the exception that ended it otherwise (``Cancelled`` before it
     started, ``ParamError``, or any failure). Both are called on the scheduler's thread; after
-    ``Finished`` or ``fail`` the ticket is over."""
+    ``Finished`` or ``fail`` the ticket is over. A speculative run's ``Verification`` comes before the
+    ``TokenStep``s of its step."""
 
     request: GenerationRequest
     is_cancelled: Callable[[], bool]
@@ -99,9 +119,12 @@ class Scheduler:
         max_batch: int = DEFAULT_MAX_BATCH,
         prefill_chunk: int = PREFILL_CHUNK_BESIDE_DECODE,
         full_prefill_chunk: int = PREFILL_CHUNK,
+        drafts: DraftSources | None = None,
     ) -> None:
+        """``drafts`` makes speculative runs' draft sources (default: prompt lookup only)."""
         self.planner = Planner(max_batch, prefill_chunk, full_prefill_chunk)  # checks the numbers
         self.runtime = runtime
+        self.drafts = drafts or DraftSources()
         self.max_batch = max_batch
         self.runner = BatchRunner(runtime, max_batch)
         self.steps = 0  # decode steps so far: ``BatchStep.step``
@@ -165,6 +188,7 @@ class Scheduler:
         if not self._runs:
             self.runner.release_memory()
             return bool(self._waiting)
+        self._draft()
         plan = self.planner.step([run.state() for run in self._runs.values()])
         outcome = self.runner.execute(plan, self._runs)
         for run, error in outcome.failed:
@@ -182,13 +206,8 @@ class Scheduler:
                 ticket = self._intake.get_nowait()
             except queue.Empty:
                 return
-            if ticket.request.speculative is not None:  # docs/speculative.md: what the scheduler still lacks
-                ticket.fail(
-                    ParamError("speculative", "speculative decoding runs solo only; the batch scheduler has no verify step yet")
-                )
-                continue
             try:
-                program = new_program(self.runtime, ticket.request)
+                program = new_program(self.runtime, ticket.request, self.drafts)
             except Exception as error:  # noqa: BLE001 — a bad request ends alone
                 ticket.fail(error)
                 continue
@@ -225,6 +244,20 @@ class Scheduler:
             self._runs[run.id] = run
             self._tickets[run.id] = ticket
 
+    def _draft(self) -> None:
+        """Each decoding speculative run drafts its tokens for this step (none: it decodes plainly);
+        a draft source that fails ends its run alone."""
+        for run in list(self._runs.values()):
+            program = run.program
+            if run.prefilling or not isinstance(program, Generation) or not program.speculating:
+                continue
+            try:
+                draft = program.draft()
+            except Exception as error:  # noqa: BLE001
+                self._end(run, error)
+                continue
+            run.draft = draft if draft.tokens else None
+
     def _started(self, run: BatchRun) -> None:
         """``run``'s prompt is in the cache: it has started, unless it was cancelled meanwhile."""
         ticket = self._tickets[run.id]
@@ -245,7 +278,7 @@ class Scheduler:
         for run in ready:
             logits, run.logits = run.logits, None
             try:
-                items = run.program.advance(logits, run.began)
+                items = self._take(run, logits)
             except Exception as error:  # noqa: BLE001 — e.g. a sampler stage refusing these logits
                 self._end(run, error)
                 continue
@@ -254,6 +287,16 @@ class Scheduler:
                 ticket.deliver(item, info)
             if run.program.is_done():
                 self._finish(run)
+
+    @staticmethod
+    def _take(run: BatchRun, logits: np.ndarray) -> list[Item]:
+        """The run's tokens from its logits: a plain step's, or a verified draft's (then rolled back)."""
+        if run.draft is None:
+            return list(run.program.advance(logits, run.began))
+        assert isinstance(run.program, Generation)
+        verification, steps = run.program.verify(logits, run.draft, run.began)  # logits [m + 1, V]
+        run.keep(verification.accepted)
+        return [verification, *steps]
 
     def _finish(self, run: BatchRun) -> None:
         ticket = self._release(run)

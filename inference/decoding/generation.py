@@ -37,7 +37,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import KW_ONLY, dataclass, field, replace
+from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -54,7 +54,8 @@ from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
 from inference.sampling.candidates import Candidates
 from inference.sampling.params import MAX_SEED
-from inference.speculative import Check, Draft, DraftSource, judge, new_draft_source
+from inference.speculative import Check, Draft, DraftSource, DraftSources, judge
+from inference.speculative.switch_off import pass_cost, switch_off
 from inference.text import Mode, Utf8Stream
 
 StopReason = Literal["eos", "stop", "max_tokens", "cancelled"]
@@ -97,7 +98,9 @@ class GenerationRequest:
         return replace(self, sampling=replace(self.sampling, seed=secrets.randbits(SEED_BITS)))
 
     def params_dict(self) -> dict[str, Any]:
-        return {**self.sampling.to_dict(), **self.loop.to_dict()}
+        """The flat ``params`` (``speculative`` only when set: the key is the generate frame's alone)."""
+        speculative = {} if self.speculative is None else {"speculative": self.speculative.to_dict()}
+        return {**self.sampling.to_dict(), **self.loop.to_dict(), **speculative}
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,11 @@ class Verification:
 class SpeculativeTotals:
     drafted: int  # drafted tokens the model checked (drafts past the end of the sample are not)
     accepted: int
+    verifications: int = 0  # decoder passes that verified drafts
+    switched_off_at: int | None = None  # the token index from which the run went on plainly (``speculative.switch_off``)
+
+    def to_dict(self) -> dict[str, int | None]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -325,9 +333,15 @@ def _started(request: GenerationRequest, prompt_ids: list[int], surprisal: Surpr
 class Generation:
     """Sampling: ``n`` samples of one prompt, each with its own chain, seed and stopping rules."""
 
-    def __init__(self, runtime: Runtime, request: GenerationRequest, drafter: DraftSource | None = None) -> None:
-        """``drafter``: a speculative run's draft source when not the one its parameter names
-        (a draft model, ``inference.speculative.model_draft``, until models have names there)."""
+    def __init__(
+        self,
+        runtime: Runtime,
+        request: GenerationRequest,
+        drafter: DraftSource | None = None,
+        drafts: DraftSources | None = None,
+    ) -> None:
+        """A speculative run's draft source is ``drafter`` when given (a source its parameter does
+        not name), else the one ``drafts`` (default: prompt lookup only) makes for the name."""
         self.runtime = runtime
         self.request = request.with_seed()
         self.seed: int = int(self.request.sampling.seed)  # type: ignore[arg-type]
@@ -340,9 +354,11 @@ class Generation:
         if speculative is not None and (n > 1 or self.request.loop.num_beams > 1):
             raise ParamError("speculative", "speculative decoding runs one sample: set n and num_beams to 1")
         if speculative is not None and drafter is None:
-            drafter = new_draft_source(speculative)
+            drafter = (drafts or DraftSources()).new(speculative, self.request.sampling, self.seed)
         self.drafter: DraftSource | None = None if speculative is None else drafter
-        self.drafted = self.accepted = 0  # speculative totals: drafts checked, drafts accepted
+        self.drafted = self.accepted = self.verifications = 0  # speculative totals: drafts checked and accepted, passes
+        self.switched_off_at: int | None = None  # where low acceptance switched speculation off
+        self._made, self._cost = 0, 0.0  # tokens the verification passes made, their cost in one-token steps
         self.prompt_ids: list[int] = []
         self.surprisal: SurprisalCollector | None = None
         self._prepared = False
@@ -385,14 +401,20 @@ class Generation:
             for sample, token, text, trace in picked
         ]
 
+    @property
+    def speculating(self) -> bool:
+        """A speculative run that still drafts (low acceptance has not switched it off)."""
+        return self.drafter is not None and self.switched_off_at is None
+
     def draft(self) -> Draft:
         """Speculative runs: up to k tokens drafted to follow the pending one (none while a forced
-        prefix lasts, and never more than the sample may still make after it)."""
+        prefix lasts, none once speculation is switched off, and never more than the sample may
+        still make after it)."""
         sample = self.samples[0]
         if self.drafter is None or self.request.speculative is None or self._pending is None:
             raise RuntimeError("draft() needs a speculative run with a token pending")
         room = min(self.request.speculative.k, sample.new_tokens_left())
-        if len(sample.generated) < len(sample.prefix) or room < 1:
+        if len(sample.generated) < len(sample.prefix) or room < 1 or not self.speculating:
             return Draft(())
         draft = self.drafter.propose(self.prompt_ids + sample.generated, room)
         return Draft(draft.tokens[:room], None if draft.q is None else draft.q[:room])
@@ -423,6 +445,11 @@ class Generation:
             picked.append((bonus, text, trace, False))
         self.drafted += len(checks)
         self.accepted += sum(check.accepted for check in checks)
+        self.verifications += 1
+        self._made += len(picked)
+        self._cost += pass_cost(len(draft.tokens) + 1)
+        if sample.reason is None and self.switched_off_at is None and switch_off(self.drafted, self._made, self._cost):
+            self.switched_off_at = len(sample.generated)  # the tokens from the next one on are plain
         self._pending = None if self.is_done() else [sample.generated[-1]]
         elapsed = (self._clock.tick(len(picked)) - began) * 1000.0
         corrected = None if not checks or checks[-1].accepted else checks[-1].token
@@ -452,7 +479,11 @@ class Generation:
         """The summary once the run has ended; a cancelled run releases what it held back."""
         if not self.is_done():
             raise RuntimeError("finish() before the run ended")
-        totals = None if self.drafter is None else SpeculativeTotals(self.drafted, self.accepted)
+        totals = (
+            None
+            if self.drafter is None
+            else SpeculativeTotals(self.drafted, self.accepted, self.verifications, self.switched_off_at)
+        )
         return Finished(
             samples=tuple(sample.result() for sample in self.samples),
             prompt_tokens=len(self.prompt_ids),
@@ -522,9 +553,10 @@ class BeamRun:
         return Finished(samples=samples, prompt_tokens=len(self.prompt_ids), beams=hypotheses, **self._clock.timing())
 
 
-def new_program(runtime: Runtime, request: GenerationRequest) -> Generation | BeamRun:
-    """The program for a request: beam search when ``num_beams`` > 1, else sampling."""
-    return BeamRun(runtime, request) if request.loop.num_beams > 1 else Generation(runtime, request)
+def new_program(runtime: Runtime, request: GenerationRequest, drafts: DraftSources | None = None) -> Generation | BeamRun:
+    """The program for a request: beam search when ``num_beams`` > 1, else sampling (a speculative
+    run's draft source made by ``drafts``)."""
+    return BeamRun(runtime, request) if request.loop.num_beams > 1 else Generation(runtime, request, drafts=drafts)
 
 
 class SoloDriver:
@@ -595,11 +627,13 @@ def run(
     runtime: Runtime,
     request: GenerationRequest,
     is_cancelled: Callable[[], bool] = lambda: False,
+    drafts: DraftSources | None = None,
 ) -> Iterator[Started | TokenStep | BeamStep | Verification | Finished]:
     """Drives one generation (sampling or beam search) to its end on a decoder state of its own,
     checking ``is_cancelled`` before every token. A cancel that comes before the prefill is over
-    raises ``Cancelled``: nothing ran that is worth keeping."""
-    program = new_program(runtime, request)
+    raises ``Cancelled``: nothing ran that is worth keeping. ``drafts`` makes a speculative run's
+    draft source (default: prompt lookup only)."""
+    program = new_program(runtime, request, drafts)
     driver = (
         SpeculativeDriver(runtime, program)
         if isinstance(program, Generation) and program.drafter

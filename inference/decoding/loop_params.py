@@ -137,7 +137,10 @@ class LoopParams:
             )
 
 
-DRAFT_SOURCES = ("prompt_lookup",)  # inference.speculative.drafts: the sources a run may name
+# The draft models a run may name, each with its model directory in ``.models/``: the build's ``fast``
+# variant (``python -m inference.modelbuild --variant fast --model-dir .models/smollm2-135m-instruct-fast``).
+DRAFT_MODELS: dict[str, str] = {"fast": "smollm2-135m-instruct-fast"}
+DRAFT_SOURCES = ("prompt_lookup", *DRAFT_MODELS)  # inference.speculative: the sources a run may name
 DRAFT_LENGTH = (1, 8)  # k: tokens drafted per verification
 
 

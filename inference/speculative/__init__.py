@@ -1,17 +1,11 @@
-"""Speculative decoding: drafted tokens (``drafts``) verified by the model in one pass under the
-exact acceptance rule (``rule``). The loop that uses them is ``inference.decoding.generation``'s."""
+"""Speculative decoding: drafted tokens (``drafts``, ``model_draft``; named by ``sources``) verified
+by the model in one pass under the exact acceptance rule (``rule``), switched off for a run whose
+drafts are mostly rejected (``switch_off``). The loop that uses them is
+``inference.decoding.generation``'s; the batch scheduler's verify step is ``inference.batching``'s."""
 
-from inference.decoding.loop_params import SpeculativeParams
 from inference.speculative.drafts import Draft, DraftSource, PromptLookup, lookup
 from inference.speculative.model_draft import ModelDraft
 from inference.speculative.rule import Check, judge, residual_pick
+from inference.speculative.sources import DraftSources
 
-
-def new_draft_source(params: SpeculativeParams) -> DraftSource:
-    """The draft source a run's ``speculative`` parameter names."""
-    if params.draft == PromptLookup.name:
-        return PromptLookup()
-    raise ValueError(f"no draft source named {params.draft!r}")
-
-
-__all__ = ["Check", "Draft", "DraftSource", "ModelDraft", "PromptLookup", "judge", "lookup", "new_draft_source", "residual_pick"]
+__all__ = ["Check", "Draft", "DraftSource", "DraftSources", "ModelDraft", "PromptLookup", "judge", "lookup", "residual_pick"]

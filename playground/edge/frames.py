@@ -17,12 +17,12 @@ from typing import Any
 
 from inference.chat_template import ROLES, ChatMessage, ChatPrompt
 from inference.decoding.generation import GenerationRequest
-from inference.decoding.loop_params import LoopParams
+from inference.decoding.loop_params import LoopParams, SpeculativeParams
 from inference.errors import FieldError, ParamError
 from inference.sampling import SamplingParams
 from playground import json_depth
 from playground.wire.events import TOKENIZE_PAGE, error_event
-from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, split_params
+from playground.wire.jobs import SPECULATIVE, Branch, Generate, Inspect, Job, Score, Tokenize, split_generate_params, split_params
 
 __all__ = ["Branch", "Cancel", "Generate", "Inspect", "Job", "ProtocolError", "Score", "Tokenize"]
 
@@ -218,11 +218,22 @@ def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate
         raise ProtocolError(
             "prompt_scores", f"prompt_scores must be true or false, got {excerpt(prompt_scores)}", "invalid_value"
         )
-    sampling, loop = parse_params(message.get("params", {}))
+    sampling, loop, speculative = parse_generate_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
     watch = _watch(message.get("watch", []))
     request = GenerationRequest(
-        prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat, prompt_scores=prompt_scores, watch=watch
+        prompt,
+        mode,
+        system,
+        sampling,
+        loop,
+        top_n,
+        use_cache,
+        prefix,
+        chat,
+        prompt_scores=prompt_scores,
+        watch=watch,
+        speculative=speculative,
     )
     return Generate(request_id, request, parse_branch(message), parse_save(message), parse_typed(message, len(prefix)))
 
@@ -410,6 +421,21 @@ def _watch(value: Any) -> tuple[int, ...]:
     if len(set(ids)) != len(ids):
         raise ProtocolError("watch", "watch must not name a token id twice", "invalid_value")
     return ids
+
+
+def parse_generate_params(params: Any) -> tuple[SamplingParams, LoopParams, SpeculativeParams | None]:
+    """A generate's ``params``: ``parse_params`` of the chain's and the loop's keys, and
+    ``speculative`` (``jobs.split_generate_params``), its errors named under ``params.``."""
+    if not isinstance(params, dict):
+        raise ProtocolError("params", "params must be an object", "invalid_value")
+    parse_params({k: v for k, v in params.items() if k != SPECULATIVE})
+    try:
+        return split_generate_params(params)
+    except ParamError as error:
+        prefixed = error.prefixed("params.")
+        raise ProtocolError(prefixed.param, prefixed.message, prefixed.code) from None
+    except (TypeError, ValueError) as error:  # a value of a shape no check foresaw
+        raise ProtocolError("params.speculative", f"params.speculative: {error}", "invalid_value") from None
 
 
 def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:

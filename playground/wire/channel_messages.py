@@ -53,7 +53,7 @@ from typing import Any
 
 from inference.chat_template import ChatMessage, ChatPrompt
 from inference.decoding.generation import GenerationRequest
-from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, is_quick, split_params
+from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, is_quick, split_generate_params, split_params
 
 INFERENCE_CHANNEL = "inference"
 QUICK_CHANNEL = "inference-quick"
@@ -196,7 +196,7 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
             data["top_n"],
             _chat_from_dict(data.get("chat")),
         )
-    sampling, loop = split_params(data["params"])
+    sampling, loop, speculative = split_generate_params(data["params"])
     request = GenerationRequest(
         data["prompt"],
         data["mode"],
@@ -209,6 +209,7 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         _chat_from_dict(data.get("chat")),
         prompt_scores=data.get("prompt_scores", False),
         watch=tuple(data.get("watch", ())),
+        speculative=speculative,
     )
     branch = data.get("branch")
     return Generate(

@@ -12,7 +12,7 @@ from typing import Any
 
 from inference.batching.scheduler import BatchStep, Slots
 from inference.decoding.beam import BeamStep, Proposal
-from inference.decoding.generation import Finished, Started, TokenStep
+from inference.decoding.generation import Finished, Started, TokenStep, Verification
 from inference.decoding.loop_params import LoopParams
 from inference.decoding.surprisal import PromptSurprisal
 from inference.decoding.whatif import Variant
@@ -33,7 +33,7 @@ PROMPT_SURPRISAL_PAGE = 256  # prompt tokens per ``prompt_surprisal`` event: 20 
 def param_error_event(error: ParamError, request_id: str | None) -> dict[str, Any]:
     """A parameter error found by the inference side; fields of ``params`` are named as such."""
     field_name = error.param.split(".")[0]
-    if field_name in SamplingParams.field_names() | LoopParams.field_names():
+    if field_name in SamplingParams.field_names() | LoopParams.field_names() | {"speculative"}:
         error = error.prefixed("params.")
     return error_event(error.code, error.message, error.param, request_id)
 
@@ -147,9 +147,12 @@ def prompt_surprisal_events(request_id: str, surprisal: PromptSurprisal, codec: 
     ]
 
 
-def token_event(request_id: str, step: TokenStep, codec: TextCodec, batch: BatchStep | None = None) -> dict[str, Any]:
+def token_event(
+    request_id: str, step: TokenStep, codec: TextCodec, batch: BatchStep | None = None, speculative: bool = False
+) -> dict[str, Any]:
     """``batch`` (from a batching worker): the worker's step counter, and the rows and requests
-    that took a token in that step."""
+    that took a token in that step. ``speculative``: the run's tokens say whether each was a
+    drafted token the model accepted (``drafted``)."""
     trace = step.trace
     chosen = trace.chosen
     return {
@@ -169,7 +172,41 @@ def token_event(request_id: str, step: TokenStep, codec: TextCodec, batch: Batch
         **trace_fields(trace, codec),
         "watched": _watched(trace.watched, codec),
         "elapsed_ms": round(step.elapsed_ms, 3),
+        **({"drafted": step.drafted} if speculative else {}),
         **({} if batch is None else {"batch": {"step": batch.step, "rows": batch.rows, "requests": batch.requests}}),
+    }
+
+
+def verification_event(request_id: str, verification: Verification, codec: TextCodec) -> dict[str, Any]:
+    """One speculative step's drafts as the model judged them, sent before the step's tokens: each
+    drafted token with ``accepted``, ``p``, ``q`` and ``draw`` (null for the drafts never judged,
+    after the first rejection or the end of the run), and the corrected or bonus token."""
+    checks = verification.checks
+
+    def drafted(position: int, token: int) -> dict[str, Any]:
+        judged = position < len(checks)
+        check = checks[position] if judged else None
+        return {
+            "id": token,
+            "token": codec.token_text(token),
+            "accepted": None if check is None else check.accepted,
+            "p": None if check is None else check.p,
+            "q": None if check is None else check.q,
+            "draw": None if check is None else check.draw,
+        }
+
+    def chosen(token: int | None) -> dict[str, Any] | None:
+        return None if token is None else {"id": token, "token": codec.token_text(token)}
+
+    return {
+        "type": "verification",
+        "request_id": request_id,
+        "sample": verification.sample,
+        "index": verification.index,
+        "drafted": [drafted(i, token) for i, token in enumerate(verification.drafted)],
+        "accepted": verification.accepted,
+        "corrected": chosen(verification.corrected),
+        "bonus": chosen(verification.bonus),
     }
 
 
@@ -287,6 +324,7 @@ def done_event(request_id: str, finished: Finished) -> dict[str, Any]:
             "decode_tokens_per_s": _round(finished.decode_tokens_per_s),
             "total_ms": _round(finished.total_ms),
         },
+        "speculative": None if finished.speculative is None else finished.speculative.to_dict(),
     }
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from inference.chat_template import ChatPrompt
 from inference.decoding.generation import GenerationRequest
-from inference.decoding.loop_params import LoopParams
+from inference.decoding.loop_params import LoopParams, SpeculativeParams
+from inference.errors import ParamError
 from inference.sampling import SamplingParams
 from playground.wire.events import TOKENIZE_PAGE
 
@@ -83,6 +84,21 @@ QUICK_JOBS = (Tokenize, Inspect, Score)  # need no decode slot: served beside ge
 
 def is_quick(job: Job) -> bool:
     return isinstance(job, QUICK_JOBS)
+
+
+SPECULATIVE = "speculative"  # the ``params`` key of a generate alone: neither the chain's nor the loop's
+
+
+def split_generate_params(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams, SpeculativeParams | None]:
+    """A generate's ``params``: ``split_params`` of all but ``speculative``, and that one read by
+    ``SpeculativeParams.from_value`` (null or absent: off). Speculation runs one sample: with
+    ``n`` or ``num_beams`` above 1 it is refused (``ParamError`` on ``speculative``)."""
+    sampling, loop = split_params({k: v for k, v in params.items() if k != SPECULATIVE})
+    speculative = SpeculativeParams.from_value(params.get(SPECULATIVE))
+    if speculative is not None and (loop.n > 1 or loop.num_beams > 1):
+        field_name = "n" if loop.n > 1 else "num_beams"
+        raise ParamError(SPECULATIVE, f"speculative decoding runs one sample: {field_name} must be 1 with it")
+    return sampling, loop, speculative
 
 
 def split_params(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams]:

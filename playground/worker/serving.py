@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +26,7 @@ from inference.decoding.whatif import LogitsCache, inspect_variants
 from inference.errors import Cancelled, ParamError
 from inference.model_dir import default_model_dir
 from inference.runtime import Runtime, load_runtime
+from inference.speculative import DraftSources
 from playground.runs.recording import RunRecorder
 from playground.runs.request_fields import record_fields
 from playground.wire import events
@@ -54,10 +56,21 @@ class ProcessResources:
         with self._lock:
             if self._scheduler is None:
                 config = settings.INFERENCE
-                self._scheduler = Scheduler(runtime, config["MAX_BATCH"], config["PREFILL_CHUNK"])
+                self._scheduler = Scheduler(runtime, config["MAX_BATCH"], config["PREFILL_CHUNK"], drafts=self.drafts(runtime))
                 serve_in_thread(self._scheduler)
                 log.info("decode loop started: up to %d rows per step", self._scheduler.max_batch)
             return self._scheduler
+
+    @staticmethod
+    def drafts(runtime: Runtime) -> DraftSources:
+        """Speculative runs' draft sources: prompt lookup, and the draft models built beside the
+        served model (``loop_params.DRAFT_MODELS``), each loaded when a run first names it."""
+        config = settings.INFERENCE
+
+        def load(model_dir: Path) -> Runtime:
+            return load_runtime(model_dir, config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"])
+
+        return DraftSources(runtime, default_model_dir().parent, load)
 
     def load(self) -> dict[str, int] | None:
         """The decode loop's load, or None before it started."""
@@ -159,7 +172,10 @@ class GenerationListener:
                     self.emit(self.recorder.observe(page))
         elif isinstance(item, generation.TokenStep):
             batch = info if isinstance(info, BatchStep) else None
-            self.emit(self.recorder.observe(events.token_event(request_id, item, codec, batch)))
+            speculative = self.command.request.speculative is not None
+            self.emit(self.recorder.observe(events.token_event(request_id, item, codec, batch, speculative)))
+        elif isinstance(item, generation.Verification):
+            self.emit(self.recorder.observe(events.verification_event(request_id, item, codec)))
         elif isinstance(item, BeamStep):
             self.emit(self.recorder.observe(events.beam_step_event(request_id, item, codec)))
         else:

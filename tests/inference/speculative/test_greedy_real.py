@@ -11,8 +11,11 @@ from inference.sampling import SamplingParams
 
 pytestmark = pytest.mark.real_model
 
+# Code whose continuation repeats its lines: lookup drafts pay from the start, so the run is not
+# switched off (on a function body this small model's drafts are mostly rejected early on).
 CODE = (
-    "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n\n\ndef factorial(n):\n"
+    "INSERT INTO users (id, name) VALUES (1, 'alice');\nINSERT INTO users (id, name) VALUES (2, 'bob');\n"
+    "INSERT INTO users (id, name) VALUES (3, 'carol');\n"
 )
 SUMMARY = "Summarise: The cat sat on the mat. The mat was red. The cat was happy on the red mat.\nSummary:"
 STORY = "Once upon a time, in a village by the sea,"

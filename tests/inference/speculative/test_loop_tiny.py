@@ -15,7 +15,6 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from inference.batching.scheduler import Scheduler, Ticket
 from inference.decoding.generation import Generation, GenerationRequest, SpeculativeDriver, TokenStep, Verification, run
 from inference.decoding.loop_params import LoopParams, SpeculativeParams
 from inference.errors import ParamError
@@ -67,7 +66,7 @@ def test_the_parameter_reads_its_defaults_and_null():
     assert SpeculativeParams.from_value(None) is None
     assert SpeculativeParams.from_value({"k": 8}) == SpeculativeParams("prompt_lookup", 8)
     facts = SpeculativeParams.field_facts()
-    assert (facts["k"]["low"], facts["k"]["high"], facts["draft"]["choices"]) == (1, 8, ["prompt_lookup"])
+    assert (facts["k"]["low"], facts["k"]["high"], facts["draft"]["choices"]) == (1, 8, ["prompt_lookup", "fast"])
 
 
 @pytest.mark.parametrize("loop", [{"n": 2}, {"num_beams": 2}])
@@ -188,11 +187,3 @@ def test_after_a_rejection_the_cache_is_a_plain_runs(tiny_runtime, colours):
     np.testing.assert_allclose(
         driver.state.append_tokens([sample.generated[-1]]), plain.append_tokens([sample.generated[-1]]), rtol=1e-4, atol=1e-4
     )
-
-
-def test_the_batch_scheduler_refuses_speculation_by_field(tiny_runtime, colours):
-    errors: list[BaseException] = []
-    scheduler = Scheduler(tiny_runtime, max_batch=2)
-    scheduler.submit(Ticket(request(colours, seed=1), lambda: False, lambda item, info: None, errors.append))
-    scheduler.step()
-    assert len(errors) == 1 and isinstance(errors[0], ParamError) and errors[0].param == "speculative"

@@ -9,7 +9,7 @@
 import { speculativeText, speculativeValue } from "../../shared/js/address.js";
 
 /** What the page calls each draft source; a source the server names that is not here shows its name. */
-const DRAFT_NAMES = { prompt_lookup: "Prompt lookup (the prompt and text so far)", fast: "Draft model: the fast build" };
+const DRAFT_NAMES = { prompt_lookup: "Prompt lookup", fast: "Draft model (fast)" };
 
 /** Draft sources and k's range: the facts' when given, else the documented ones. */
 export function speculativeFacts(prop) {

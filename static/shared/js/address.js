@@ -5,6 +5,7 @@
 // a value of each kind is written. Pure functions: no DOM, no history.
 //
 //   prompt, mode, system, top_n, no_cache=1    the request's own settings
+//   speculative={"draft":"prompt_lookup","k":4} JSON, as the wire writes it; absent: off
 //   turns=[["user","Hi"],["assistant","Hello"]] chat mode's earlier turns, JSON
 //   assistant_prefix=The+answer+is             the answer's start for the model to continue
 //   temperature=0.7, top_p=0.9, seed=…         numbers as typed
@@ -12,10 +13,10 @@
 //   stop=END%0A%5Cn                            one entry per line, \n \t \\ written as escapes
 //   sampler_order=top_k,temperature,…          stage names, comma-separated
 //   logit_bias=[[id,bias,"text"],…]            JSON
-//   speculative={"draft":"prompt_lookup","k":4} JSON, as the wire writes it; absent: off
 
-/** The request's own settings, before the parameters. */
-export const REQUEST_KEYS = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache"];
+/** The request's own settings, before the parameters; `speculative` is a key of `params` that the
+ *  parameter facts do not list (neither the sampler chain's nor the loop's). */
+export const REQUEST_KEYS = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "speculative"];
 
 /** The roles a chat turn may have (the server's inference.chat_template.ROLES). */
 export const TURN_ROLES = ["system", "user", "assistant"];
@@ -77,7 +78,6 @@ export function paramText(schema, key, value) {
     case "boolean": return value ? "1" : "";
     case "strings": return (typeof value === "string" ? [value] : value).map(encodeLine).join("\n");
     case "stage_order": return value.join(",");
-    case "speculative": return speculativeText(value);
     case "token_bias": {
       // a {token id: bias} object by id; the editor's [[id, bias, text], …] entries as they are
       const entries = Array.isArray(value) ? value

@@ -56,6 +56,18 @@ export function verificationStep(event) {
   };
 }
 
+/** The token indices of sample 0 that were drafted and accepted, from the run's `verification`
+ *  events (a step's first `accepted` drafts are tokens `index`, `index` + 1, …): what the token
+ *  events' `drafted` flag says, for a saved run whose token rows do not keep it. */
+export function draftedIndices(verifications) {
+  const indices = new Set();
+  for (const event of verifications) {
+    if ((event.sample ?? 0) !== 0) continue;
+    for (let i = 0; i < event.accepted; i++) indices.add(event.index + i);
+  }
+  return indices;
+}
+
 /** Why one drafted token was kept or not, in one line with its own numbers; `corrected` is the
  *  step's corrected token (named on the rejected draft's line). */
 export function checkWords(check, corrected = null) {

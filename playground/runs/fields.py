@@ -4,7 +4,8 @@ holds it, and how it is checked and converted on the way in and out.
 Recording, export, import, the pages and the history's summaries all go through it:
 
 - ``RUN``: the export's ``run`` object, part by part in the export's order: the run's own fields,
-  then ``request``, ``prompt_tokens``, ``model``, ``result``, ``tokens`` and ``beam_steps``.
+  then ``request``, ``prompt_tokens``, ``model``, ``result``, ``tokens``, ``beam_steps`` and
+  ``speculative`` (a speculative run's totals and ``verification`` events; null otherwise).
 - ``Part.exported(run)``: that part of a ``Run`` in the export's shape (``schema.run_to_dict`` is
   ``RUN.exported(run)``; a summary takes a few of the same values).
 - ``Part.columns(values)``: values in the export's shape → ``Run`` keyword arguments. The recorder
@@ -31,6 +32,7 @@ from django.utils import timezone
 from playground.runs import prompt_surprisal
 from playground.runs.checks import (
     Check,
+    a_bool,
     a_list,
     a_number,
     a_run_id,
@@ -57,6 +59,10 @@ MAX_TOKENS_PER_RUN = 200_000
 PROMPT_TOKEN_KEYS = ("id", "text")
 BEAM_STEP_KEYS = ("index", "beams", "pruned", "finished", "elapsed_ms")
 PROPOSAL_KEYS = ("parent", "id", "token", "logprob", "cum_logprob")
+SPECULATIVE_KEYS = ("totals", "verifications")
+SPECULATIVE_TOTALS_KEYS = ("drafted", "accepted", "verifications", "switched_off_at")
+VERIFICATION_KEYS = ("sample", "index", "drafted", "accepted", "corrected", "bonus")
+DRAFTED_KEYS = ("id", "token", "accepted", "p", "q", "draw")
 
 
 def _same(value: Any) -> Any:
@@ -188,6 +194,33 @@ def _beam_steps(value: Any, path: str) -> list[Any]:
     return value
 
 
+def _speculative(value: Any, path: str) -> dict[str, Any]:
+    """A speculative run's record: ``totals`` (``done.speculative``; null when the run failed) and
+    its ``verification`` events without their envelope."""
+    data = an_object(value, path, SPECULATIVE_KEYS)
+    if data["totals"] is not None:
+        totals = an_object(data["totals"], f"{path}.totals", SPECULATIVE_TOTALS_KEYS)
+        for key in ("drafted", "accepted", "verifications"):
+            an_int(totals[key], f"{path}.totals.{key}")
+        optional(an_int)(totals["switched_off_at"], f"{path}.totals.switched_off_at")
+    for step, p in objects(data["verifications"], f"{path}.verifications", VERIFICATION_KEYS, 0, MAX_TOKENS_PER_RUN):
+        an_int(step["sample"], f"{p}.sample")
+        an_int(step["index"], f"{p}.index")
+        an_int(step["accepted"], f"{p}.accepted")
+        for drafted, d in objects(step["drafted"], f"{p}.drafted", DRAFTED_KEYS, 1, 64):
+            an_int(drafted["id"], f"{d}.id")
+            a_str(drafted["token"], f"{d}.token")
+            for key in ("p", "q", "draw"):
+                optional(a_number)(drafted[key], f"{d}.{key}")
+            optional(a_bool)(drafted["accepted"], f"{d}.accepted")
+        for key in ("corrected", "bonus"):
+            if step[key] is not None:
+                chosen = an_object(step[key], f"{p}.{key}", ("id", "token"))
+                an_int(chosen["id"], f"{p}.{key}.id")
+                a_str(chosen["token"], f"{p}.{key}.token")
+    return value
+
+
 def _beam_step(data: Any, path: str) -> None:
     an_object(data, path, BEAM_STEP_KEYS)
     an_int(data["index"], f"{path}.index")
@@ -280,5 +313,6 @@ RUN = Part(
         RESULT,
         TOKENS,
         Field("beam_steps", "beam_steps", _beam_steps),
+        Field("speculative", "speculative", optional(_speculative)),  # added later: optional in every version
     ),
 )

@@ -113,6 +113,11 @@ class Run(models.Model):
     tail = models.TextField(blank=True, default="")
     tokens = models.JSONField(default=list, help_text="one row per generated token, as playground.runs.token_rows")
     beam_steps = models.JSONField(default=list)
+    speculative = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="a speculative run's totals (done.speculative) and verification events; null for a plain run",
+    )
     samples = models.JSONField(default=list)
     beams = models.JSONField(default=list)
     usage = models.JSONField(default=dict)

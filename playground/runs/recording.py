@@ -33,6 +33,7 @@ class RunRecorder:
         self.started: dict[str, Any] | None = None
         self.tokens: list[list[Any]] = []
         self.beam_steps: list[dict[str, Any]] = []
+        self.verifications: list[dict[str, Any]] = []  # a speculative run's verification events
         self.prompt_surprisal_pages: list[dict[str, Any]] = []
         self.broken: Exception | None = None  # set when an event could not be recorded
         # Known from the start, so the client holds the permalink even if it never sees ``done``.
@@ -56,6 +57,8 @@ class RunRecorder:
                 self.prompt_surprisal_pages.append(event)
             elif kind == "beam_step":
                 self.beam_steps.append({k: v for k, v in event.items() if k not in ("type", "request_id")})
+            elif kind == "verification":
+                self.verifications.append({k: v for k, v in event.items() if k not in ("type", "request_id")})
         except Exception as error:  # noqa: BLE001 — recording must never stop the stream
             log.exception("could not record a %s event of request %s", event.get("type"), self.request_id)
             self.broken = self.broken or error
@@ -69,7 +72,7 @@ class RunRecorder:
         # ``done`` carries the export's result keys; those it leaves out are empty
         result = RESULT.empty() | {key: done[key] for key in RESULT.keys if key in done} | {"error": None}
         try:
-            run_id, delete_token = self._save(status, result)
+            run_id, delete_token = self._save(status, result, done.get("speculative"))
         except UnencodableText as error:  # the text itself, not the server: no traceback
             log.warning("run of request %s not saved: %s", self.request_id, error)
             return done | {"run_id": None, "save_error": f"the run could not be saved: UnencodableText: {error}"[:300]}
@@ -92,7 +95,8 @@ class RunRecorder:
             log.exception("could not save failed run of request %s", self.request_id)
             return None
 
-    def _save(self, status: str, result: dict[str, Any]) -> tuple[str, str]:
+    def _save(self, status: str, result: dict[str, Any], totals: dict[str, Any] | None = None) -> tuple[str, str]:
+        """``totals``: ``done.speculative`` (none when the run failed)."""
         if self.broken is not None:
             raise RuntimeError(f"an event could not be recorded: {self.broken}") from self.broken
         if self.started is None:
@@ -122,6 +126,9 @@ class RunRecorder:
             "model": started["model"],  # the export's model keys
             "result": result,  # the done event's keys, the export's result
             "beam_steps": self.beam_steps,
+            "speculative": (
+                {"totals": totals, "verifications": self.verifications} if started["params"].get("speculative") else None
+            ),
         }
         delete_token = self.delete_token
         run = Run(**RUN.columns(record), tokens=self.tokens, delete_token_hash=hash_delete_token(delete_token))

@@ -247,7 +247,7 @@ def _upgrade_v1_token(token: Any) -> Any:
 
 def _run(data: Any, path: str) -> ImportedRun:
     if isinstance(data, dict):  # files written before runs had ``prompt_surprisal`` (optional in every version)
-        data = {"prompt_surprisal": None} | data
+        data = {"prompt_surprisal": None, "speculative": None} | data
     if isinstance(data, dict) and isinstance(data.get("request"), dict):  # files from before ``watch``
         data = data | {"request": {"watch": []} | data["request"]}
     run = RUN.checked(data, path)  # every key, and the run's own fields (``fields.RUN``'s checks)
@@ -271,7 +271,7 @@ def _run(data: Any, path: str) -> ImportedRun:
         _token(token, f"{path}.tokens[{i}]", parsed.top_n, parsed.loop.n)
 
     prompt_surprisal.check_against_prompt(run["prompt_surprisal"], run["prompt_tokens"], f"{path}.prompt_surprisal")
-    kept = ("created_at", "status", "branch_index", "prompt_tokens", "prompt_surprisal", "beam_steps")
+    kept = ("created_at", "status", "branch_index", "prompt_tokens", "prompt_surprisal", "beam_steps", "speculative")
     copy = {key: run[key] for key in kept} | {
         "source": Run.Source.IMPORTED,  # a copy: a new id, the file's id in imported_from
         "imported_from": run["id"],
@@ -332,7 +332,10 @@ def _generate_request(request: dict[str, Any], path: str) -> GenerationRequest:
 def _token(data: Any, path: str, top_n: int, samples: int) -> None:
     if isinstance(data, dict):  # files written before tokens had ``draw_interval``, ``watched`` (optional)
         data = {"draw_interval": None, "watched": []} | data
-    an_object(data, path, TokenRow.EVENT_KEYS)
+    speculative = isinstance(data, dict) and "drafted" in data  # a speculative run's tokens say whether each was drafted
+    an_object(data, path, (*TokenRow.EVENT_KEYS, "drafted") if speculative else TokenRow.EVENT_KEYS)
+    if speculative:
+        a_bool(data["drafted"], f"{path}.drafted")
     an_int(data["sample"], f"{path}.sample", 0, samples - 1)
     an_int(data["index"], f"{path}.index")
     an_int(data["id"], f"{path}.id")

@@ -6,9 +6,12 @@ its parameter, flags and records, and bad values are refused by field."""
 from __future__ import annotations
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from inference.decoding.loop_params import DRAFT_MODELS
 from inference.model_dir import default_model_dir
+from playground.runs.models import Run
+from playground.runs.schema import parse_export, run_export
 from tests.communicator import connect
 from tests.inference.speculative.test_greedy_real import CODE  # lookup pays on it
 
@@ -66,6 +69,17 @@ async def test_a_speculative_greedy_run_gives_the_plain_tokens_with_its_records(
     assert tokens == [e["id"] for e in plain if e["type"] == "token"]
     assert totals["accepted"] >= 8 and totals["switched_off_at"] is None  # lookup pays on code
     await communicator.disconnect()
+    saved = (await sync_to_async(lambda: run_export(Run.objects.get(pk=events[-1]["run_id"])))())["run"]
+    assert saved["request"]["params"]["speculative"] == {"draft": "prompt_lookup", "k": 4}
+    sent = [e for e in events if e["type"] in ("token", "verification")]
+    assert [t["drafted"] for t in saved["tokens"]] == [e["drafted"] for e in sent if e["type"] == "token"]
+    envelope = ("type", "request_id")
+    verifications = [{k: v for k, v in e.items() if k not in envelope} for e in sent if e["type"] == "verification"]
+    assert saved["speculative"] == {"totals": totals, "verifications": verifications}
+    (imported,) = parse_export(run_export(await sync_to_async(Run.objects.get)(pk=events[-1]["run_id"])))  # the import's checks
+    assert imported.fields["speculative"] == saved["speculative"]
+    plain_saved = (await sync_to_async(lambda: run_export(Run.objects.get(pk=plain[-1]["run_id"])))())["run"]
+    assert plain_saved["speculative"] is None and "speculative" not in plain_saved["request"]["params"]
 
 
 @pytest.mark.parametrize(

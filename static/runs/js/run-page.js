@@ -13,7 +13,6 @@ import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, s
 import { drawStrip } from "./strip.js";
 import { markTyped } from "../../shared/js/typed.js";
 import { VerificationView } from "../../shared/js/verification-view.js";
-import { draftedIndices } from "../../shared/js/speculative-steps.js";
 
 const root = document.querySelector(".saved-run");
 const run = parseJson(document.getElementById("run-data").textContent); // seeds exact, as everywhere
@@ -22,9 +21,7 @@ rememberRun(run.id);
 
 // Output: sample 0's tokens, as the playground shows a live run.
 renderLegend(document.getElementById("legend"));
-const drafted = draftedIndices(run.speculative?.verifications ?? []); // speculative: drafted and accepted
-const tokens = run.tokens.filter((t) => (t.sample ?? 0) === 0)
-  .map((t) => ({ ...markTyped(t, run.request), drafted: t.drafted ?? drafted.has(t.index) }));
+const tokens = run.tokens.filter((t) => (t.sample ?? 0) === 0).map((t) => markTyped(t, run.request)); // a speculative run's keep `drafted`
 const byIndex = new Map(tokens.map((t) => [t.index, t]));
 const inspector = new Inspector(document.getElementById("inspector"));
 const output = document.getElementById("output");

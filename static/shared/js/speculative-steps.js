@@ -56,22 +56,10 @@ export function verificationStep(event) {
   };
 }
 
-/** The token indices of sample 0 that were drafted and accepted, from the run's `verification`
- *  events (a step's first `accepted` drafts are tokens `index`, `index` + 1, …): what the token
- *  events' `drafted` flag says, for a saved run whose token rows do not keep it. */
-export function draftedIndices(verifications) {
-  const indices = new Set();
-  for (const event of verifications) {
-    if ((event.sample ?? 0) !== 0) continue;
-    for (let i = 0; i < event.accepted; i++) indices.add(event.index + i);
-  }
-  return indices;
-}
-
 /** Why one drafted token was kept or not, in one line with its own numbers; `corrected` is the
  *  step's corrected token (named on the rejected draft's line). */
 export function checkWords(check, corrected = null) {
-  if (check.verdict === "unjudged") return "not checked: a draft before it was rejected, so the model's pick there replaced the rest";
+  if (check.verdict === "unjudged") return "not checked: an earlier draft was rejected, and the model's own pick there ends the step";
   const numbers = `p = ${formatP(check.p)}, q = ${formatP(check.q)}`;
   const rule = `min(1, p/q) = ${formatP(check.chance)}`;
   if (check.verdict === "accepted") {

@@ -56,11 +56,17 @@ export class VerificationView {
     step.checks.forEach((check, i) => {
       row.append(el("li", { className: `draft ${check.verdict}`, "data-verdict": check.verdict, "data-id": check.id,
         title: `draft for token ${step.index + i + 1}` }, `${quoteToken(check.token)} ${MARKS[check.verdict]}`));
+      if (check.verdict === "unjudged") return; // said once for all of them, below
       const rejected = check.verdict === "rejected" ? step.corrected : null;
       const line = el("li", { "data-verdict": check.verdict });
       line.append(el("code", "token-text", quoteToken(check.token)), ` ${checkWords(check, rejected)}`);
       lines.append(line);
     });
+    const unjudged = step.checks.filter((c) => c.verdict === "unjudged");
+    if (unjudged.length) {
+      lines.append(el("li", { "data-verdict": "unjudged" },
+        `${unjudged.map((c) => quoteToken(c.token)).join(", ")} ${checkWords(unjudged[0])}`));
+    }
     if (step.corrected) {
       row.append(el("li", { className: "draft corrected", "data-verdict": "corrected", "data-id": step.corrected.id },
         `${quoteToken(step.corrected.token)} ↳ corrected`));

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import ROUND_HALF_UP, Decimal
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -151,3 +152,41 @@ def test_a_bad_k_is_named_at_its_field(playground: PlaygroundPage) -> None:
     expect(error).to_have_text(frame["message"])
     expect(page.get_by_label("Drafted tokens per step (k)")).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_label("Drafted tokens per step (k)")).to_be_focused()
+
+
+def p_text(x: float) -> str:
+    """The page's formatP for a probability of 0, 1 or at least 0.005: two decimals, ties up as JS's toFixed."""
+    return f"{Decimal(x).quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)}"
+
+
+def test_a_draft_model_sampling_shows_its_q_and_compares_in_distribution(playground: PlaygroundPage) -> None:
+    page = playground.page
+    page.get_by_label("Prompt", exact=True).fill(PROMPT)
+    playground.set(temperature=0.8, max_tokens=24, seed=11)
+    switch_on(playground, k=3, draft="fast")
+    playground.frames.clear()
+    page.get_by_role("button", name="Generate").click()
+    done = playground.wait_done(timeout_ms=180_000)
+    assert playground.sent_of("generate")[-1]["params"]["speculative"] == {"draft": "fast", "k": 3}
+    verifications = playground.events("verification")
+    tokens = playground.events("token")
+    check_steps_and_marks(page, verifications, tokens)
+    judged = [(frame, d) for frame in verifications for d in frame["drafted"] if d["accepted"] is not None]
+    assert judged and any(d["q"] != 1 for _, d in judged)  # a draft model's own distribution, not a point mass
+    frame, draft = next((f, d) for f, d in judged if d["p"] >= 0.005 and d["q"] >= 0.005)
+    verdict = "accepted" if draft["accepted"] else "rejected"
+    line = page.locator(
+        f"#speculative-section .verification[data-index='{frame['index']}'] .check-lines li[data-verdict={verdict}]"
+    )
+    expect(line.first).to_contain_text(f"p = {p_text(draft['p'])}, q = {p_text(draft['q'])} → {verdict}")
+    expect(page.locator("[data-spec-summary]")).to_have_attribute("data-drafted", str(done["speculative"]["drafted"]))
+
+    # Sampled: the run without speculation draws differently; the page says what "identical" means here.
+    playground.frames.clear()
+    page.get_by_role("button", name="Compare without speculation").click()
+    result = page.locator("[data-compare-result]")
+    expect(result).to_have_attribute("data-identical", re.compile("true|false"), timeout=90_000)
+    plain = playground.sent_of("generate")[-1]
+    plain_ids = [f["id"] for f in playground.frames if f["type"] == "token" and f["request_id"] == plain["request_id"]]
+    assert result.get_attribute("data-identical") == str(plain_ids == [t["id"] for t in tokens]).lower()
+    expect(result).to_contain_text("distributed alike, not equal")

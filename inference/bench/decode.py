@@ -216,13 +216,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--concurrency", default="", help="e.g. 1,2,4,8,16: concurrent streams through the batching scheduler")
     parser.add_argument("--requests-per-stream", type=int, default=2, help="with --concurrency: requests each stream sends")
     parser.add_argument("--max-batch", type=int, default=DEFAULT_MAX_BATCH, help="with --concurrency: the scheduler's rows")
-    parser.add_argument("--speculative", default="", help="e.g. 2,4,8: prompt-lookup speculation at each k against plain runs")
+    parser.add_argument("--speculative", default="", help="e.g. 2,4,8: speculation at each k (per --drafts) against plain runs")
     parser.add_argument("--temperature", type=float, default=0.0, help="with --speculative: the runs' temperature")
+    parser.add_argument("--drafts", default="prompt_lookup", help="with --speculative: draft sources, e.g. prompt_lookup,fast")
     args = parser.parse_args(argv)
     if args.speculative:
         runtime = load_runtime((args.model_dir or [default_model_dir()])[0], (CPU,), args.threads)
         ks = [int(k) for k in args.speculative.split(",") if k]
-        return bench_speculative.measure(runtime, ks, args.tokens or 128, args.rounds, args.temperature)
+        names = tuple(name for name in args.drafts.split(",") if name)
+        drafts = bench_speculative.served_drafts(runtime, args.threads)
+        peer = None if args.no_peers else bench_speculative.llama_cpp_decode(args.threads)
+        return bench_speculative.measure(runtime, ks, args.tokens or 128, args.rounds, args.temperature, names, drafts, peer)
     if args.concurrency:
         runtime = load_runtime((args.model_dir or [default_model_dir()])[0], (CPU,), args.threads)
         levels = [int(c) for c in args.concurrency.split(",") if c]

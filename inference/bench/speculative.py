@@ -1,29 +1,39 @@
 """Speculative decoding against plain decoding, on three kinds of prompt, in the same run.
 
-    python -m inference.bench --speculative 2,4,8 [--tokens 128] [--rounds 3] [--threads 2]
-                              [--temperature 0]
+    python -m inference.bench --speculative 2,4,8 [--drafts prompt_lookup,fast] [--tokens 128]
+                              [--rounds 3] [--threads 2] [--temperature 0]
 
-Each round runs every prompt kind plainly and then with prompt-lookup drafts at each k, in turn
-(the rounds interleave, so the machine's load falls on all alike). Every run is a websocket run's
-work: the full sampler chain (``--temperature``, seeded), top-20 alternatives traced, text
-streamed, ``--tokens`` new tokens (end-of-sequence ignored). Figures per kind and k, as
-min/median/max over rounds: decode tokens/s (the run's own ``decode_tokens_per_s``), its ratio to
-the plain run of the same round, the acceptance rate (accepted / drafted) and the tokens each
-decoder pass made. At temperature 0 the report also says whether every speculative run gave the
-plain run's tokens (it must). The machine is shared: the load average is reported before and after.
+Each round runs every prompt kind plainly, then with each draft source (``--drafts``: prompt
+lookup, and ``fast``, the build's fast variant as a draft model, when it is built) at each k, in
+turn (the rounds interleave, so the machine's load falls on all alike), and llama.cpp's plain
+greedy decode on the same GGUF when ``llama_cpp`` imports (the decoder alone: no sampler chain, no
+trace). Every run of ours is a websocket run's work: the full sampler chain (``--temperature``,
+seeded), top-20 alternatives traced, text streamed, ``--tokens`` new tokens (end-of-sequence
+ignored), the low-acceptance switch-off on (``inference.speculative.switch_off``). Figures per kind
+and setting, as min/median/max over rounds: decode tokens/s (the run's own ``decode_tokens_per_s``,
+drafting included), its ratio to the plain run of the same round, the acceptance rate (accepted /
+drafted), the tokens each decoder pass made, and in how many runs speculation was switched off.
+At temperature 0 the report also says whether every speculative run gave the plain run's tokens
+(it must). The machine is shared: the load average is reported before and after.
 """
 
 from __future__ import annotations
 
 import os
 import statistics
+import time
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from inference.bench.concurrency import TOP_N
 from inference.decoding.generation import Finished, GenerationRequest, TokenStep, Verification, run
 from inference.decoding.loop_params import LoopParams, SpeculativeParams
-from inference.runtime import Runtime
+from inference.model_dir import default_model_dir
+from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
+from inference.speculative import DraftSources
 
 PROMPTS: dict[str, str] = {
     "code": (
@@ -42,18 +52,23 @@ PROMPTS: dict[str, str] = {
 }
 
 
-def one_run(runtime: Runtime, prompt: str, tokens: int, temperature: float, k: int | None) -> dict[str, Any]:
+Setting = tuple[str, int] | None  # (draft source, k), or None for the plain run
+
+
+def one_run(
+    runtime: Runtime, prompt: str, tokens: int, temperature: float, setting: Setting, drafts: DraftSources | None = None
+) -> dict[str, Any]:
     request = GenerationRequest(
         prompt,
         sampling=SamplingParams(temperature=temperature, seed=0),
         loop=LoopParams(max_tokens=tokens, ignore_eos=True),
         top_n=TOP_N,
-        speculative=None if k is None else SpeculativeParams("prompt_lookup", k),
+        speculative=None if setting is None else SpeculativeParams(*setting),
     )
     token_ids: list[int] = []
     passes = 0
     finished: Finished | None = None
-    for item in run(runtime, request):
+    for item in run(runtime, request, drafts=drafts):
         if isinstance(item, TokenStep):
             token_ids.append(item.token_id)
             passes += 1
@@ -67,24 +82,43 @@ def one_run(runtime: Runtime, prompt: str, tokens: int, temperature: float, k: i
         "tokens_per_s": float(finished.decode_tokens_per_s or 0.0),
         "acceptance": None if totals is None or not totals.drafted else totals.accepted / totals.drafted,
         "tokens_per_pass": len(token_ids) / max(passes, 1),
+        "switched_off_at": None if totals is None else totals.switched_off_at,
         "token_ids": token_ids,
     }
 
 
-def measure(runtime: Runtime, ks: list[int], tokens: int, rounds: int, temperature: float) -> dict[str, Any]:
+def label(setting: Setting) -> str:
+    return "plain" if setting is None else f"{setting[0]} k={setting[1]}"
+
+
+def measure(
+    runtime: Runtime,
+    ks: list[int],
+    tokens: int,
+    rounds: int,
+    temperature: float,
+    draft_names: tuple[str, ...] = ("prompt_lookup",),
+    drafts: DraftSources | None = None,
+    llama_cpp: Callable[[str, int], float] | None = None,
+) -> dict[str, Any]:
+    """``drafts`` serves the named draft models; ``llama_cpp(prompt, tokens)``: its plain decode's tokens/s."""
     load_before = os.getloadavg()
+    settings: list[Setting] = [None, *((name, k) for name in draft_names for k in ks)]
     one_run(runtime, PROMPTS["code"], 8, temperature, None)  # warm-up
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {kind: {} for kind in PROMPTS}
+    peer: dict[str, list[float]] = {kind: [] for kind in PROMPTS}
     for _ in range(rounds):
         for kind, prompt in PROMPTS.items():
-            for k in [None, *ks]:
-                runs[kind].setdefault("plain" if k is None else f"k={k}", []).append(
-                    one_run(runtime, prompt, tokens, temperature, k)
-                )
+            for setting in settings:
+                runs[kind].setdefault(label(setting), []).append(one_run(runtime, prompt, tokens, temperature, setting, drafts))
+            if llama_cpp is not None:
+                peer[kind].append(llama_cpp(prompt, tokens))
     figures: dict[str, dict[str, Any]] = {}
     for kind, by_setting in runs.items():
         plain = by_setting["plain"]
         figures[kind] = {"plain": {"tokens_per_s": spread([r["tokens_per_s"] for r in plain])}}
+        if peer[kind]:
+            figures[kind]["llama.cpp plain"] = {"tokens_per_s": spread(peer[kind])}
         for setting, results in by_setting.items():
             if setting == "plain":
                 continue
@@ -93,6 +127,7 @@ def measure(runtime: Runtime, ks: list[int], tokens: int, rounds: int, temperatu
                 "speedup": spread([r["tokens_per_s"] / p["tokens_per_s"] for r, p in zip(results, plain)], 2),
                 "acceptance": spread([r["acceptance"] or 0.0 for r in results], 2),
                 "tokens_per_pass": spread([r["tokens_per_pass"] for r in results], 2),
+                "switched_off": sum(r["switched_off_at"] is not None for r in results),
             }
             if temperature == 0.0:
                 figures[kind][setting]["same_tokens_as_plain"] = all(
@@ -100,7 +135,7 @@ def measure(runtime: Runtime, ks: list[int], tokens: int, rounds: int, temperatu
                 )
     return {
         "speculative": {
-            "draft": "prompt_lookup",
+            "drafts": list(draft_names),
             "ks": ks,
             "new_tokens": tokens,
             "rounds": rounds,
@@ -109,6 +144,33 @@ def measure(runtime: Runtime, ks: list[int], tokens: int, rounds: int, temperatu
             "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         }
     }
+
+
+def served_drafts(runtime: Runtime, threads: int) -> DraftSources:
+    """The draft sources a worker serves for ``runtime`` (draft models from beside the configured model)."""
+    return DraftSources(runtime, default_model_dir().parent, lambda model_dir: load_runtime(model_dir, intra_op_threads=threads))
+
+
+def llama_cpp_decode(threads: int) -> Callable[[str, int], float] | None:
+    """llama.cpp's plain greedy decode (tokens/s after the prompt) on the GGUF our model is built
+    from, or None when ``llama_cpp`` does not import."""
+    try:
+        from inference.bench.peers import LlamaCppModel
+
+        model = LlamaCppModel(threads, 2048)
+    except ImportError:
+        return None
+    llm = model.llm
+
+    def decode(prompt: str, tokens: int) -> float:
+        llm.reset()
+        llm.eval(llm.tokenize(("<|endoftext|>" + prompt).encode(), add_bos=False, special=True))
+        began = time.perf_counter()
+        for _ in range(tokens):
+            llm.eval([int(np.argmax(model.last_logits()))])
+        return tokens / (time.perf_counter() - began)
+
+    return decode
 
 
 def spread(values: list[float], digits: int = 1) -> dict[str, float]:

@@ -165,6 +165,8 @@ class Responder:
             extension["delete_token"] = source["delete_token"]
         if done is not None:
             extension["timing"] = done.get("timing")
+            if done.get("speculative") is not None:  # a speculative run's totals (done.speculative)
+                extension["speculative"] = done["speculative"]
             if done.get("save_error"):
                 extension["save_error"] = done["save_error"]
         return extension

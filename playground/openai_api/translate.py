@@ -19,6 +19,7 @@ from inference.sampling import SamplingParams
 from playground import json_depth
 from playground.edge import frames
 from playground.openai_api.errors import ApiError, from_event, not_found
+from playground.wire.jobs import SPECULATIVE
 
 Kind = Literal["completion", "chat"]
 
@@ -27,7 +28,8 @@ COMPLETION_MAX_TOKENS = 16  # /v1/completions; chat takes ours (LoopParams' defa
 MAX_COMPLETION_LOGPROBS = frames.TOP_N[1]  # OpenAI allows 5; our alternatives go to 20
 MAX_TOP_LOGPROBS = frames.TOP_N[1]
 
-OUR_PARAMS = SamplingParams.field_names() | LoopParams.field_names()
+# ``speculative``: the websocket's ``params.speculative`` (docs/speculative.md), on both endpoints
+OUR_PARAMS = SamplingParams.field_names() | LoopParams.field_names() | {SPECULATIVE}
 SHARED = frozenset({"model", "stream", "stream_options", "n", "stop", "seed", "user", "save", "top_n", "watch"})
 COMPLETION_KEYS = SHARED | {"prompt", "logprobs", "echo", "best_of", "suffix"}
 CHAT_KEYS = SHARED | {

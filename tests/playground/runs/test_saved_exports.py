@@ -7,7 +7,7 @@ added since these files were written: a token's ``draw_interval`` (exported as n
 ``draw``) and ``watched`` (exported as [] after ``elapsed_ms``), the request's ``watch`` ([] after
 ``prefix_tokens``) and ``typed_tokens`` (0 after ``watch``), the sampling parameter ``grammar``
 (null after ``dynatemp_exponent``; the old ``sampler_order`` is kept as it was), and a run's
-``prompt_surprisal`` (null after ``prompt_tokens``)."""
+``prompt_surprisal`` (null after ``prompt_tokens``) and ``speculative`` (null after ``beam_steps``)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def _copy(run: dict, new_id: str, parent: str | None) -> dict:
     tokens = [_as_exported_now(token) for token in run["tokens"]]
     request = _with(_with(run["request"], "prefix_tokens", "watch", []), "watch", "typed_tokens", 0)
     request = request | {"params": _with(request["params"], "dynatemp_exponent", "grammar", None)}
-    return _with(run, "prompt_tokens", "prompt_surprisal", None) | {
+    run = _with(_with(run, "prompt_tokens", "prompt_surprisal", None), "beam_steps", "speculative", None)
+    return run | {
         "id": new_id,
         "source": "imported",
         "imported_from": run["id"],

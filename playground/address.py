@@ -23,8 +23,10 @@ from playground.param_facts import params_schema
 #: The request's own settings, before the parameters: chat mode's earlier turns (``turns``, JSON
 #: ``[[role, content], …]``) and the answer's start to continue (``assistant_prefix``) among them;
 #: ``watch`` is the page's watched tokens (JSON ``[[id, text or null], …]``; a saved run has none),
-#: and the served model's id (``model``; written only for a model other than the default).
-REQUEST_KEYS = ("prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "watch", "model")
+#: ``model`` the served model's id (written only for a model other than the default), and
+#: ``speculative`` speculative decoding (JSON ``{"draft", "k"}``: a key of ``params`` that the
+#: parameter facts do not list, being neither the sampler chain's nor the loop's).
+REQUEST_KEYS = ("prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "watch", "model", "speculative")
 
 # Bytes application/x-www-form-urlencoded leaves as they are (the URL standard's serializer).
 _PLAIN = frozenset(b"*-._0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -101,6 +103,12 @@ def param_text(key: str, value: Any) -> str:
     return str(value)
 
 
+def speculative_text(value: Mapping[str, Any] | None) -> str:
+    """``params.speculative`` as the address holds it: JSON ``{"draft", "k"}`` as ``JSON.stringify``
+    writes it; off (null): ""."""
+    return _json({"draft": value["draft"], "k": value["k"]}) if value else ""
+
+
 def turns_text(turns: list[Mapping[str, str]]) -> str:
     """Chat turns (``[{role, content}, …]``) as the address holds them: JSON ``[[role, content], …]``
     as ``JSON.stringify`` writes it; no turns: ""."""
@@ -146,7 +154,7 @@ def decode_address(query: str) -> dict[str, str]:
 def run_texts(request: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, str]:
     """A run's settings as the page's control texts: its prompt, mode, system (when it had one),
     a conversation's earlier ``turns`` and ``assistant_prefix`` (when given and not empty), top_n,
-    no_cache, and every parameter whose control would not already show it on a fresh page (a
+    no_cache, ``speculative`` (when on), and every parameter whose control would not already show it on a fresh page (a
     parameter is left out only when its text is empty, like its default's)."""
     texts: dict[str, str] = {"prompt": request["prompt"], "mode": request["mode"], "top_n": str(request["top_n"])}
     if request.get("system") is not None:
@@ -159,6 +167,8 @@ def run_texts(request: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str
         texts["no_cache"] = "1"
     if request.get("model") and request["model"] != DEFAULT_MODELS[0]:
         texts["model"] = request["model"]
+    if params.get("speculative"):
+        texts["speculative"] = speculative_text(params["speculative"])
     properties = params_schema()["properties"]
     for key in (key for key in params if key in properties):
         text = param_text(key, params[key])

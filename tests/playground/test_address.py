@@ -10,7 +10,15 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from playground.address import decode_address, encode_address, param_text, run_texts, turns_text, turns_value
+from playground.address import (
+    decode_address,
+    encode_address,
+    param_text,
+    run_texts,
+    speculative_text,
+    turns_text,
+    turns_value,
+)
 from playground.param_facts import params_schema
 from playground.runs.conversation import page_fields
 from tests.js import module_url, run_js
@@ -20,7 +28,7 @@ SCHEMA = params_schema()
 
 JS_CODEC = f"""
     import * as address from "{module_url("shared/js/address.js")}";
-    const {{ schema, values, addresses, decode, turns = [], turnTexts = [], settings = [] }} = INPUT;
+    const {{ schema, values, addresses, decode, turns = [], turnTexts = [], settings = [], speculative = [] }} = INPUT;
     console.log(JSON.stringify({{
       texts: values.map(({{ key, value }}) => address.paramText(schema, key, value)),
       queries: addresses.map((texts) => address.encodeAddress(schema, texts)),
@@ -28,6 +36,8 @@ JS_CODEC = f"""
       turnTexts: turns.map((list) => address.turnsText(list)),
       turns: turnTexts.map((text) => address.turnsValue(text)),
       settings: settings.map((query) => address.settingsFromAddress(schema, query)),
+      speculative: speculative.map((value) => address.speculativeText(value)),
+      speculativeBack: speculative.map((value) => address.speculativeValue(address.speculativeText(value))),
     }}));
 """
 
@@ -62,7 +72,10 @@ def _random_text(rng: random.Random) -> str:
 
 def test_the_codecs_agree_byte_for_byte_on_random_texts():
     rng = random.Random(8)
-    keys = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "watch", *SCHEMA["properties"]]
+    keys = [
+        *("prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "watch", "speculative"),
+        *SCHEMA["properties"],
+    ]
     cases = [{key: _random_text(rng) for key in rng.sample(keys, rng.randrange(1, 8))} for _ in range(300)]
     cases.append({"prompt": "a lone surrogate \ud800 reads as U+FFFD"})
     js = js_codec([], cases, [encode_address(case) for case in cases])
@@ -156,3 +169,16 @@ def test_a_conversation_becomes_the_pages_fields_and_its_address(messages, conti
     decoded = decode_address(encode_address(texts))
     assert turns_value(decoded.get("turns", "")) == fields["turns"]
     assert decoded.get("assistant_prefix", "") == fields["assistant_prefix"] and decoded["prompt"] == fields["prompt"]
+
+
+def test_both_codecs_write_speculative_decoding_alike_and_a_runs_texts_keep_it():
+    values = [{"draft": "prompt_lookup", "k": 4}, {"k": 8, "draft": "fast"}, None]
+    js = js_codec([], [], [], speculative=values)
+    assert [speculative_text(v) for v in values] == js["speculative"]
+    assert js["speculative"] == ['{"draft":"prompt_lookup","k":4}', '{"draft":"fast","k":8}', ""]
+    assert js["speculativeBack"] == [{"draft": "prompt_lookup", "k": 4}, {"draft": "fast", "k": 8}, None]
+    request = {"prompt": "def f(x):", "mode": "completion", "system": None, "top_n": 5, "use_cache": True}
+    params = {k: p["default"] for k, p in SCHEMA["properties"].items()}
+    assert run_texts(request, params | {"speculative": {"draft": "fast", "k": 2}})["speculative"] == '{"draft":"fast","k":2}'
+    assert "speculative" not in run_texts(request, params | {"speculative": None})
+    assert "speculative" not in run_texts(request, params)  # runs saved before it

@@ -14,6 +14,7 @@ import { listValue, paramText } from "../../shared/js/address.js";
 import { GROUPS, PARAMS, PARAM_BY_KEY, SCHEMA, controlId, initialValue } from "./params-schema.js";
 import { dialLayout, groupsToOpen } from "./dial-layout.js";
 import { seedValue } from "../../shared/js/socket.js";
+import { speculativeFieldFor } from "./speculative-panel.js";
 
 // Fields of the request that are not sampler params: `error.param` → control id.
 const REQUEST_FIELDS = { prompt: "prompt", mode: "mode", system: "system", top_n: "top-n", watch: "watch-words" };
@@ -283,5 +284,6 @@ export function fieldFor(param) {
   if (key === "logit_bias") return "logit-bias";
   if (key === "sampler_order") return "stage-order";
   if (key === "grammar") return "grammar-source"; // the grammar editor's box, whichever part is named
+  if (key === "speculative") return speculativeFieldFor(param) ?? speculativeFieldFor("params.speculative");
   return PARAM_BY_KEY[key] ? controlId(key) : null;
 }

@@ -21,6 +21,9 @@ import { clearPromptTokens, LivePromptTokens } from "./prompt-tokens.js";
 import { Run } from "./run.js";
 import { endAdvice, looksLikeInstruction } from "./run-advice.js";
 import { SamplesView } from "./samples-view.js";
+import { CompareWithout } from "./speculative-compare.js";
+import { SpeculativeSettings } from "./speculative-panel.js";
+import { VerificationView } from "../../shared/js/verification-view.js";
 import { GenerateClient } from "../../shared/js/socket.js";
 import { GrammarEditor } from "./grammar-editor.js";
 import { GuidedWalk } from "./guided-walk.js";
@@ -56,6 +59,7 @@ const order = new StageOrder($("stage-order"), document.querySelector("[data-ord
 const bias = new LogitBiasEditor($("logit-bias-editor"), tokenize);
 const watchList = new WatchList($("watch-editor"), tokenize);
 const grammar = new GrammarEditor($("grammar-editor"));
+const speculative = new SpeculativeSettings($("speculative-editor"), SCHEMA.properties.speculative);
 const presets = new Presets($("presets"), (text) => stats.status(text, "idle"));
 // The system message is chat mode's only: the server refuses it with any other mode.
 const chatTurns = new ChatTurns($("chat-turns"), $("assistant-prefix"));
@@ -84,6 +88,8 @@ $("edit-continue").addEventListener("focusin", () => controller.close(false)); /
 const samplesView = new SamplesView($("samples"));
 const beamView = new BeamView($("beam-tree"), $("beam-hypotheses"));
 const latency = new LatencyChart($("latency-chart"), $("latency-summary"));
+const verification = new VerificationView($("speculative-section")); // a speculative run's steps and totals
+const compareWithout = new CompareWithout($("speculative-section"), client);
 const promptPanel = new PromptPanel({ client, readForm: () => readForm(), stats, busy: () => active !== null, output });
 new BranchTreeView($("branches"), tree, (node) => {
   if (!node || node === tree.current) return;
@@ -102,13 +108,13 @@ let urlTimer = 0;
 function settingsChanged() {
   syncChatOnly();
   suggestChat();
-  const values = form.values();
+  const values = { ...form.values(), speculative: speculative.text() };
   const params = typedParams();
   order.markEnabled(enabledStages(params, order.order));
   presets.markActive(params);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
-    const query = settingsToAddress(SCHEMA, { ...values, ...editorTexts() }, ParamsForm.initialValues(), {
+    const query = settingsToAddress(SCHEMA, { ...values, ...editorTexts() }, { ...ParamsForm.initialValues(), speculative: "" }, {
       order: order.value, bias: bias.entriesList, turns: chatTurns.turns, prefix: chatTurns.prefix.value,
     });
     history.replaceState(null, "", query ? `?${query}` : location.pathname);
@@ -147,6 +153,7 @@ function restoreFromUrl() {
   if (turns.length || prefix) chatTurns.set(turns, prefix); // before the form's settingschange reads them
   grammar.setText(grammarText);
   watchList.setEntries(watchValue(watch));
+  if ("speculative" in values) speculative.setText(values.speculative);
   if (Object.keys(values).length) form.apply(values);
   if (savedOrder) order.set(savedOrder);
   if (savedBias.length) bias.setEntries(savedBias);
@@ -208,10 +215,12 @@ presets.addEventListener("save", (e) => {
   }
   const values = { ...form.values(), grammar: grammar.text };
   for (const key of ["prompt", "mode", "system"]) delete values[key];
+  values.speculative = speculative.text();
   presets.save({ name, values, order: order.value, bias: bias.entriesList });
 });
 presets.addEventListener("restore", (e) => {
   const { preset } = e.detail;
+  speculative.setText(preset.values.speculative ?? "");
   form.apply(preset.values);
   grammar.setText(preset.values.grammar ?? "");
   order.set(preset.order ?? []);
@@ -260,6 +269,7 @@ function readForm() {
   const read = form.read({ logit_bias: bias.value, sampler_order: order.value, chat: chatTurns });
   const constraint = grammar.read(); // a schema that is not JSON cannot be sent
   const errors = [...(read.errors ?? []), ...(constraint.error ? [constraint.error] : [])];
+  const drafting = speculative.read(errors);
   if (errors.length) {
     let target = null;
     for (const { param, message } of errors) target ??= form.showError(param, message);
@@ -268,6 +278,7 @@ function readForm() {
     return null;
   }
   if (constraint.grammar) read.request.params.grammar = constraint.grammar;
+  if (drafting) read.request.params.speculative = drafting;
   if (watchList.ids.length) read.request.watch = watchList.ids;
   return read.request;
 }
@@ -343,6 +354,8 @@ async function launch(run, node, { keepView = false } = {}) {
   }
   samplesView.clear();
   beamView.clear();
+  verification.clear();
+  compareWithout.show(null);
   promptPanel.clear();
   reuseSeed.hidden = true;
   showAdvice(null);
@@ -399,6 +412,10 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
       promptTokens.showStarted(event.prompt_tokens, event.model?.context_window);
       stats.started(event, run.request.params.seed);
       reuseSeed.hidden = false;
+      if (run.request.params.speculative) verification.begin();
+      break;
+    case "verification":
+      if (onScreen) verification.add(event);
       break;
     case "token":
       touchTree();
@@ -428,6 +445,8 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
         watchChart.render(run.tokens);
         samplesView.render(run);
         if (run.isBeam) beamView.render(run);
+        if (event.speculative) verification.summary(event.speculative);
+        compareWithout.show(run);
       }
       latency.record(run);
       finish(run);
@@ -502,6 +521,8 @@ function showRun(node) {
   samplesView.render(run);
   if (run.isBeam) beamView.render(run);
   else beamView.clear();
+  verification.show(run.verifications, run.done?.speculative, run.request.params.speculative);
+  compareWithout.show(run);
   promptPanel.showRun(run);
   if (run.started) {
     stats.started(run.started, run.request.params.seed);

@@ -15,6 +15,7 @@ export class Run {
     this.tokens = []; // sample 0's `token` events, by index
     this.samples = [this.tokens]; // every sample's `token` events (params.n > 1)
     this.beamSteps = []; // `beam_step` events (params.num_beams > 1)
+    this.verifications = []; // `verification` events (params.speculative), in order
     this.done = null; // the `done` event
     this.error = null; // the `error` object of an `error` event
     this.stopRequested = false;
@@ -48,6 +49,9 @@ export class Run {
       }
       case "beam_step":
         this.beamSteps[event.index] = event;
+        break;
+      case "verification":
+        this.verifications.push(event);
         break;
       case "done":
         this.done = event;

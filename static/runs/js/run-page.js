@@ -13,6 +13,7 @@ import { replay } from "./replay.js";
 import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "../../shared/js/store.js";
 import { drawStrip } from "./strip.js";
 import { markTyped } from "../../shared/js/typed.js";
+import { VerificationView } from "../../shared/js/verification-view.js";
 
 const root = document.querySelector(".saved-run");
 const run = parseJson(document.getElementById("run-data").textContent); // seeds exact, as everywhere
@@ -21,7 +22,7 @@ rememberRun(run.id);
 
 // Output: sample 0's tokens, as the playground shows a live run.
 renderLegend(document.getElementById("legend"));
-const tokens = run.tokens.filter((t) => (t.sample ?? 0) === 0).map((t) => markTyped(t, run.request));
+const tokens = run.tokens.filter((t) => (t.sample ?? 0) === 0).map((t) => markTyped(t, run.request)); // a speculative run's keep `drafted`
 const byIndex = new Map(tokens.map((t) => [t.index, t]));
 const inspector = new Inspector(document.getElementById("inspector"));
 const output = document.getElementById("output");
@@ -35,6 +36,11 @@ if (run.result.tail) {
 }
 drawStrip(document.querySelector("[data-testid=strip]"), tokens, (i) => stream.elements[i]?.focus());
 showGrammar(root.querySelector("[data-grammar-view]"), run.request.params.grammar ?? null, run.result.text ?? "", run.result.reason);
+
+// A speculative run (`run.speculative`: its totals and verification events; null otherwise): the
+// steps and totals, as the playground showed them live.
+new VerificationView(document.getElementById("speculative-section"))
+  .show(run.speculative?.verifications ?? [], run.speculative?.totals ?? null, run.speculative);
 
 // The prompt's surprisal, when the run asked for it (null in runs saved before it existed), and the tint switch.
 const promptView = new PromptSurprisalView(document.getElementById("prompt-surprisal"));

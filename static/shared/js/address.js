@@ -5,6 +5,7 @@
 // a value of each kind is written. Pure functions: no DOM, no history.
 //
 //   prompt, mode, system, top_n, no_cache=1    the request's own settings
+//   speculative={"draft":"prompt_lookup","k":4} JSON, as the wire writes it; absent: off
 //   turns=[["user","Hi"],["assistant","Hello"]] chat mode's earlier turns, JSON
 //   assistant_prefix=The+answer+is             the answer's start for the model to continue
 //   temperature=0.7, top_p=0.9, seed=…         numbers as typed
@@ -15,8 +16,9 @@
 //   grammar={"type":"regex","pattern":"…"}     JSON, as JSON.stringify writes it
 //   watch=[[id,"text"],[id,null],…]            the watched tokens (null: added by #id), JSON
 
-/** The request's own settings, before the parameters. */
-export const REQUEST_KEYS = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "watch"];
+/** The request's own settings, before the parameters; `speculative` is a key of `params` that the
+ *  parameter facts do not list (neither the sampler chain's nor the loop's). */
+export const REQUEST_KEYS = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "watch", "model", "speculative"];
 
 /** The roles a chat turn may have (the server's inference.chat_template.ROLES). */
 export const TURN_ROLES = ["system", "user", "assistant"];
@@ -58,6 +60,21 @@ export function watchValue(text) {
   if (!Array.isArray(parsed)) return [];
   return parsed.filter((e) => Array.isArray(e) && e.length === 2 && Number.isInteger(e[0]) && e[0] >= 0
     && (typeof e[1] === "string" || e[1] === null));
+}
+
+/** A `speculative` value ({draft, k}) as the address holds it: JSON with those two keys; off: "". */
+export function speculativeText(value) {
+  return value ? JSON.stringify({ draft: value.draft, k: value.k }) : "";
+}
+
+/** The address's `speculative` text back to {draft, k}, or null (off) for "" or malformed text. */
+export function speculativeValue(text) {
+  try {
+    const parsed = JSON.parse(text || "null");
+    return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? { draft: parsed.draft, k: parsed.k } : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Every key the address may hold, in the order it is written. */

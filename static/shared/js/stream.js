@@ -7,7 +7,8 @@
 //
 // Whitespace on demand: each token keeps its text and carries a `data-ws` copy with spaces,
 // tabs and newlines made visible; the stylesheet swaps one for the other (`.show-whitespace`), so
-// the output's text stays exactly the model's. A token forced by a branch is marked.
+// the output's text stays exactly the model's. A token forced by a branch is marked, and so is one
+// a speculative run's draft proposed and the model accepted (`drafted`).
 
 import { probColors } from "./colors.js";
 import { isEndToken, visibleWhitespace } from "./format.js";
@@ -81,6 +82,10 @@ export class TokenStream {
     } else if (token.forced && token.index === forkIndex) {
       el.classList.add("forced");
       el.title = "forced: the alternative this branch was started from";
+    }
+    if (token.drafted) {
+      el.classList.add("drafted"); // speculative: drafted and accepted, checked in one pass with its neighbours
+      el.title ||= "drafted and accepted: the model checked it in the same pass as the tokens around it";
     }
     // A token is a button: activating it pins its alternatives open. Its name is its text; the
     // inspector describes it (aria-describedby) while open.

@@ -72,6 +72,7 @@ class KVCache:
         # a session's IOBinding with some of these values bound as past and present, kept between
         # runs by ``Decoder._binding``: (session, the values bound, the binding)
         self.binding: tuple[ort.InferenceSession, list[ort.OrtValue], ort.IOBinding] | None = None
+        self._views: tuple[tuple[int, int], list[ort.OrtValue]] | None = None  # the last rows asked of ``views``
 
     @property
     def batch_size(self) -> int:
@@ -97,7 +98,9 @@ class KVCache:
             return self.values
         if self.device != "cpu":
             raise NotImplementedError("row views of the cache need host buffers (the CPU provider)")
-        return [self._wrap(buffer[begin:end]) for buffer in self.buffers]
+        if self._views is None or self._views[0] != (begin, end):  # kept: a batch decodes the same rows step after step
+            self._views = ((begin, end), [self._wrap(buffer[begin:end]) for buffer in self.buffers])
+        return self._views[1]
 
     def copy_rows(self, targets: Sequence[int], sources: Sequence[int], length: int) -> None:
         """Rows ``targets`` get the first ``length`` positions of rows ``sources`` (read before any is written)."""
@@ -132,7 +135,7 @@ class KVCache:
 
     def _replace(self, kept, capacity: int, batch_size: int | None = None) -> None:
         batch_size = self.batch_size if batch_size is None else batch_size
-        self.binding = None  # it holds the old buffers
+        self.binding = self._views = None  # they hold the old buffers
         for i in range(len(self.buffers)):
             part = kept(self._host(i))  # [B', kv_heads, length, head_dim]
             buffer = self._zeros(batch_size, capacity)

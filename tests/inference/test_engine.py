@@ -92,6 +92,15 @@ def test_a_cache_is_bound_once_and_again_only_when_it_grows(tiny_runtime):
     assert state._past.binding[2] is not binding
 
 
+def test_a_rows_view_is_kept_while_the_same_rows_are_asked_for(tiny_runtime):
+    cache = tiny_runtime.decoder.empty_past(4)
+    view = cache.views(1, 3)
+    assert cache.views(1, 3) is view  # the same OrtValues: a batch's binding is kept with them
+    assert cache.views(0, 2) is not view
+    cache.reserve(cache.capacity + 1, 0)
+    assert cache.views(0, 2)[0].shape()[2] == cache.capacity  # over the new buffers
+
+
 def test_growing_past_the_capacity_keeps_the_cache(tiny_runtime):
     """Steps that cross the buffer's first capacity (256) give what a full recompute gives."""
     decoder = tiny_runtime.decoder

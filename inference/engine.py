@@ -76,6 +76,10 @@ class KVCache:
         self.device = device
         self.buffers = [self._zeros(batch_size, capacity) for _ in range(2 * shape.num_layers)]
         self.values = [self._wrap(buffer) for buffer in self.buffers]
+        # a session's IOBinding with some of these values bound as past and present, kept between
+        # runs by ``Decoder._binding``: (session, the values bound, the binding)
+        self.binding: tuple[ort.InferenceSession, list[ort.OrtValue], ort.IOBinding] | None = None
+        self._views: tuple[tuple[int, int], list[ort.OrtValue]] | None = None  # the last rows asked of ``views``
 
     @property
     def batch_size(self) -> int:
@@ -101,7 +105,9 @@ class KVCache:
             return self.values
         if self.device != "cpu":
             raise NotImplementedError("row views of the cache need host buffers (the CPU provider)")
-        return [self._wrap(buffer[begin:end]) for buffer in self.buffers]
+        if self._views is None or self._views[0] != (begin, end):  # kept: a batch decodes the same rows step after step
+            self._views = ((begin, end), [self._wrap(buffer[begin:end]) for buffer in self.buffers])
+        return self._views[1]
 
     def copy_rows(self, targets: Sequence[int], sources: Sequence[int], length: int) -> None:
         """Rows ``targets`` get the first ``length`` positions of rows ``sources`` (read before any is written)."""
@@ -136,6 +142,7 @@ class KVCache:
 
     def _replace(self, kept, capacity: int, batch_size: int | None = None) -> None:
         batch_size = self.batch_size if batch_size is None else batch_size
+        self.binding = self._views = None  # they hold the old buffers
         for i in range(len(self.buffers)):
             part = kept(self._host(i))  # [B', kv_heads, length, head_dim]
             buffer = self._zeros(batch_size, capacity)
@@ -234,6 +241,7 @@ class Decoder:
             position_ids,
             0 if all_logits else 1,
             past.views(first_row, first_row + rows),
+            past,
         )  # [R, 1 or S, V]
         return logits if all_logits else logits[:, -1, :]
 
@@ -244,20 +252,37 @@ class Decoder:
         position_ids: np.ndarray,  # [R, S] int64
         logits_to_keep: int,  # 0: every position
         cache: list[ort.OrtValue],  # each layer's buffer, bound as past and present alike
+        holder: KVCache,  # the cache they are (views of): it keeps the binding between runs
     ) -> np.ndarray:
         """One session run; returns the logits [R, kept positions, V]. Keys and values are appended
         in place: the same buffer serves as past and present."""
-        binding = self.session.io_binding()
+        binding = self._binding(cache, holder)
         binding.bind_cpu_input("input_ids", input_ids)
         binding.bind_cpu_input("attention_mask", attention_mask)
         binding.bind_cpu_input("position_ids", position_ids)
         binding.bind_cpu_input("logits_to_keep", np.array(logits_to_keep, dtype=np.int64))
-        binding.bind_output("logits")  # first: get_outputs() lists outputs in binding order
+        rows, length = input_ids.shape
+        kept = min(logits_to_keep, length) if logits_to_keep else length
+        logits = np.empty((rows, kept, self.shape.vocab_size), dtype=np.float32)  # [R, kept, V], a new array each run
+        binding.bind_output("logits", "cpu", 0, np.float32, list(logits.shape), logits.ctypes.data)
+        self.session.run_with_iobinding(binding)
+        return logits
+
+    def _binding(self, cache: list[ort.OrtValue], holder: KVCache) -> ort.IOBinding:
+        """An IOBinding with ``cache`` bound as past and present: the one ``holder`` kept from its last
+        run while those are the same OrtValues (every decode step of a run, until the cache grows), so
+        the 2 × layers cache bindings are made once per cache, not once per token. The binding lives
+        with the cache: a cache serves one run at a time, and no binding outlives its buffers."""
+        kept = holder.binding
+        same = kept is not None and kept[0] is self.session and len(kept[1]) == len(cache)
+        if same and all(a is b for a, b in zip(kept[1], cache)):  # type: ignore[index]
+            return kept[2]  # type: ignore[index]
+        binding = self.session.io_binding()
         for past_name, present_name, value in zip(self._past_names, self._present_names, cache):
             binding.bind_ortvalue_input(past_name, value)
             binding.bind_ortvalue_output(present_name, value)
-        self.session.run_with_iobinding(binding)
-        return binding.get_outputs()[0].numpy()
+        holder.binding = (self.session, list(cache), binding)
+        return binding
 
     def prefill_fresh_rows(
         self, prompts: Sequence[Sequence[int]], into: KVCache, targets: Sequence[int], all_logits: bool = False
@@ -286,7 +311,7 @@ class Decoder:
         position_ids = np.broadcast_to(np.arange(width, dtype=np.int64), input_ids.shape).copy()  # [G, S]
         scratch = self.empty_past(len(prompts), capacity=max(width, KVCache.MIN_CAPACITY))
         # [G, keep, V]: positions width - keep .. width - 1 of every row
-        logits = self._forward(input_ids, attention_mask, position_ids, keep, scratch.values)
+        logits = self._forward(input_ids, attention_mask, position_ids, keep, scratch.values, scratch)
         into.take_rows(scratch, targets, lengths.tolist())
         if all_logits:
             return logits

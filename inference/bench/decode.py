@@ -30,7 +30,10 @@ steps; the model's context window is 8192); our aggregate tokens/s at each batch
 time of ``--prompt-tokens`` tokens; resident memory after loading each system and the process's
 peak; the load average before and after. Every figure is taken once per round, the systems in
 turn within a round, and reported as min/median/max over rounds; ``ratios`` divide ours by each
-peer round by round, and each further ``--model-dir`` build (a variant) by the first. The machine
+peer round by round, and each further ``--model-dir`` build (a variant) by the first.
+``loop_ms_per_token_excluding_the_model_call`` (and its ``cpu`` twin, the thread's CPU time, which
+a shared machine inflates less): what the generation loop costs per token besides ONNX Runtime's
+run itself (``inference.bench.loop_cost``). The machine
 is shared: only same-run ratios carry over between runs.
 Speed targets are read from these numbers, never asserted in tests.
 """
@@ -51,6 +54,7 @@ import numpy as np
 
 from inference.batching.params import DEFAULT_MAX_BATCH
 from inference.bench import concurrency as bench_concurrency
+from inference.bench import loop_cost
 from inference.bench import peers as peer_models
 from inference.bench import speculative as bench_speculative
 from inference.bench.concurrency import TOP_N, peak_rss_mb, rss_mb
@@ -268,6 +272,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for _ in range(args.rounds):
         for system in systems:
             measure("decode_tokens_per_s", system, lambda: system.decode(args.tokens))
+        for system in ours_systems:
+            cost = loop_cost.loop_ms_per_token(system.runtime, args.tokens)
+            measure("loop_ms_per_token_excluding_the_model_call", system, lambda: cost["wall"])
+            measure("loop_cpu_ms_per_token_excluding_the_model_call", system, lambda: cost["cpu"])
         for context in contexts:
             for system in systems:
                 measure(f"decode_tokens_per_s_at_{context}_context", system, lambda: system.decode_at(context))
@@ -290,7 +298,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "context/batch figures: the bare engine, greedy",
         "peers_skipped": skipped,
         "figures": {
-            label: {name: spread(v, 3 if "prefill" in label else 1) for name, v in by.items()} for label, by in figures.items()
+            label: {name: spread(v, 3 if "prefill" in label or "loop" in label else 1) for name, v in by.items()}
+            for label, by in figures.items()
         },
         "ratios_ours_to_peer": {},
         "memory_mb": {**memory, "peak": round(peak_rss_mb())},
@@ -300,6 +309,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # each of our builds against each peer, and every further build (a variant) against the first
     pairs = [(mine, peer) for mine in ours_systems for peer in peers] + [(mine, ours) for mine in ours_systems[1:]]
     for label, by in figures.items():
+        if label.startswith("loop"):
+            continue  # a cost of our loop alone: no peer has one
         for mine, peer in pairs:
             if peer.name in by and mine.name in by:
                 ours_v, peer_v = by[mine.name], by[peer.name]

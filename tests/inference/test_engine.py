@@ -78,6 +78,29 @@ def test_a_step_appends_in_place_to_the_shared_buffer(tiny_runtime):
     assert cache.buffers[0][:, :, len(PROMPT)].any()  # the new token's keys written after them
 
 
+def test_a_cache_is_bound_once_and_again_only_when_it_grows(tiny_runtime):
+    state = tiny_runtime.decoder.new_state()
+    first = state.append_tokens(PROMPT)
+    kept = first.copy()
+    binding = state._past.binding[2]
+    state.append_tokens([7])
+    assert state._past.binding[2] is binding  # the step reused the cache's binding
+    np.testing.assert_array_equal(first, kept)  # each run's logits are an array of its own
+    state._past.reserve(state._past.capacity + 1, state.length)
+    assert state._past.binding is None  # new buffers: the old binding is dropped with the old ones
+    state.append_tokens([8])
+    assert state._past.binding[2] is not binding
+
+
+def test_a_rows_view_is_kept_while_the_same_rows_are_asked_for(tiny_runtime):
+    cache = tiny_runtime.decoder.empty_past(4)
+    view = cache.views(1, 3)
+    assert cache.views(1, 3) is view  # the same OrtValues: a batch's binding is kept with them
+    assert cache.views(0, 2) is not view
+    cache.reserve(cache.capacity + 1, 0)
+    assert cache.views(0, 2)[0].shape()[2] == cache.capacity  # over the new buffers
+
+
 def test_growing_past_the_capacity_keeps_the_cache(tiny_runtime):
     """Steps that cross the buffer's first capacity (256) give what a full recompute gives."""
     decoder = tiny_runtime.decoder

@@ -19,9 +19,10 @@ from urllib.parse import parse_qsl
 from inference.chat_template import ROLES as TURN_ROLES
 from playground.param_facts import params_schema
 
-#: The request's own settings, before the parameters: chat mode's earlier turns (``turns``, JSON
+#: The request's own settings, before the parameters: the served model's id (``model``; absent: the
+#: default), chat mode's earlier turns (``turns``, JSON
 #: ``[[role, content], …]``) and the answer's start to continue (``assistant_prefix``) among them.
-REQUEST_KEYS = ("prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache")
+REQUEST_KEYS = ("model", "prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache")
 
 # Bytes application/x-www-form-urlencoded leaves as they are (the URL standard's serializer).
 _PLAIN = frozenset(b"*-._0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")

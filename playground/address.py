@@ -140,11 +140,13 @@ def decode_address(query: str) -> dict[str, str]:
 
 
 def run_texts(request: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, str]:
-    """A run's settings as the page's control texts: its prompt, mode, system (when it had one),
+    """A run's settings as the page's control texts: its model (when named), prompt, mode, system (when it had one),
     a conversation's earlier ``turns`` and ``assistant_prefix`` (when given and not empty), top_n,
     no_cache, and every parameter whose control would not already show it on a fresh page (a
     parameter is left out only when its text is empty, like its default's)."""
     texts: dict[str, str] = {"prompt": request["prompt"], "mode": request["mode"], "top_n": str(request["top_n"])}
+    if request.get("model"):
+        texts["model"] = request["model"]
     if request.get("system") is not None:
         texts["system"] = request["system"]
     if request.get("turns"):

@@ -19,10 +19,9 @@ from urllib.parse import parse_qsl
 from inference.chat_template import ROLES as TURN_ROLES
 from playground.param_facts import params_schema
 
-#: The request's own settings, before the parameters: the served model's id (``model``; absent: the
-#: default), chat mode's earlier turns (``turns``, JSON
+#: The request's own settings, before the parameters: chat mode's earlier turns (``turns``, JSON
 #: ``[[role, content], …]``) and the answer's start to continue (``assistant_prefix``) among them.
-REQUEST_KEYS = ("model", "prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache")
+REQUEST_KEYS = ("prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache")
 
 # Bytes application/x-www-form-urlencoded leaves as they are (the URL standard's serializer).
 _PLAIN = frozenset(b"*-._0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -140,13 +139,11 @@ def decode_address(query: str) -> dict[str, str]:
 
 
 def run_texts(request: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, str]:
-    """A run's settings as the page's control texts: its model (when named), prompt, mode, system (when it had one),
+    """A run's settings as the page's control texts: its prompt, mode, system (when it had one),
     a conversation's earlier ``turns`` and ``assistant_prefix`` (when given and not empty), top_n,
     no_cache, and every parameter whose control would not already show it on a fresh page (a
     parameter is left out only when its text is empty, like its default's)."""
     texts: dict[str, str] = {"prompt": request["prompt"], "mode": request["mode"], "top_n": str(request["top_n"])}
-    if request.get("model"):
-        texts["model"] = request["model"]
     if request.get("system") is not None:
         texts["system"] = request["system"]
     if request.get("turns"):

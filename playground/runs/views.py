@@ -117,14 +117,7 @@ def get_runs(ids: str) -> list[Run]:
 def playground_query(run: Run) -> str:
     """The playground's address with this run's prompt (or its chat turns and the answer it
     continued) and settings, in the page's own address format (playground/address.py)."""
-    request = {
-        "model": run.model_name,  # the page's picker takes a model's id or its manifest name
-        "prompt": run.prompt,
-        "mode": run.mode,
-        "system": run.system,
-        "top_n": run.top_n,
-        "use_cache": run.use_cache,
-    }
+    request = {"prompt": run.prompt, "mode": run.mode, "system": run.system, "top_n": run.top_n, "use_cache": run.use_cache}
     messages = run.conversation()
     if messages is not None:
         request |= page_fields(messages, run.continue_final_message)
@@ -134,7 +127,7 @@ def playground_query(run: Run) -> str:
 def live_query(runs: list[Run]) -> str:
     """The live comparison's address with these runs' settings: run 1's prompt, mode, system (or
     its chat conversation: earlier turns and the answer's start, as the playground's address
-    writes them) and seed, and per run its model and the settings that are not the defaults."""
+    writes them) and seed, and per run the settings that are not the defaults."""
     first = runs[0]
     defaults = default_params()
     request = {"prompt": first.prompt, "system": first.system}
@@ -158,8 +151,6 @@ def live_query(runs: list[Run]) -> str:
                 query[f"c{n}.{key}"] = json.dumps(changed.pop(key))
         if changed:
             query[f"c{n}.other"] = json.dumps(changed, ensure_ascii=False)
-        if run.model_name:
-            query[f"c{n}.model"] = run.model_name  # the column's picker takes an id or a manifest name
     return f"{reverse('runs:live_compare')}?{urlencode(query)}"
 
 

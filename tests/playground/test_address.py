@@ -90,13 +90,6 @@ def test_a_runs_texts_set_every_control_a_fresh_page_would_not_show(use_cache, s
     assert ("no_cache" in texts) is (not use_cache) and ("system" in texts) is (system is not None)
     query = parse_qs(urlsplit("/?" + encode_address(texts)).query, keep_blank_values=True)
     assert query["stop"] == ["END"] and query["mode"] == ["chat"]
-    assert "model" not in texts  # a request naming no model: the page's default
-
-
-def test_a_runs_model_is_written_first():
-    texts = run_texts({"model": "gemma-3-270m", "prompt": "Hi", "mode": "completion", "top_n": 5}, {})
-    assert texts["model"] == "gemma-3-270m"
-    assert encode_address(texts).startswith("model=gemma-3-270m&prompt=Hi&mode=completion")
 
 
 def test_both_codecs_write_and_read_chat_turns_alike():

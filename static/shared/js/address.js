@@ -4,8 +4,8 @@
 // Driven by the server's parameter facts (the schema): which keys exist, in what order, and how
 // a value of each kind is written. Pure functions: no DOM, no history.
 //
-//   model=gemma-3-270m                         the served model's id (absent: the default)
 //   prompt, mode, system, top_n, no_cache=1    the request's own settings
+//   model=gemma-3-270m                         the served model's id (absent: the default)
 //   turns=[["user","Hi"],["assistant","Hello"]] chat mode's earlier turns, JSON
 //   assistant_prefix=The+answer+is             the answer's start for the model to continue
 //   temperature=0.7, top_p=0.9, seed=…         numbers as typed
@@ -15,7 +15,7 @@
 //   logit_bias=[[id,bias,"text"],…]            JSON
 
 /** The request's own settings, before the parameters. */
-export const REQUEST_KEYS = ["model", "prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache"];
+export const REQUEST_KEYS = ["prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "model"];
 
 /** The roles a chat turn may have (the server's inference.chat_template.ROLES). */
 export const TURN_ROLES = ["system", "user", "assistant"];

@@ -47,9 +47,12 @@ const modeSuggestion = document.querySelector("[data-mode-suggestion]");
 const advice = $("run-advice");
 // The chosen model (model-picker.js): every request names it, tokenizing and scoring included.
 const modelPicker = new ModelPicker(document.querySelector("#controls [data-model-picker]"));
-const withModel = (body) => (modelPicker.value ? { ...body, model: modelPicker.value } : body);
+// A body that names its model (a step of a run on screen: the run's) keeps it.
+const withModel = (body) => (body.model || !modelPicker.value ? body : { ...body, model: modelPicker.value });
 const tokenize = (body) => client.tokenize(withModel(body));
 const inspect = (body) => client.inspect(withModel(body));
+/** Tokenizing for the run on screen (text typed into it: edit and continue): its model's tokenizer. */
+const tokenizeForRun = (body) => tokenize(shown()?.request.model ? { ...body, model: shown().request.model } : body);
 
 const tree = new BranchTree();
 let active = null; // the run streaming now, if any
@@ -82,7 +85,7 @@ const walk = new GuidedWalk($("walk"), walkTarget);
 document.querySelector("[data-action=walk]").addEventListener("click", (e) => startWalk(e.currentTarget));
 const whatIf = new WhatIf($("what-if"), inspect, continueWith);
 const explorer = new TemperatureExplorer($("temperature-explorer"), inspect);
-const editor = new EditContinue($("edit-continue"), tokenize, continueEdited);
+const editor = new EditContinue($("edit-continue"), tokenizeForRun, continueEdited);
 $("edit-continue").addEventListener("focusin", () => controller.close(false)); // editing: the alternatives step aside
 const samplesView = new SamplesView($("samples"));
 const beamView = new BeamView($("beam-tree"), $("beam-hypotheses"));

@@ -6,7 +6,7 @@
 // Markup (templates/_cross_model.html): a section [data-cross-model] holding
 // [data-testid=cross-divergence], [data-testid=cross-rating] and table[data-testid=cross-aligned].
 
-import { alignStreams, firstDifference } from "./cross-model-align.js";
+import { alignStreams, divergentSpan, firstDifference } from "./cross-model-align.js";
 import { rateAcross } from "./cross-rating.js";
 import { probColors } from "./colors.js";
 import { el } from "./dom.js";
@@ -19,15 +19,23 @@ export class CrossModelView {
     this.ratings = root.querySelector("[data-testid=cross-rating]");
     this.table = root.querySelector("table[data-testid=cross-aligned]");
     this.sequence = 0;
+    this.rater = null; // (span index) → rates there, once the runs have ended (`rate`)
+    this.table.addEventListener("click", (event) => {
+      const button = event.target.closest("button[data-rate-span]");
+      if (button && this.rater) this.rater(Number(button.dataset.rateSpan));
+    });
   }
 
+  /** Hidden, and nothing to rate until `rate` is called for new runs. */
   hide() {
     this.root.hidden = true;
+    this.rater = null;
     this.sequence++;
+    this.ratings.replaceChildren();
   }
 
   /** Draws `sides` ([{label, model, tokens}], two; tokens: sample 0's token events in order)
-   *  aligned. Returns {spans, offset} for `rate`. */
+   *  aligned. Returns {spans, offset, pieces} for `rate`. */
   show(sides) {
     this.root.hidden = false;
     const pieces = sides.map((side) => side.tokens.map((t) => t?.text ?? ""));
@@ -37,35 +45,47 @@ export class CrossModelView {
     const head = el("tr");
     head.append(el("th", { scope: "col" }, "Characters"), ...sides.map((s) => el("th", { scope: "col" }, s.label)));
     this.table.tHead.replaceChildren(head);
-    this.table.tBodies[0].replaceChildren(...spans.map((span) => this.#row(span, sides, offset)));
+    this.table.tBodies[0].replaceChildren(...spans.map((span, index) => this.#row(span, index, sides, offset)));
     this.summary.textContent = describeDifference(sides, texts, offset);
     return { spans, offset, pieces };
   }
 
   /** Asks both models for their rating of the other's token at the first difference (completion
-   *  runs only) and shows them; only the newest call's answer is drawn. */
-  async rate(client, prompt, sides, aligned) {
-    const ticket = ++this.sequence;
+   *  runs only) and shows them; each differing row's "Rate" button asks the same there. Only the
+   *  newest call's answer is drawn. */
+  rate(client, prompt, sides, aligned) {
+    const rated = sides.map((s, i) => ({ label: s.label, model: s.model, pieces: aligned.pieces[i] }));
+    this.rater = (index) => this.#rateAt(client, prompt, rated, aligned.spans, index);
+    for (const button of this.table.querySelectorAll("button[data-rate-span]")) button.hidden = false;
     this.ratings.replaceChildren();
-    if (aligned.offset === null) return;
-    this.ratings.textContent = "Asking each model how likely it found the other's token there…";
-    const sentences = await rateAcross(client, {
-      prompt, spans: aligned.spans, offset: aligned.offset,
-      sides: sides.map((s, i) => ({ label: s.label, model: s.model, pieces: aligned.pieces[i] })),
-    });
-    if (ticket !== this.sequence || !sentences) return;
+    const first = divergentSpan(aligned.spans, aligned.offset);
+    return first === null ? Promise.resolve() : this.rater(first);
+  }
+
+  async #rateAt(client, prompt, sides, spans, index) {
+    const ticket = ++this.sequence;
+    const span = spans[index];
+    this.ratings.dataset.span = String(index);
+    this.ratings.replaceChildren(el("li", null, `Asking each model how likely it found the other's token at characters ${span.start}–${span.end}…`));
+    const sentences = await rateAcross(client, { prompt, sides, spans, index });
+    if (ticket !== this.sequence) return;
     this.ratings.replaceChildren(...sentences.map((text) => el("li", null, text)));
   }
 
-  #row(span, sides, offset) {
+  #row(span, index, sides, offset) {
     const first = offset !== null && span.start <= offset && (offset < span.end || span.start === span.end);
     const tr = el("tr", { className: [span.same ? "" : "differs", first ? "first-divergence" : ""].join(" ").trim() || null });
     const where = el("th", { scope: "row" }, `${span.start}–${span.end}`);
     if (first) where.append(" ", el("span", "divergence-mark", "texts part"));
+    if (!span.same) {
+      const button = el("button", { type: "button", className: "link-button", "data-rate-span": index, hidden: !this.rater }, "Rate");
+      button.setAttribute("aria-label", `How each model rated the other's token at characters ${span.start}–${span.end}`);
+      where.append(" ", button);
+    }
     tr.append(where);
     for (const [i, key] of [[0, "a"], [1, "b"]]) {
       const cell = el("td", "cell");
-      for (const index of span[key]) cell.append(tokenChip(sides[i].tokens[index]), " ");
+      for (const t of span[key]) cell.append(tokenChip(sides[i].tokens[t]), " ");
       tr.append(cell);
     }
     return tr;

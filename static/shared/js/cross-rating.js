@@ -1,10 +1,10 @@
-// How each of two models rated the other's choice where their texts part: the other model's text
-// so far (the prompt, the text both wrote, the other's token there) is scored by this model with
+// How each of two models rated the other's choice where their texts differ: the other model's text
+// so far (the prompt, the other's text before, the other's token there) is scored by this model with
 // the `score` frame, and this model's probability of that continuation is read off the answer
 // (cross-model-align.js's continuationRating). Completion mode only: a chat run's text follows a
 // template each model writes its own way.
 
-import { continuationRating, divergentSpan, ratingText } from "./cross-model-align.js";
+import { continuationRating, ratingText } from "./cross-model-align.js";
 
 const TOP = 20; // the most `score` lists per position: a rank beyond it reads "not in its top 20"
 
@@ -28,22 +28,23 @@ async function rate(client, rater, before, text) {
 }
 
 /**
- * Both ratings at the first difference, as sentences ([A's rating of B's token, B's of A's]);
- * null when the texts never part. `sides`: [{model, label, pieces}] for A and B; `prompt`: the
- * completion prompt both continued.
+ * Both ratings at aligned span `index` ([A's rating of B's token there, B's of A's]): each model
+ * scores the other's text so far (the prompt, the other's text before the span, the other's
+ * token at its start). At the first difference the text before is the same for both; later, each
+ * is read in the other's own context. `sides`: [{model, label, pieces}] for A and B; `prompt`:
+ * the completion prompt both continued.
  */
-export async function rateAcross(client, { prompt, sides, spans, offset }) {
-  const k = divergentSpan(spans, offset);
-  if (k === null) return null;
-  const span = spans[k];
-  const before = prompt + sides[0].pieces.join("").slice(0, span.start);
-  const chosen = [chosenPiece(sides[0].pieces, span.a), chosenPiece(sides[1].pieces, span.b)];
+export async function rateAcross(client, { prompt, sides, spans, index }) {
+  const span = spans[index];
+  const keys = ["a", "b"];
   return Promise.all([[0, 1], [1, 0]].map(async ([rater, author]) => {
     const { label: raterLabel, model } = sides[rater];
-    const authorLabel = sides[author].label;
-    if (!chosen[author]) return `${authorLabel} stopped here: nothing of its own for ${raterLabel} to rate.`;
-    const { rating, error } = await rate(client, model, before, chosen[author]);
-    return error ? `${raterLabel} could not rate ${authorLabel}'s ${JSON.stringify(chosen[author])}: ${error.message}`
-      : ratingText(raterLabel, authorLabel, chosen[author], rating);
+    const { label: authorLabel, pieces } = sides[author];
+    const chosen = chosenPiece(pieces, span[keys[author]]);
+    if (!chosen) return `${authorLabel} stopped here: nothing of its own for ${raterLabel} to rate.`;
+    const before = prompt + pieces.join("").slice(0, span.start);
+    const { rating, error } = await rate(client, model, before, chosen);
+    return error ? `${raterLabel} could not rate ${authorLabel}'s ${JSON.stringify(chosen)}: ${error.message}`
+      : ratingText(raterLabel, authorLabel, chosen, rating);
   }));
 }

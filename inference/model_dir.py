@@ -55,3 +55,16 @@ def read_manifest(model_dir: Path | None = None) -> dict[str, Any]:
             "build it with `python manage.py build_model` or `python -m inference.modelbuild`"
         ) from None
     return json.loads(text)
+
+
+SMOLLM_DOCUMENT_START = "<|endoftext|>"
+
+
+def document_start(special_tokens: dict[str, Any]) -> str:
+    """What completion mode puts before a prompt, from the manifest's ``special_tokens``: the BOS
+    the model's own tokenizer adds at a document's start (Gemma's ``<bos>``); for a tokenizer that
+    adds none (SmolLM2's), ``<|endoftext|>``, which separated its pre-training documents (its BOS,
+    ``<|im_start|>``, opens a chat turn)."""
+    if special_tokens.get("tokenizer_adds_bos") and special_tokens.get("bos_token"):
+        return str(special_tokens["bos_token"])
+    return SMOLLM_DOCUMENT_START

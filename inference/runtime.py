@@ -1,4 +1,4 @@
-"""Everything a worker loads once: the decoder session, the text codec and what the manifest says."""
+"""Everything a worker loads once per model: the decoder session, the text codec and what the manifest says."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import onnxruntime as ort
 from inference.allocator import keep_freed_memory
 from inference.chat_template import ChatTemplate
 from inference.engine import CPU, Decoder, ModelShape
-from inference.model_dir import CHAT_TEMPLATE_FILE, MANIFEST_FILE, MODEL_FILE, TOKENIZER_FILE, ModelNotBuiltError
+from inference.model_catalog import CATALOG, ENTRIES
+from inference.model_dir import CHAT_TEMPLATE_FILE, MANIFEST_FILE, MODEL_FILE, TOKENIZER_FILE, ModelNotBuiltError, document_start
 from inference.text import TextCodec
 
 
@@ -22,7 +23,8 @@ from inference.text import TextCodec
 class ModelInfo:
     """What every run reports about the model it ran on."""
 
-    name: str
+    id: str  # the served model's id (inference.model_catalog): what frames name in ``model``
+    name: str  # the manifest's model_name
     manifest_sha256: str
     execution_provider: str
     onnxruntime_version: str
@@ -30,6 +32,7 @@ class ModelInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "id": self.id,
             "name": self.name,
             "manifest_sha256": self.manifest_sha256,
             "execution_provider": self.execution_provider,
@@ -49,8 +52,11 @@ class Runtime:
         return self.decoder.shape
 
 
-def load_runtime(model_dir: Path, providers: Sequence[str] = (CPU,), intra_op_threads: int = 2) -> Runtime:
+def load_runtime(
+    model_dir: Path, providers: Sequence[str] = (CPU,), intra_op_threads: int = 2, model_id: str | None = None
+) -> Runtime:
     """Loads a built model directory; raises FileNotFoundError when it has not been built.
+    ``model_id``: the id it is served under (default: the manifest's ``model_name``'s catalogue id).
     The process keeps its freed heap from then on (``allocator.keep_freed_memory``)."""
     keep_freed_memory()
     manifest_path = model_dir / MANIFEST_FILE
@@ -73,9 +79,20 @@ def load_runtime(model_dir: Path, providers: Sequence[str] = (CPU,), intra_op_th
     if template_path.is_file():
         names = {"bos_token": special.get("bos_token"), "eos_token": (special.get("eos_tokens") or [None])[0]}
         template = ChatTemplate.from_file(template_path, {k: v for k, v in names.items() if v})
-    codec = TextCodec.from_file(model_dir / TOKENIZER_FILE, frozenset(int(i) for i in special["eos_token_ids"]), template)
+    name = str(manifest["model_name"])
+    if model_id is None:
+        model_id = next((entry.id for entry in ENTRIES if entry.model_name == name), name)
+    entry = CATALOG.get(model_id)
+    codec = TextCodec.from_file(
+        model_dir / TOKENIZER_FILE,
+        frozenset(int(i) for i in special["eos_token_ids"]),
+        template,
+        document_start=document_start(special),
+        no_chat_reason=entry.no_chat_reason() if entry else f"{model_id} has no chat template; use completion",
+    )
     info = ModelInfo(
-        name=str(manifest["model_name"]),
+        id=model_id,
+        name=name,
         manifest_sha256=hashlib.sha256(manifest_bytes).hexdigest(),
         execution_provider=decoder.provider,
         onnxruntime_version=ort.__version__,

@@ -4,8 +4,9 @@ The served tokenizer is the built ``tokenizer.json`` read by the ``tokenizers`` 
 byte-level BPE: every token stands for a run of bytes, and a token may end in the middle of a UTF-8
 character. Streaming therefore works on bytes and releases only complete characters.
 
-Prompts:
-- completion: ``<|endoftext|>`` followed by the text. SmolLM2 was pre-trained on documents
+Prompts (each model's own markup; ``inference.model_dir.document_start`` picks the start):
+- completion: the model's document start followed by the text: Gemma's ``<bos>``; for SmolLM2
+  ``<|endoftext|>``. SmolLM2 was pre-trained on documents
   separated by ``<|endoftext|>``, so it marks the start of a fresh document; without any leading
   special token the model is lost (greedy "The capital of France is" → " capitalised as it is…",
   against " Paris, the capital of…" with it). The tokenizer rebuilt from the GGUF would prepend
@@ -26,12 +27,13 @@ from tokenizers import Tokenizer
 
 from inference.chat_template import ChatPrompt, ChatTemplate
 from inference.errors import ParamError
+from inference.model_dir import SMOLLM_DOCUMENT_START
 from inference.sampling.stages.grammar import GrammarVocabulary
 
 Mode = Literal["completion", "chat"]
 EncodeMode = Literal["completion", "chat", "plain"]  # plain: the text alone, nothing added
 
-DOCUMENT_START = "<|endoftext|>"
+DOCUMENT_START = SMOLLM_DOCUMENT_START  # SmolLM2's; a codec is given its model's own
 
 
 @lru_cache(maxsize=1)
@@ -68,18 +70,28 @@ class TokenTexts(list[str]):
 class TextCodec:
     """Encodes prompts to ids and turns ids back into bytes and text."""
 
-    def __init__(self, tokenizer: Tokenizer, eos_ids: frozenset[int], chat_template: ChatTemplate | None = None) -> None:
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        eos_ids: frozenset[int],
+        chat_template: ChatTemplate | None = None,
+        document_start: str = DOCUMENT_START,
+        no_chat_reason: str = "this model has no chat template, so chat mode is not available",
+    ) -> None:
         self._tokenizer = tokenizer
         self.eos_ids = eos_ids
         self.chat_template = chat_template  # None: the model has no chat template, so no chat mode
+        self.document_start = document_start  # what completion mode feeds before the prompt
+        self.no_chat_reason = no_chat_reason  # chat mode's refusal when there is no template
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         self._special = {token.content for token in tokenizer.get_added_tokens_decoder().values() if token.special}
         self._bytes_cache: dict[int, bytes] = {}
         self._all_texts: TokenTexts | None = None
 
     @classmethod
-    def from_file(cls, path: Path, eos_ids: frozenset[int], chat_template: ChatTemplate | None = None) -> TextCodec:
-        return cls(Tokenizer.from_file(str(path)), eos_ids, chat_template)
+    def from_file(cls, path: Path, eos_ids: frozenset[int], chat_template: ChatTemplate | None = None, **words: str) -> TextCodec:
+        """``words``: ``document_start`` and ``no_chat_reason``, as the constructor takes them."""
+        return cls(Tokenizer.from_file(str(path)), eos_ids, chat_template, **words)
 
     def encode(self, prompt: str, mode: EncodeMode, system: str | None = None, chat: ChatPrompt | None = None) -> list[int]:
         """The exact ids fed to the model for this prompt (``plain``: the text's own tokens only).
@@ -87,7 +99,7 @@ class TextCodec:
         if mode == "chat":
             text = self.chat_text(chat or ChatPrompt.single_turn(prompt, system))
         elif mode == "completion":
-            text = DOCUMENT_START + prompt
+            text = self.document_start + prompt
         else:
             text = prompt
         return self._tokenizer.encode(text, add_special_tokens=False).ids
@@ -95,7 +107,7 @@ class TextCodec:
     def chat_text(self, chat: ChatPrompt) -> str:
         """The conversation as the model's chat template renders it."""
         if self.chat_template is None:
-            raise ParamError("mode", "this model has no chat template, so chat mode is not available")
+            raise ParamError("mode", self.no_chat_reason)
         return self.chat_template.render(chat)
 
     def token_id(self, token: str) -> int | None:

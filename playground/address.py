@@ -17,11 +17,13 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from inference.chat_template import ROLES as TURN_ROLES
+from inference.model_catalog import DEFAULT_MODELS
 from playground.param_facts import params_schema
 
 #: The request's own settings, before the parameters: chat mode's earlier turns (``turns``, JSON
-#: ``[[role, content], …]``) and the answer's start to continue (``assistant_prefix``) among them.
-REQUEST_KEYS = ("prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache")
+#: ``[[role, content], …]``) and the answer's start to continue (``assistant_prefix``) among them,
+#: and the served model's id (``model``; written only for a model other than the default).
+REQUEST_KEYS = ("prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "model")
 
 # Bytes application/x-www-form-urlencoded leaves as they are (the URL standard's serializer).
 _PLAIN = frozenset(b"*-._0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -152,6 +154,8 @@ def run_texts(request: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str
         texts["assistant_prefix"] = request["assistant_prefix"]
     if not request.get("use_cache", True):
         texts["no_cache"] = "1"
+    if request.get("model") and request["model"] != DEFAULT_MODELS[0]:
+        texts["model"] = request["model"]
     properties = params_schema()["properties"]
     for key in (key for key in params if key in properties):
         text = param_text(key, params[key])

@@ -8,5 +8,6 @@ urlpatterns = [
     path("batch", views.batch, name="batch"),
     path("api/params.schema.json", views.params_schema_view, name="params_schema"),
     path("api/load", views.load_view, name="load"),
+    path("api/models", views.models_view, name="models"),  # the served models (docs/websocket-api.md)
     path("", include("playground.runs.urls")),  # saved runs: /r/<id>, /compare/<ids>, /history, /api/runs/…
 ]

@@ -4,6 +4,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import cache_control, never_cache
 from django.views.decorators.http import etag, require_GET
 
+from inference.model_catalog import describe, model_dir_for
 from playground.edge import load
 from playground.param_facts import params_schema, params_schema_json
 
@@ -40,3 +41,11 @@ async def load_view(request: HttpRequest) -> HttpResponse:
     """The inference workers' load (requests decoding, rows in use, requests waiting), from their
     ping answers, at most a second old (playground/edge/load.py)."""
     return JsonResponse(await load.current_load())
+
+
+@require_GET
+@never_cache
+def models_view(request: HttpRequest) -> HttpResponse:
+    """The served models, the default first, with what a page shows about each (docs/websocket-api.md, *Models*)."""
+    served = settings.INFERENCE["MODELS"]
+    return JsonResponse({"default": served[0], "models": [describe(m, model_dir_for(m, served)) for m in served]})

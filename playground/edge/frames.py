@@ -15,10 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
+
 from inference.chat_template import ROLES, ChatMessage, ChatPrompt
 from inference.decoding.generation import GenerationRequest
 from inference.decoding.loop_params import LoopParams
 from inference.errors import FieldError, ParamError
+from inference.model_catalog import chat_refusal, resolve
 from inference.sampling import SamplingParams
 from playground import json_depth
 from playground.wire.events import TOKENIZE_PAGE, error_event
@@ -48,13 +51,14 @@ GENERATE_KEYS = frozenset(
         "messages",
         "continue_final_message",
         "save",
+        "model",
     }
 )
 MAX_MESSAGES = 64  # turns of one chat conversation
 RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,43}$")  # as playground.runs.ids.RUN_ID_PATTERN
 CANCEL_KEYS = frozenset({"type", "request_id"})
 TOKENIZE_KEYS = frozenset(
-    {"type", "request_id", "text", "mode", "system", "offset", "limit", "messages", "continue_final_message"}
+    {"type", "request_id", "text", "mode", "system", "offset", "limit", "messages", "continue_final_message", "model"}
 )
 INSPECT_KEYS = frozenset(
     {
@@ -69,9 +73,10 @@ INSPECT_KEYS = frozenset(
         "top_n",
         "messages",
         "continue_final_message",
+        "model",
     }
 )
-SCORE_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "messages", "continue_final_message", "top_n"})
+SCORE_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "messages", "continue_final_message", "top_n", "model"})
 MAX_PREFIX_TOKENS = 8192
 MAX_VARIANTS = 8
 MAX_WATCH = 8  # tokens one run follows at every step (``watch``)
@@ -208,7 +213,8 @@ def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate
     """A ``generate`` frame as its job, every field checked once (the prompt's length in tokens is
     checked later, by the worker that encodes it)."""
     _reject_unknown(message, GENERATE_KEYS)
-    prompt, mode, system, chat = _prompt_or_conversation(message, "prompt")
+    model = parse_model(message)
+    prompt, mode, system, chat = _prompt_or_conversation(message, "prompt", model=model)
     top_n = _int_in(message, "top_n", 5, TOP_N)
     use_cache = message.get("use_cache", True)
     if not isinstance(use_cache, bool):
@@ -224,7 +230,9 @@ def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate
     request = GenerationRequest(
         prompt, mode, system, sampling, loop, top_n, use_cache, prefix, chat, prompt_scores=prompt_scores, watch=watch
     )
-    return Generate(request_id, request, parse_branch(message), parse_save(message), parse_typed(message, len(prefix)))
+    return Generate(
+        request_id, request, parse_branch(message), parse_save(message), parse_typed(message, len(prefix)), model=model
+    )
 
 
 def parse_messages(message: Mapping[str, Any]) -> ChatPrompt | None:
@@ -312,15 +320,19 @@ def parse_typed(message: Mapping[str, Any], prefix_length: int) -> int:
 
 def parse_tokenize(request_id: str, message: Mapping[str, Any]) -> Tokenize:
     _reject_unknown(message, TOKENIZE_KEYS)
-    text, mode, system, chat = _prompt_or_conversation(message, "text", modes=("completion", "chat", "plain"), minimum=0)
+    model = parse_model(message)
+    text, mode, system, chat = _prompt_or_conversation(
+        message, "text", modes=("completion", "chat", "plain"), minimum=0, model=model
+    )
     offset = _int_in(message, "offset", 0, (0, PROMPT_CHARACTERS[1] * 4))  # a character is at most 4 byte tokens
     limit = _int_in(message, "limit", TOKENIZE_PAGE[1], TOKENIZE_PAGE)
-    return Tokenize(request_id, text, mode, system, offset, limit, chat)
+    return Tokenize(request_id, text, mode, system, offset, limit, chat, model=model)
 
 
 def parse_inspect(request_id: str, message: Mapping[str, Any]) -> Inspect:
     _reject_unknown(message, INSPECT_KEYS)
-    prompt, mode, system, chat = _prompt_or_conversation(message, "prompt")
+    model = parse_model(message)
+    prompt, mode, system, chat = _prompt_or_conversation(message, "prompt", model=model)
     base = message.get("params", {})
     if not isinstance(base, dict):
         raise ProtocolError("params", "params must be an object", "invalid_value")
@@ -340,24 +352,44 @@ def parse_inspect(request_id: str, message: Mapping[str, Any]) -> Inspect:
             raise
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
     top_n = _int_in(message, "top_n", 10, INSPECT_TOP_N)
-    return Inspect(request_id, prompt, mode, system, prefix, tuple(parsed), top_n, chat)
+    return Inspect(request_id, prompt, mode, system, prefix, tuple(parsed), top_n, chat, model=model)
 
 
 def parse_score(request_id: str, message: Mapping[str, Any]) -> Score:
     _reject_unknown(message, SCORE_KEYS)
-    prompt, mode, system, chat = _prompt_or_conversation(message, "prompt")
-    return Score(request_id, prompt, mode, system, _int_in(message, "top_n", 5, TOP_N), chat)
+    model = parse_model(message)
+    prompt, mode, system, chat = _prompt_or_conversation(message, "prompt", model=model)
+    return Score(request_id, prompt, mode, system, _int_in(message, "top_n", 5, TOP_N), chat, model=model)
+
+
+def parse_model(message: Mapping[str, Any]) -> str:
+    """The served model a frame names in ``model`` (its id or manifest name), the default one when
+    absent; ``model_not_found`` naming the field for any other."""
+    served = settings.INFERENCE["MODELS"]
+    name = message.get("model")
+    if name is None:
+        return served[0]
+    model = resolve(name, served) if isinstance(name, str) else None
+    if model is None:
+        raise ProtocolError(
+            "model", f"model {excerpt(name)} is not served here; this server serves {', '.join(served)}", "model_not_found"
+        )
+    return model
 
 
 def _prompt_or_conversation(
-    message: Mapping[str, Any], field_name: str, **prompt_options: Any
+    message: Mapping[str, Any], field_name: str, model: str, **prompt_options: Any
 ) -> tuple[str, str, str | None, ChatPrompt | None]:
     """A frame's text, mode, system message and conversation: from ``messages`` when it has them
-    (the text is then the last message, the mode chat), else from ``field_name`` as ``_prompt`` reads it."""
+    (the text is then the last message, the mode chat), else from ``field_name`` as ``_prompt`` reads it.
+    Chat mode for a model without a chat template is refused with the reason, naming the field."""
     chat = parse_messages(message)
-    if chat is None:
-        return (*_prompt(message, field_name, **prompt_options), None)
-    return chat.messages[-1].content, "chat", None, chat
+    text, mode, system = (chat.messages[-1].content, "chat", None) if chat else _prompt(message, field_name, **prompt_options)
+    if mode == "chat":
+        refusal = chat_refusal(model, settings.INFERENCE["MODELS"])
+        if refusal is not None:
+            raise ProtocolError("messages" if chat else "mode", refusal, "invalid_value")
+    return text, mode, system, chat
 
 
 def _prompt(

@@ -29,10 +29,12 @@ from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from inference.model_dir import ModelNotBuiltError, default_model_dir, read_manifest
+from inference.model_catalog import model_dir_for
+from inference.model_dir import MANIFEST_FILE, ModelNotBuiltError, read_manifest
 from playground.edge import metrics
 from playground.edge.waiting_line import requests_in_line
 from playground.wire import channel_messages, embedded
@@ -54,11 +56,14 @@ async def liveness(request: HttpRequest) -> HttpResponse:
 
 
 def _health_facts_now() -> dict[str, Any]:
+    """``model``: the default model's build; ``models``: every served model's id and whether it is built."""
+    served = settings.INFERENCE["MODELS"]
+    models = {model_id: (model_dir_for(model_id, served) / MANIFEST_FILE).is_file() for model_id in served}
     try:
-        manifest = read_manifest(default_model_dir())
-        return {"model": {"built": True, "name": manifest.get("model_name")}}
+        manifest = read_manifest(model_dir_for(served[0], served))
+        return {"model": {"built": True, "name": manifest.get("model_name")}, "models": models}
     except (ModelNotBuiltError, ValueError, OSError) as error:
-        return {"model": {"built": False, "error": str(error)}}
+        return {"model": {"built": False, "error": str(error)}, "models": models}
 
 
 async def _health_facts() -> dict[str, Any]:

@@ -83,7 +83,7 @@ class Submissions:
         metrics.request_submitted(self.reply_channel, job)
         record = record_fields(job) if isinstance(job, Generate) else None
         message = self.watchdog.submitted(request_id, record, message)  # liveness: a lease
-        ahead = None if message["quick"] else await self._join_line(request_id, message["ticket"])
+        ahead = None if message["quick"] else await self._join_line(request_id, message["ticket"], shared_channel)
         try:
             if waiting_line.is_full(ahead):
                 raise ChannelFull(shared_channel)
@@ -159,15 +159,16 @@ class Submissions:
             for request_id in self.line.taken(message):  # a worker took a request: the line moved
                 await self.deliver(self.line.event(request_id))
 
-    async def _join_line(self, request_id: str, ticket: float) -> int | None:
-        """Joins the waiting line's group (once) and takes the request's place: the requests in the
-        channel now are ahead of it. None when the layer cannot count them (no positions then)."""
+    async def _join_line(self, request_id: str, ticket: float, channel: str) -> int | None:
+        """Joins the waiting line's group (once) and takes the request's place in its model's line
+        (``channel``): the requests in that channel now are ahead of it. None when the layer cannot
+        count them (no positions then)."""
         if not self.in_line_group:
             await self.layer.group_add(LINE_GROUP, self.reply_channel)
             self.in_line_group = True
-        ahead = await waiting_line.requests_in_line(self.layer)
+        ahead = await waiting_line.requests_in_line(self.layer, channel)
         if ahead is not None:
-            self.line.join(request_id, ticket, ahead)
+            self.line.join(request_id, ticket, ahead, channel)
         return ahead
 
     async def _queued_if_still_waiting(self, request_id: str) -> None:

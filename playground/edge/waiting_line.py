@@ -42,15 +42,16 @@ def max_wait_seconds() -> float:
     return float(settings.WAITING_LINE["MAX_WAIT_SECONDS"])
 
 
-async def requests_in_line(layer: Any) -> int | None:
-    """Messages on the ``inference`` channel that no worker has taken yet (None: the layer cannot tell)."""
+async def requests_in_line(layer: Any, channel: str = INFERENCE_CHANNEL) -> int | None:
+    """Messages on one model's shared generation ``channel`` that no worker has taken yet (None:
+    the layer cannot tell). Each model has its own line."""
     if isinstance(layer, InMemoryChannelLayer):
-        queue = layer.channels.get(INFERENCE_CHANNEL)
+        queue = layer.channels.get(channel)
         return 0 if queue is None else queue.qsize()
     if hasattr(layer, "ring_size") and hasattr(layer, "connection"):  # channels_redis: a sorted set per channel
         total = 0
         for index in range(layer.ring_size):
-            total += int(await layer.connection(index).zcard(layer.prefix + INFERENCE_CHANNEL))
+            total += int(await layer.connection(index).zcard(layer.prefix + channel))
         return total
     return None
 
@@ -61,6 +62,7 @@ class Place:
 
     ticket: float
     ahead: int  # requests in the channel before it that no worker has taken yet
+    channel: str = INFERENCE_CHANNEL  # its model's line
 
     @property
     def position(self) -> int:
@@ -74,8 +76,8 @@ class Line:
         self.places: dict[str, Place] = {}
         self.rates: dict[str, float] = {}  # worker → rows it frees per second
 
-    def join(self, request_id: str, ticket: float, ahead: int) -> None:
-        self.places[request_id] = Place(ticket, ahead)
+    def join(self, request_id: str, ticket: float, ahead: int, channel: str = INFERENCE_CHANNEL) -> None:
+        self.places[request_id] = Place(ticket, ahead, channel)
 
     def leave(self, request_id: str) -> None:
         self.places.pop(request_id, None)
@@ -84,8 +86,11 @@ class Line:
         """A worker took a request: the ids of this connection's requests that moved up."""
         self.rates[str(message.get("worker"))] = float(message.get("freed_per_s") or 0.0)
         ticket = message.get("ticket")  # None: a ping or a cancel, which also held a place
+        channel = message.get("channel", INFERENCE_CHANNEL)  # the model's line it left
         moved = []
         for request_id, place in self.places.items():
+            if place.channel != channel:
+                continue
             # first in, first out: what is taken while this one waits was ahead of it (but itself)
             if (ticket is None or ticket < place.ticket) and place.ahead > 0:
                 place.ahead -= 1

@@ -159,7 +159,7 @@ class Watchdog:
         interval = self.timing.watch_interval
         expected = self.clock() + interval
         while self.leases:
-            alive: bool | None = None  # whether some worker answers a ping: asked at most once a round
+            alive: dict[str | None, bool] = {}  # model → whether a worker serving it answers a ping: asked at most once a round
             await asyncio.sleep(interval)
             now = self.clock()
             stalled = now - expected
@@ -184,13 +184,15 @@ class Watchdog:
                             ),
                         )
                     elif not lease.acknowledged and now >= lease.ack_deadline:
-                        alive = await self._workers_alive() if alive is None else alive
+                        model = (lease.message or {}).get("model")
+                        if model not in alive:  # asked once per model and round
+                            alive[model] = await self._workers_alive(model)
                         waited = now - lease.submitted_at
                         max_wait = waiting_line.max_wait_seconds()
-                        if alive and waited < max_wait:  # every worker is full: it waits for room
+                        if alive[model] and waited < max_wait:  # every worker is full: it waits for room
                             lease.ack_deadline = min(now + self.timing.ack_timeout_seconds, lease.submitted_at + max_wait)
                             continue
-                        if alive:  # the layer would drop it soon: refused with a hint rather than lost
+                        if alive[model]:  # the layer would drop it soon: refused with a hint rather than lost
                             await self._give_up(
                                 lease,
                                 BUSY,
@@ -229,17 +231,23 @@ class Watchdog:
         else:
             await self.channel_layer.send(lease.channel, lease.message)
 
-    async def _workers_alive(self) -> bool:
-        """Whether an inference worker answers a ping sent to the workers' group within
-        ``ALIVE_PING_SECONDS``: a request no worker has taken is then waiting for a full worker's
-        room (workers read the shared channel only when they have room), not lost."""
+    async def _workers_alive(self, model: str | None) -> bool:
+        """Whether an inference worker serving ``model`` answers a ping sent to the workers' group
+        within ``ALIVE_PING_SECONDS`` (its pong lists the models it serves; one that lists none is
+        taken to serve every model): a request no worker has taken is then waiting for a full
+        worker's room (workers read the shared channel only when they have room), not lost."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ALIVE_PING_SECONDS
         try:
             reply_channel = await self.channel_layer.new_channel("alive.")
             await self.channel_layer.group_send(WORKERS_GROUP, channel_messages.ping(reply_channel))
-            await asyncio.wait_for(self.channel_layer.receive(reply_channel), ALIVE_PING_SECONDS)
+            while True:
+                pong = await asyncio.wait_for(self.channel_layer.receive(reply_channel), deadline - loop.time())
+                serves = pong.get("models") or []
+                if model is None or not serves or model in serves:
+                    return True
         except Exception:  # noqa: BLE001 — no answer (a timeout) or no layer: nobody alive to wait for
             return False
-        return True
 
     async def _give_up(self, lease: Lease, code: str, message: str, retry_after: float | None = None) -> None:
         if self.leases.get(lease.request_id) is not lease:

@@ -11,10 +11,12 @@ ranges, whose errors name the body's field.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from inference.decoding.loop_params import LoopParams
+from inference.model_catalog import resolve
 from inference.sampling import SamplingParams
 from playground import json_depth
 from playground.edge import frames
@@ -83,7 +85,7 @@ class ApiRequest:
 
     kind: Kind
     job: frames.Generate
-    model: str
+    model: str  # the served model's id (the response's ``model``)
     stream: bool
     include_usage: bool
     logprobs: int | None  # completions: how many top alternatives; chat: top_logprobs (None: no logprobs)
@@ -93,8 +95,9 @@ class ApiRequest:
     generate: bool = True  # false: echo with max_tokens 0, the prompt scored and nothing generated
 
 
-def translate(body: Any, kind: Kind, served_model: str) -> ApiRequest:
-    """Checks the body and turns it into our job; raises ``ApiError`` naming the field at fault."""
+def translate(body: Any, kind: Kind, served_models: Sequence[str]) -> ApiRequest:
+    """Checks the body and turns it into our job for the model it names (one of ``served_models``,
+    by id or manifest name); raises ``ApiError`` naming the field at fault."""
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object", None, "invalid_json")
     if (deep := json_depth.too_deep(body)) is not None:  # before any value is compared or quoted
@@ -113,9 +116,12 @@ def translate(body: Any, kind: Kind, served_model: str) -> ApiRequest:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise ApiError(400, "model is required: the id GET /v1/models lists", "model", "missing_field")
-    if model != served_model:
+    model_id = resolve(model, served_models)
+    if model_id is None:
         raise not_found(
-            f"the model {frames.excerpt(model)} does not exist; this server serves {served_model!r}", "model", "model_not_found"
+            f"the model {frames.excerpt(model)} does not exist; this server serves {', '.join(served_models)}",
+            "model",
+            "model_not_found",
         )
     stream = _flag(body, "stream")
     stream_options = body.get("stream_options")
@@ -127,7 +133,7 @@ def translate(body: Any, kind: Kind, served_model: str) -> ApiRequest:
             raise ApiError(400, "stream_options must be an object with include_usage", "stream_options")
         include_usage = _flag(stream_options, "include_usage", "stream_options.include_usage")
     params = {key: body[key] for key in OUR_PARAMS if key in body}
-    frame: dict[str, Any] = {"type": "generate", "request_id": "api-" + secrets.token_hex(8), "params": params}
+    frame: dict[str, Any] = {"type": "generate", "request_id": "api-" + secrets.token_hex(8), "params": params, "model": model_id}
     save = body.get("save", True)
     frame["save"] = save
     echo = None
@@ -153,9 +159,15 @@ def translate(body: Any, kind: Kind, served_model: str) -> ApiRequest:
     score = None
     if echo is not None and logprobs is not None:
         top = max(1, logprobs)
-        score_frame = {"type": "score", "request_id": "api-" + secrets.token_hex(8), "prompt": echo, "top_n": top}
+        score_frame = {
+            "type": "score",
+            "request_id": "api-" + secrets.token_hex(8),
+            "prompt": echo,
+            "top_n": top,
+            "model": model_id,
+        }
         score = _parse(score_frame, names)
-    return ApiRequest(kind, job, model, stream, include_usage, logprobs, echo, names, score, generate)
+    return ApiRequest(kind, job, model_id, stream, include_usage, logprobs, echo, names, score, generate)
 
 
 def _parse(frame: dict[str, Any], names: dict[str, str]) -> frames.Job:

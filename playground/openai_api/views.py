@@ -25,7 +25,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
-from inference.model_dir import MANIFEST_FILE, default_model_dir
+from inference.model_catalog import CATALOG, describe, model_dir_for, resolve
+from inference.model_dir import MANIFEST_FILE
 from playground.edge import frames
 from playground.openai_api import auth
 from playground.openai_api.errors import ApiError, from_event, not_found
@@ -41,23 +42,31 @@ KEEPALIVE_COMMENT = b": waiting for a worker\n\n"  # an SSE comment: clients ski
 
 
 class ServedModel(NamedTuple):
-    """What the API says about the built model, read from its manifest."""
+    """What the API says about a served model's build, read from its manifest."""
 
-    name: str  # the model's id: the manifest's ``model_name``
+    name: str  # the model's id (inference.model_catalog)
     fingerprint: str  # the manifest's sha256: every response's ``system_fingerprint``
     built: int  # the manifest's build time
     end_ids: frozenset[int]  # the end-of-sequence token ids (a chat's ``<|im_end|>`` is not content)
 
 
-def served_model() -> ServedModel:
-    path = default_model_dir() / MANIFEST_FILE
+def served_models() -> list[str]:
+    """The ids of the models this server serves, the default first (``PLAYGROUND_MODELS``)."""
+    return list(settings.INFERENCE["MODELS"])
+
+
+def served_model(model_id: str | None = None) -> ServedModel:
+    """A served model's build (None: the default model's); 503 ``model_not_built`` without one."""
+    served = served_models()
+    model_id = model_id or served[0]
+    path = model_dir_for(model_id, served) / MANIFEST_FILE
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise ApiError(503, "no model is built on this server", None, "model_not_built", "service_unavailable") from None
+        raise ApiError(503, f"{model_id} is not built on this server", None, "model_not_built", "service_unavailable") from None
     manifest = json.loads(data)
     end_ids = frozenset(int(i) for i in manifest["special_tokens"]["eos_token_ids"])
-    return ServedModel(str(manifest["model_name"]), hashlib.sha256(data).hexdigest(), int(path.stat().st_mtime), end_ids)
+    return ServedModel(model_id, hashlib.sha256(data).hexdigest(), int(path.stat().st_mtime), end_ids)
 
 
 def api_view(*methods: str):
@@ -92,22 +101,44 @@ def api_view(*methods: str):
 
 @api_view("GET")
 async def models(request: HttpRequest) -> HttpResponse:
-    """``GET /v1/models``: the one model this server serves."""
-    return JsonResponse({"object": "list", "data": [_model_object()]})
+    """``GET /v1/models``: the models this server serves, the default first."""
+    return JsonResponse({"object": "list", "data": [_model_object(model_id) for model_id in served_models()]})
 
 
 @api_view("GET")
 async def model(request: HttpRequest, model_id: str) -> HttpResponse:
-    """``GET /v1/models/<id>``."""
-    entry = _model_object()
-    if model_id != entry["id"]:
+    """``GET /v1/models/<id>`` (the id or the manifest's model_name)."""
+    found = resolve(model_id, served_models())
+    if found is None:
         raise not_found(f"the model {frames.excerpt(model_id)} does not exist", "model", "model_not_found")
-    return JsonResponse(entry)
+    return JsonResponse(_model_object(found))
 
 
-def _model_object() -> dict[str, Any]:
-    served = served_model()
-    return {"id": served.name, "object": "model", "created": served.built, "owned_by": "playground"}
+def _model_object(model_id: str) -> dict[str, Any]:
+    """One ``/v1/models`` entry: OpenAI's fields and ours under ``playground`` (docs/openai-api.md)."""
+    served = served_models()
+    model_dir = model_dir_for(model_id, served)
+    facts = describe(model_id, model_dir)
+    manifest = model_dir / MANIFEST_FILE
+    extension = {
+        "model_name": facts["model_name"],
+        "display_name": facts["display_name"],
+        "kind": facts["kind"],
+        "variant": facts["variant"],
+        "license": facts["license"],
+        "context_length": facts["context_window"],
+        "vocab_size": facts["vocab_size"],
+        "chat": facts["chat"],
+        "default": model_id == served[0],
+        "built": facts["built"],
+    }
+    return {
+        "id": model_id,
+        "object": "model",
+        "created": int(manifest.stat().st_mtime) if manifest.is_file() else 0,
+        "owned_by": CATALOG[model_id].owned_by,
+        "playground": extension,
+    }
 
 
 @api_view("POST")
@@ -158,8 +189,8 @@ def _read_body(request: HttpRequest) -> Any:
 
 
 async def _generate(request: HttpRequest, kind: Kind) -> HttpResponse:
-    served = served_model()
-    api = translate(_read_body(request), kind, served.name)
+    api = translate(_read_body(request), kind, served_models())
+    served = served_model(api.model)
     client = request.META.get("REMOTE_ADDR") or "unknown"
     scores = None if api.score is None else await _score(api, client)
     if not api.generate:

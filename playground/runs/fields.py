@@ -28,6 +28,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from inference.model_catalog import DEFAULT_MODELS
 from playground.runs import prompt_surprisal
 from playground.runs.checks import (
     Check,
@@ -229,6 +230,7 @@ REQUEST = Part(
 MODEL = Part(
     "model",
     (
+        Field("id", "model", text(1, 64), empty=DEFAULT_MODELS[0]),  # absent before several models: the default
         Field("name", "model_name", text(1, 200)),
         Field("manifest_sha256", "manifest_sha256", text(0, 64)),
         Field("execution_provider", "execution_provider", text(0, 80)),

@@ -18,6 +18,7 @@ from typing import Any
 from django.db import models
 from django.utils import timezone
 
+from inference.model_catalog import DEFAULT_MODELS
 from playground.runs.conversation import messages_from_stored
 from playground.runs.errors import UnencodableText
 from playground.runs.ids import check_delete_token, new_run_id
@@ -97,7 +98,11 @@ class Run(models.Model):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="branches")
     branch_index = models.PositiveIntegerField(null=True, blank=True, help_text="position in the parent where this branch starts")
 
-    # The model it ran on.
+    # The model it ran on: the served model's id (inference.model_catalog; runs saved before there
+    # were several models read as the default, SmolLM2), and its build.
+    model = models.CharField(
+        max_length=64, default=DEFAULT_MODELS[0], help_text="the served model's id (PLAYGROUND_MODELS), e.g. gemma-3-270m"
+    )
     model_name = models.CharField(max_length=200)
     manifest_sha256 = models.CharField(max_length=64)
     onnxruntime_version = models.CharField(max_length=40)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference.decoding.generation import GenerationRequest
+from inference.model_catalog import DEFAULT_MODELS
 from inference.sampling.params import MAX_SEED
 from playground import protocol
 from playground.runs import prompt_surprisal
@@ -261,7 +262,10 @@ def _run(data: Any, path: str) -> ImportedRun:
     typed = an_int(request["typed_tokens"], f"{path}.request.typed_tokens", 0, len(parsed.prefix_tokens))
     if not isinstance(request["params"], dict) or request["params"].get("seed") != seed:
         raise SchemaError(f"{path}.request.params.seed", f"must equal request.seed ({seed})")
-    model = MODEL.checked(data["model"], f"{path}.model")
+    model_part = data["model"]
+    if isinstance(model_part, dict):  # files written before several models were served ran on the default
+        model_part = {"id": DEFAULT_MODELS[0]} | model_part
+    model = MODEL.checked(model_part, f"{path}.model")
     result = RESULT.checked(data["result"], f"{path}.result")
     reason = one_of(result["reason"], f"{path}.result.reason", REASONS[status])
     if (status == "failed") != (result["error"] is not None):

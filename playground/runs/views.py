@@ -117,7 +117,14 @@ def get_runs(ids: str) -> list[Run]:
 def playground_query(run: Run) -> str:
     """The playground's address with this run's prompt (or its chat turns and the answer it
     continued) and settings, in the page's own address format (playground/address.py)."""
-    request = {"prompt": run.prompt, "mode": run.mode, "system": run.system, "top_n": run.top_n, "use_cache": run.use_cache}
+    request = {
+        "prompt": run.prompt,
+        "mode": run.mode,
+        "system": run.system,
+        "top_n": run.top_n,
+        "use_cache": run.use_cache,
+        "model": run.model,
+    }
     messages = run.conversation()
     if messages is not None:
         request |= page_fields(messages, run.continue_final_message)
@@ -373,6 +380,7 @@ def _summary(run: Run) -> dict[str, Any]:
         "params": run.params,
         "completion_tokens": run.usage.get("completion_tokens"),
         "model": run.model_name,
+        "model_id": run.model,  # the served model's id (what a frame's model takes)
         "url": reverse("runs:run", args=[run.id]),
     }
 

@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 from inference.batching.params import DEFAULT_MAX_BATCH, PREFILL_CHUNK_BESIDE_DECODE
+from inference.model_catalog import configured_models
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 STATE_DIR = Path(os.environ.get("PLAYGROUND_STATE_DIR", BASE_DIR / ".state"))
@@ -125,6 +126,9 @@ USE_TZ = True
 
 # Inference. The model directory defaults to PLAYGROUND_MODEL_DIR or the ignored .models/ folder.
 INFERENCE = {
+    # The models served (PLAYGROUND_MODELS, comma-separated ids of inference/model_catalog.py; the
+    # first is the default a request without `model` gets). Each is loaded on its first request.
+    "MODELS": list(configured_models()),
     # Execution providers in order of preference; CUDA is used only when asked for and available.
     "EXECUTION_PROVIDERS": os.environ.get("PLAYGROUND_EXECUTION_PROVIDERS", "CPUExecutionProvider").split(","),
     "INTRA_OP_THREADS": int(os.environ.get("PLAYGROUND_INTRA_OP_THREADS", "2")),

@@ -8,14 +8,18 @@ Channels and groups:
   (``playground.worker.IntakeWorker``); requests wait there in line (``playground.edge.waiting_line``);
 - ``inference-quick`` (``QUICK_CHANNEL``): tokenizing, inspecting, scoring, read by every worker all
   the time, so they never wait behind generations;
+- per served model (``model_channel``): those two are SmolLM2's (the first catalogued model, the
+  channels' names before there were several models); every other model has its own pair,
+  ``inference-<id>`` and ``inference-quick-<id>``, read only by the workers that serve it, so a
+  worker never takes a request for a model it does not serve and each model has its own line;
 - ``inference-workers`` (``WORKERS_GROUP``): every worker that has taken a request (cancels of
   requests no worker acknowledged, pings to full workers);
 - ``inference-line`` (``LINE_GROUP``): every connection with a generation waiting in line.
 
 Messages:
 
-- ``inference.request`` (front door → ``inference``, or ``inference-quick`` for a quick job):
-  ``reply_channel``, ``request_id``, ``quick``, ``ticket`` (its submit time: its place in the
+- ``inference.request`` (front door → its model's ``inference`` channel, or ``inference-quick`` for a
+  quick job): ``reply_channel``, ``request_id``, ``quick``, ``model`` (the served model's id), ``ticket`` (its submit time: its place in the
   waiting line) and the checked ``job`` as plain data (``job_to_dict``), which the worker rebuilds
   as the same typed job (``job_from_dict``);
 - ``inference.queued`` (worker → front door): the worker's own ``worker_channel``, where cancels go;
@@ -29,7 +33,7 @@ Messages:
 - ``inference.taken`` (worker → ``inference-line``): a worker took the request with this ticket off
   the shared channel, and frees rows this fast (``playground.edge.waiting_line``);
 - ``inference.ping`` (web → ``inference`` and the workers' group) and its answer ``inference.pong``
-  (worker → the ping's ``reply_channel``): who answers, its model, its load (``playground.edge.health``).
+  (worker → the ping's ``reply_channel``): who answers, its models, its load (``playground.edge.health``).
 
 Every message about a request that a front door watches carries its ``lease`` token (added to
 ``inference.request`` by the watchdog; repeated by the worker on ``queued``, ``event`` and
@@ -53,6 +57,7 @@ from typing import Any
 
 from inference.chat_template import ChatMessage, ChatPrompt
 from inference.decoding.generation import GenerationRequest
+from inference.model_catalog import DEFAULT_MODELS
 from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, is_quick, split_params
 
 INFERENCE_CHANNEL = "inference"
@@ -71,9 +76,16 @@ PING = "inference.ping"
 PONG = "inference.pong"
 
 
+def model_channel(model: str | None, quick: bool) -> str:
+    """The shared channel of a model's generations (``quick``: its tokenizing, inspecting, scoring);
+    ``None`` is the first catalogued model's."""
+    shared = QUICK_CHANNEL if quick else INFERENCE_CHANNEL
+    return shared if model is None or model == DEFAULT_MODELS[0] else f"{shared}-{model}"
+
+
 def channel_for(message: Mapping[str, Any]) -> str:
     """The shared channel an ``inference.request`` (or the cancel of one no worker took) goes to."""
-    return QUICK_CHANNEL if message.get("quick") else INFERENCE_CHANNEL
+    return model_channel(message.get("model"), bool(message.get("quick")))
 
 
 def request(job: Job, reply_channel: str) -> dict[str, Any]:
@@ -82,6 +94,7 @@ def request(job: Job, reply_channel: str) -> dict[str, Any]:
         "reply_channel": reply_channel,
         "request_id": job.request_id,
         "quick": is_quick(job),
+        "model": job.model,
         "ticket": time.time(),
         "job": job_to_dict(job),
     }
@@ -118,23 +131,25 @@ def cancel(request_id: str, reply_channel: str) -> dict[str, Any]:
     return {"type": CANCEL, "request_id": request_id, "reply_channel": reply_channel}
 
 
-def heartbeat(worker_channel: str, leases: list[list[str]]) -> dict[str, Any]:
-    return {"type": HEARTBEAT, "worker_channel": worker_channel, "leases": leases}
+def heartbeat(worker_channel: str, leases: list[list[str]], models: list[str] | None = None) -> dict[str, Any]:
+    """``models``: the ids the worker serves (scale-out: which worker serves what)."""
+    return {"type": HEARTBEAT, "worker_channel": worker_channel, "leases": leases, "models": list(models or [])}
 
 
-def taken(ticket: float | None, freed_per_s: float, worker: str) -> dict[str, Any]:
-    """The worker's word to the line: it took the request with this ticket, and frees rows this fast."""
-    return {"type": TAKEN, "ticket": ticket, "freed_per_s": freed_per_s, "worker": worker}
+def taken(ticket: float | None, freed_per_s: float, worker: str, channel: str = INFERENCE_CHANNEL) -> dict[str, Any]:
+    """The worker's word to the line: it took the request with this ticket off ``channel`` (one
+    model's line), and frees rows this fast."""
+    return {"type": TAKEN, "ticket": ticket, "freed_per_s": freed_per_s, "worker": worker, "channel": channel}
 
 
 def ping(reply_channel: str) -> dict[str, Any]:
     return {"type": PING, "reply_channel": reply_channel}
 
 
-def pong(host: str, pid: int, load: dict[str, int], model: dict[str, Any]) -> dict[str, Any]:
+def pong(host: str, pid: int, load: dict[str, int], model: dict[str, Any], models: list[str] | None = None) -> dict[str, Any]:
     """A worker's answer to a ping; ``model`` is ``{"model_built": True, "model": name}`` or
-    ``{"model_built": False, "model_error": why}``."""
-    return {"type": PONG, "host": host, "pid": pid, "load": load, **model}
+    ``{"model_built": False, "model_error": why}`` (its default model's), ``models`` the ids it serves."""
+    return {"type": PONG, "host": host, "pid": pid, "load": load, **model, "models": list(models or [])}
 
 
 def job_to_dict(job: Job) -> dict[str, Any]:
@@ -156,6 +171,7 @@ def job_to_dict(job: Job) -> dict[str, Any]:
             "chat": _chat_to_dict(request.chat),
             "save": job.save,
             "typed_tokens": job.typed_tokens,
+            "model": job.model,
             "branch": None
             if job.branch is None
             else {"parent_run": job.branch.parent_run, "branch_index": job.branch.branch_index},
@@ -174,6 +190,7 @@ def job_to_dict(job: Job) -> dict[str, Any]:
         "top_n": job.top_n,
         "variants": [{**sampling.to_dict(), **loop.to_dict()} for sampling, loop in job.variants],
         "chat": _chat_to_dict(job.chat),
+        "model": job.model,
     }
 
 
@@ -195,6 +212,7 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
             tuple(split_params(variant) for variant in data["variants"]),
             data["top_n"],
             _chat_from_dict(data.get("chat")),
+            data.get("model"),
         )
     sampling, loop = split_params(data["params"])
     request = GenerationRequest(
@@ -217,6 +235,7 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         None if branch is None else Branch(branch["parent_run"], branch["branch_index"]),
         data.get("save", True),
         data.get("typed_tokens", 0),
+        data.get("model"),
     )
 
 

@@ -210,19 +210,28 @@ def beam_step_event(request_id: str, step: BeamStep, codec: TextCodec) -> dict[s
 
 
 def tokens_event(
-    request_id: str, ids: list[int], codec: TextCodec, context_window: int, offset: int = 0, limit: int = TOKENIZE_PAGE[1]
+    request_id: str,
+    ids: list[int],
+    codec: TextCodec,
+    context_window: int,
+    offset: int = 0,
+    limit: int = TOKENIZE_PAGE[1],
+    model: str | None = None,
 ) -> dict[str, Any]:
     """One page of a text's tokens: ``limit`` of them from ``offset``; ``count`` is the whole
-    text's, ``next_offset`` where the next page starts (null after the last page)."""
+    text's, ``next_offset`` where the next page starts (null after the last page); ``model`` the
+    id of the model whose tokenizer answered."""
     end = min(offset + limit, len(ids))
     return {
         "type": "tokens",
         "request_id": request_id,
+        "model": model,
         "tokens": _token_views(ids[offset:end], codec),
         "count": len(ids),
         "offset": offset,
         "next_offset": end if end < len(ids) else None,
         "context_window": context_window,
+        "vocab_size": codec.vocab_size,
     }
 
 

@@ -34,6 +34,7 @@ class Generate:
     branch: Branch | None = None
     save: bool = True  # false: the run is not saved (no run_id)
     typed_tokens: int = 0  # how many of the last prefix tokens the person typed (edit and continue)
+    model: str | None = None  # the served model's id (inference.model_catalog); None: the default
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Tokenize:
     offset: int = 0  # the page of the token list to answer with: ``limit`` tokens from ``offset``
     limit: int = TOKENIZE_PAGE[1]
     chat: ChatPrompt | None = None  # chat mode's conversation, as ``generate`` takes it
+    model: str | None = None  # as ``Generate.model``
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Inspect:
     variants: tuple[tuple[SamplingParams, LoopParams], ...]
     top_n: int
     chat: ChatPrompt | None = None  # chat mode's conversation, as ``generate`` takes it
+    model: str | None = None  # as ``Generate.model``
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class Score:
     system: str | None
     top_n: int
     chat: ChatPrompt | None = None
+    model: str | None = None  # as ``Generate.model``
 
 
 Job = Generate | Tokenize | Inspect | Score

@@ -16,7 +16,8 @@ from channels.layers import get_channel_layer
 from channels.routing import ChannelNameRouter
 from django.conf import settings
 
-from inference.model_dir import ModelNotBuiltError, default_model_dir, read_manifest
+from inference.model_catalog import model_dir_for
+from inference.model_dir import ModelNotBuiltError, read_manifest
 from playground.wire import channel_messages
 from playground.wire.channel_messages import INFERENCE_CHANNEL, WORKERS_GROUP
 from playground.wire.jobs import is_quick
@@ -43,16 +44,17 @@ class InferenceWorker(AsyncConsumer):
         # Cancels that arrived before their request (a consumer that closed before any worker took
         # its request): (reply_channel, request_id), oldest first.
         self.early_cancels: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self.heartbeat = WorkerHeartbeat(self.jobs.values)  # liveness: while it holds any job
+        self.heartbeat = WorkerHeartbeat(self.jobs.values, settings.INFERENCE["MODELS"])  # liveness: while it holds any job
 
     async def inference_ping(self, message: dict[str, Any]) -> None:
         """Readiness and load: who answers, whether its model is built, and its ``load``."""
         try:
-            manifest = read_manifest(default_model_dir())
+            served = settings.INFERENCE["MODELS"]
+            manifest = read_manifest(model_dir_for(served[0], served))
             model: dict[str, Any] = {"model_built": True, "model": manifest.get("model_name", "?")}
         except (ModelNotBuiltError, ValueError, OSError) as error:
             model = {"model_built": False, "model_error": str(error)}
-        pong = channel_messages.pong(socket.gethostname(), os.getpid(), self.load(), model)
+        pong = channel_messages.pong(socket.gethostname(), os.getpid(), self.load(), model, settings.INFERENCE["MODELS"])
         await self.channel_layer.send(message["reply_channel"], pong)
 
     def load(self) -> dict[str, int]:

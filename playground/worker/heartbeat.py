@@ -23,13 +23,14 @@ class HeldRequest(Protocol):
     lease: str | None
 
 
-def heartbeats(worker_channel: str, held: Iterable[HeldRequest]) -> dict[str, dict[str, Any]]:
-    """reply channel → the heartbeat message naming the requests this worker holds for it."""
+def heartbeats(worker_channel: str, held: Iterable[HeldRequest], models: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """reply channel → the heartbeat message naming the requests this worker holds for it (and the
+    models it serves)."""
     messages: dict[str, dict[str, Any]] = {}
     for request in held:
         if request.lease is None:  # from a connection that does not watch
             continue
-        message = messages.setdefault(request.reply_channel, channel_messages.heartbeat(worker_channel, []))
+        message = messages.setdefault(request.reply_channel, channel_messages.heartbeat(worker_channel, [], models))
         message["leases"].append([request.request_id, request.lease])
     return messages
 
@@ -37,8 +38,9 @@ def heartbeats(worker_channel: str, held: Iterable[HeldRequest]) -> dict[str, di
 class WorkerHeartbeat:
     """Beats for a worker while it holds requests; stops when it holds none, starts on the next."""
 
-    def __init__(self, held: Callable[[], Iterable[HeldRequest]]) -> None:
+    def __init__(self, held: Callable[[], Iterable[HeldRequest]], models: list[str] | None = None) -> None:
         self._held = held
+        self._models = list(models or [])  # the ids this worker serves, named in every heartbeat
         self._task: asyncio.Future[None] | None = None
 
     def ensure_running(self, channel_layer: Any, worker_channel: str) -> None:
@@ -48,7 +50,7 @@ class WorkerHeartbeat:
     async def _beat(self, channel_layer: Any, worker_channel: str, timing: Timing) -> None:
         while True:
             await asyncio.sleep(timing.heartbeat_seconds)
-            messages = heartbeats(worker_channel, list(self._held()))
+            messages = heartbeats(worker_channel, list(self._held()), self._models)
             if not messages:
                 return
             for reply_channel, message in messages.items():

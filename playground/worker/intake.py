@@ -1,10 +1,12 @@
-"""Capacity-aware intake: a worker reads the shared ``inference`` channel only while it holds fewer
-than ``MAX_BATCH + INTAKE_BACKLOG`` generations (``IntakeGate``), so with several workers on one
-Redis a request waits in the channel until some worker has room and goes to that one, rather than
-queueing behind a busy worker while another is idle. The ``inference-quick`` channel (tokenizing,
-inspecting, scoring: no decode slot needed) is read all the time; ``IntakeWorker`` adds it itself
-wherever it serves ``inference``. Each request taken off the shared channel is announced to the
-waiting line (``playground.edge.waiting_line``).
+"""Capacity-aware intake: a worker reads a model's shared ``inference`` channel only while it holds
+fewer than ``MAX_BATCH + INTAKE_BACKLOG`` generations of that model (``IntakeGate``; each served
+model has its own decode loop and rows), so with several workers on one Redis a request waits in
+the channel until some worker has room and goes to that one, rather than queueing behind a busy
+worker while another is idle. The quick channels (tokenizing, inspecting, scoring: no decode slot
+needed) are read all the time. ``runworker inference`` reads the channel pair of every model this
+worker serves (``PLAYGROUND_MODELS``; ``channel_messages.model_channel``) and no other, so it never
+takes a request for a model it does not serve. Each request taken off a shared channel is
+announced to the waiting line (``playground.edge.waiting_line``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from channels.worker import Worker
 from django.conf import settings
 
 from playground.wire import channel_messages
-from playground.wire.channel_messages import INFERENCE_CHANNEL, LINE_GROUP, QUICK_CHANNEL, REQUEST
+from playground.wire.channel_messages import INFERENCE_CHANNEL, LINE_GROUP, REQUEST
 
 log = logging.getLogger(__name__)
 
@@ -47,33 +49,37 @@ class FreeingRate:
 
 
 class IntakeGate:
-    """How many generations this worker holds, against the room it has: ``MAX_BATCH`` rows decoding
-    plus ``INTAKE_BACKLOG`` taken in advance. The intake waits for room before it reads the shared
-    channel."""
+    """How many generations of each model this worker holds, against the room it has per model:
+    ``MAX_BATCH`` rows decoding plus ``INTAKE_BACKLOG`` taken in advance. The intake waits for that
+    model's room before it reads the model's shared channel."""
 
     def __init__(self) -> None:
-        self.held: set[tuple[str, str]] = set()
+        self.held: dict[tuple[str, str], str | None] = {}  # (reply channel, request id) → its model (None: default)
         self._changed = asyncio.Event()
         self.freeing = FreeingRate()  # the line's pace, told to waiting connections
         self.name = secrets.token_hex(6)  # names this worker's rate in the line's messages
 
     def take(self, message: dict[str, Any]) -> None:
         if message.get("type") == REQUEST:
-            self.held.add((message["reply_channel"], message["request_id"]))
+            self.held[(message["reply_channel"], message["request_id"])] = message.get("model")
 
     def release(self, key: tuple[str, str]) -> None:
         if key in self.held:
-            self.held.discard(key)
+            del self.held[key]
             self.freeing.freed()
         self._changed.set()
+
+    def holding(self, channel: str) -> int:
+        """Generations held that came off ``channel`` (one model's)."""
+        return sum(1 for model in self.held.values() if channel_messages.model_channel(model, False) == channel)
 
     @property
     def room(self) -> int:
         config = settings.INFERENCE
         return int(config["MAX_BATCH"]) + int(config["INTAKE_BACKLOG"])
 
-    async def wait_for_room(self) -> None:
-        while len(self.held) >= self.room:
+    async def wait_for_room(self, channel: str = INFERENCE_CHANNEL) -> None:
+        while self.holding(channel) >= self.room:
             self._changed.clear()
             await self._changed.wait()
 
@@ -97,29 +103,35 @@ class IntakeWorker(Worker):
 
     def __init__(self, application: Any, channels: list[str], channel_layer: Any, **kwargs: Any) -> None:
         channels = list(channels)
-        if INFERENCE_CHANNEL in channels and QUICK_CHANNEL not in channels:
-            channels.append(QUICK_CHANNEL)  # so `runworker inference` serves quick jobs too
+        self.generation_channels: set[str] = set()
+        if INFERENCE_CHANNEL in channels:  # `runworker inference`: every served model's pair, no other
+            channels.remove(INFERENCE_CHANNEL)
+            models = settings.INFERENCE["MODELS"]
+            self.generation_channels = {channel_messages.model_channel(model, False) for model in models}
+            quick = [channel_messages.model_channel(model, True) for model in models]
+            channels += [c for c in [*sorted(self.generation_channels), *quick] if c not in channels]
         super().__init__(application, channels, channel_layer, **kwargs)
 
     async def listener(self, channel: str) -> None:
         gate = intake_gate()
-        # quick jobs go to the inference channel's instance: one worker, one set of held jobs
-        served = INFERENCE_CHANNEL if channel == QUICK_CHANNEL else channel
+        # every model's jobs go to the inference channel's instance: one worker, one set of held jobs
+        served = INFERENCE_CHANNEL if self.generation_channels else channel
+        generations = channel in self.generation_channels
         while True:
-            if channel == INFERENCE_CHANNEL:
-                await gate.wait_for_room()
+            if generations:
+                await gate.wait_for_room(channel)
             message = await self.channel_layer.receive(channel)
             if not message.get("type", None):
                 raise ValueError("Worker received message with no type.")
-            if channel == INFERENCE_CHANNEL:
+            if generations:
                 if not message.get("quick"):
                     gate.take(message)
-                await self._announce_taken(message, gate)  # the line moved (a request, ping or cancel left it)
+                await self._announce_taken(message, gate, channel)  # the line moved (a request, ping or cancel left it)
             instance_queue = self.get_or_create_application_instance(served, {"type": "channel", "channel": served})
             await instance_queue.put(message)
 
-    async def _announce_taken(self, message: dict[str, Any], gate: IntakeGate) -> None:
-        taken = channel_messages.taken(message.get("ticket"), gate.freeing.per_second(), gate.name)
+    async def _announce_taken(self, message: dict[str, Any], gate: IntakeGate, channel: str) -> None:
+        taken = channel_messages.taken(message.get("ticket"), gate.freeing.per_second(), gate.name, channel)
         try:
             await self.channel_layer.group_send(LINE_GROUP, taken)
         except Exception as error:  # noqa: BLE001 — the line's positions are a courtesy; serving goes on

@@ -1,5 +1,6 @@
-"""Serving the jobs a worker took: generations through the process's decode loop (``inference.batching.scheduler``),
-tokenizing, inspecting and scoring on a thread of their own, each turned into websocket events.
+"""Serving the jobs a worker took: generations through their model's decode loop (``inference.batching.scheduler``;
+one loop per served model), tokenizing, inspecting and scoring on a thread of their own, each turned
+into websocket events.
 
 ``playground.worker.consumer``'s ``InferenceWorker`` hands each job it takes to ``submit_generation`` or
 ``serve_quick_job`` with an ``emit`` callback, which receives the job's events and then ``END``.
@@ -23,7 +24,7 @@ from inference.decoding import generation
 from inference.decoding.beam import BeamStep
 from inference.decoding.whatif import LogitsCache, inspect_variants
 from inference.errors import Cancelled, ParamError
-from inference.model_dir import default_model_dir
+from inference.model_catalog import model_dir_for
 from inference.runtime import Runtime, load_runtime
 from playground.runs.recording import RunRecorder
 from playground.runs.request_fields import record_fields
@@ -36,42 +37,80 @@ log = logging.getLogger(__name__)
 END = object()  # what ``emit`` receives after a job's last event
 
 
-class ProcessResources:
-    """What one worker process owns: the model (loaded on first use), the decode loop on a thread
-    of its own, a thread for tokenizing and inspecting, and the what-if logits cache. Made on first
-    use, not at import."""
+class ModelResources:
+    """One served model in this process: its runtime (loaded on first use), its own decode loop on a
+    thread of its own (so rows of different models never share a model call), its what-if cache."""
 
-    def __init__(self) -> None:
-        self.quick_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
         self.logits_cache = LogitsCache()
         self._runtime: Runtime | None = None
         self._scheduler: Scheduler | None = None
         self._lock = threading.Lock()
 
+    def runtime(self) -> Runtime:
+        """The model, loaded once, by whichever worker thread needs it first."""
+        with self._lock:
+            if self._runtime is None:
+                config = settings.INFERENCE
+                model_dir = model_dir_for(self.model_id, config["MODELS"])
+                self._runtime = load_runtime(model_dir, config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"], self.model_id)
+                info = self._runtime.info
+                log.info("inference worker serving %s (%s) on %s", info.id, info.name, info.execution_provider)
+            return self._runtime
+
     def scheduler(self) -> Scheduler:
-        """The process's decode loop, started on its own thread with the model (once)."""
+        """The model's decode loop, started on its own thread with the model (once)."""
         runtime = self.runtime()
         with self._lock:
             if self._scheduler is None:
                 config = settings.INFERENCE
                 self._scheduler = Scheduler(runtime, config["MAX_BATCH"], config["PREFILL_CHUNK"])
                 serve_in_thread(self._scheduler)
-                log.info("decode loop started: up to %d rows per step", self._scheduler.max_batch)
+                log.info("decode loop of %s started: up to %d rows per step", self.model_id, self._scheduler.max_batch)
             return self._scheduler
 
     def load(self) -> dict[str, int] | None:
         """The decode loop's load, or None before it started."""
         return None if self._scheduler is None else self._scheduler.load()
 
-    def runtime(self) -> Runtime:
-        """The process's model, loaded once, by whichever worker thread needs it first."""
+
+class ProcessResources:
+    """What one worker process owns: each served model's resources (made on first use, not at
+    import) and one thread for tokenizing, inspecting and scoring, whatever the model."""
+
+    def __init__(self) -> None:
+        self.quick_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
+        self._models: dict[str, ModelResources] = {}
+        self._lock = threading.Lock()
+
+    def served(self) -> list[str]:
+        """The ids of the models this process serves, the default first."""
+        return list(settings.INFERENCE["MODELS"])
+
+    def model(self, model_id: str | None = None) -> ModelResources:
+        """A served model's resources (None: the default model's)."""
+        model_id = model_id or self.served()[0]
         with self._lock:
-            if self._runtime is None:
-                config = settings.INFERENCE
-                self._runtime = load_runtime(default_model_dir(), config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"])
-                info = self._runtime.info
-                log.info("inference worker serving %s on %s", info.name, info.execution_provider)
-            return self._runtime
+            if model_id not in self._models:
+                if model_id not in self.served():
+                    raise ParamError("model", f"this worker does not serve {model_id!r}; it serves {self.served()}")
+                self._models[model_id] = ModelResources(model_id)
+            return self._models[model_id]
+
+    def runtime(self, model_id: str | None = None) -> Runtime:
+        return self.model(model_id).runtime()
+
+    def scheduler(self, model_id: str | None = None) -> Scheduler:
+        return self.model(model_id).scheduler()
+
+    def load(self) -> dict[str, int] | None:
+        """Every started decode loop's load added up, or None before any started."""
+        with self._lock:
+            loads = [load for load in (m.load() for m in self._models.values()) if load is not None]
+        if not loads:
+            return None
+        return {key: sum(load[key] for load in loads) for key in loads[0]}
 
 
 @lru_cache(maxsize=1)
@@ -102,14 +141,19 @@ def serve_quick_job(job: Assignment, emit: Callable[[Any], None]) -> None:
         if job.cancelled.is_set():
             raise Cancelled("cancelled before its turn")
         command = job.command
-        model = resources().runtime()
+        served = resources().model(command.model)
+        model = served.runtime()
         if isinstance(command, Tokenize):
             ids = model.codec.encode(command.text, command.mode, command.system, command.chat)  # type: ignore[arg-type]
-            emit(events.tokens_event(request_id, ids, model.codec, model.shape.context_window, command.offset, command.limit))
+            emit(
+                events.tokens_event(
+                    request_id, ids, model.codec, model.shape.context_window, command.offset, command.limit, model.info.id
+                )
+            )
         elif isinstance(command, Inspect):
-            emit(_inspect(model, command, job.cancelled.is_set))
+            emit(_inspect(model, command, job.cancelled.is_set, served.logits_cache))
         elif isinstance(command, Score):
-            emit(prompt_scores.answer(model, command, job.cancelled.is_set))
+            emit(prompt_scores.answer(model, command, job.cancelled.is_set) | {"model": model.info.id})
     except ParamError as error:
         emit(events.param_error_event(error, request_id))
     except Cancelled:
@@ -124,8 +168,12 @@ def serve_quick_job(job: Assignment, emit: Callable[[Any], None]) -> None:
 async def submit_generation(job: Assignment, emit: Callable[[Any], None]) -> None:
     """Hands a generation to the decode loop (loading the model first if need be, off the event loop)."""
     try:
-        scheduler = await asyncio.to_thread(resources().scheduler)
-        scheduler.submit(GenerationListener(job, resources().runtime(), emit, lambda: emit(END)).ticket())
+        served = resources().model(job.command.model)
+        scheduler = await asyncio.to_thread(served.scheduler)
+        scheduler.submit(GenerationListener(job, served.runtime(), emit, lambda: emit(END)).ticket())
+    except ParamError as error:  # a model this worker does not serve
+        emit(events.param_error_event(error, job.request_id))
+        emit(END)
     except Exception as error:  # noqa: BLE001 — e.g. no model: the client must hear about it
         log.exception("request %s could not start", job.request_id)
         emit(events.error_event("generation_failed", f"the model failed during this request: {error}", None, job.request_id))
@@ -185,10 +233,10 @@ def _with_run_id(event: dict[str, Any], run_id: str | None) -> dict[str, Any]:
     return event if run_id is None else event | {"run_id": run_id}
 
 
-def _inspect(model: Runtime, command: Inspect, is_cancelled: Callable[[], bool]) -> dict[str, Any]:
+def _inspect(model: Runtime, command: Inspect, is_cancelled: Callable[[], bool], cache: LogitsCache) -> dict[str, Any]:
     """The distribution at one position under each setting asked for, from the real logits."""
     prompt_ids = model.codec.encode(command.prompt, command.mode, command.system, command.chat)  # type: ignore[arg-type]
-    results = inspect_variants(
-        model, prompt_ids, command.prefix_tokens, command.variants, command.top_n, resources().logits_cache, is_cancelled
-    )
-    return events.inspection_event(command.request_id, len(command.prefix_tokens), results, model.codec)
+    results = inspect_variants(model, prompt_ids, command.prefix_tokens, command.variants, command.top_n, cache, is_cancelled)
+    return events.inspection_event(command.request_id, len(command.prefix_tokens), results, model.codec) | {
+        "model": model.info.id
+    }

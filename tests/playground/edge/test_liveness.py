@@ -65,9 +65,10 @@ def test_heartbeats_name_each_connections_requests_once():
         SimpleNamespace(request_id="c", reply_channel="c2", lease="L3"),
         SimpleNamespace(request_id="d", reply_channel="c3", lease=None),  # a connection that does not watch
     ]
-    assert heartbeats("w!1", held) == {
-        "c1": {"type": "inference.heartbeat", "worker_channel": "w!1", "leases": [["a", "L1"], ["b", "L2"]]},
-        "c2": {"type": "inference.heartbeat", "worker_channel": "w!1", "leases": [["c", "L3"]]},
+    models = ["smollm2-135m-instruct", "gemma-3-270m"]  # which models the worker serves (scale-out)
+    assert heartbeats("w!1", held, models) == {
+        "c1": {"type": "inference.heartbeat", "worker_channel": "w!1", "leases": [["a", "L1"], ["b", "L2"]], "models": models},
+        "c2": {"type": "inference.heartbeat", "worker_channel": "w!1", "leases": [["c", "L3"]], "models": models},
     }
 
 
@@ -77,7 +78,7 @@ async def test_a_worker_beats_while_it_holds_requests_and_stops_after(fast):
     beat = WorkerHeartbeat(jobs.values)
     beat.ensure_running(layer, "worker!1")
     first = await asyncio.wait_for(layer.receive("reply!1"), 2)
-    assert first == {"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", "L"]]}
+    assert first == {"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", "L"]], "models": []}
     jobs.clear()
     await asyncio.sleep(3 * fast.heartbeat_seconds)
     assert beat._task is not None and beat._task.done()  # no requests, no beating

@@ -8,11 +8,11 @@ required, one allowed CORS origin and a client rate of one request then a long w
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import pytest
 
+from inference.model_catalog import configured_models
 from inference.model_dir import MANIFEST_FILE, default_model_dir
 from tests.servers import Daphne, running_daphne
 
@@ -21,7 +21,9 @@ ALLOWED_ORIGIN = "http://course.example:8080"
 
 @pytest.fixture(scope="session")
 def model_id() -> str:
-    return json.loads((default_model_dir() / MANIFEST_FILE).read_text())["model_name"]
+    """The default model's id, as ``/v1/models`` lists it first (its manifest's model_name,
+    ``SmolLM2-135M-Instruct``, names it too)."""
+    return configured_models()[0]
 
 
 @pytest.fixture(scope="session")

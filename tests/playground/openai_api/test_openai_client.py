@@ -33,9 +33,10 @@ def websocket_run(server, frame: dict) -> list[dict]:
         return request_events(ws, {"type": "generate", "request_id": "ws-1", **frame})
 
 
-def test_models_lists_the_built_model(client, model_id):
-    assert [m.id for m in client.models.list().data] == [model_id]
+def test_models_lists_the_served_models_the_default_first(client, model_id):
+    assert [m.id for m in client.models.list().data] == [model_id, "gemma-3-270m"]
     assert client.models.retrieve(model_id).id == model_id
+    assert client.models.retrieve("SmolLM2-135M-Instruct").id == model_id  # the manifest's name names it too
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("gpt-4o")
 

@@ -10,6 +10,7 @@ from playground.openai_api.shapes import Responder, echo_only
 from playground.openai_api.translate import translate
 
 MODEL = "SmolLM2-135M-Instruct"
+SERVED = ("smollm2-135m-instruct",)
 DOCUMENT_START = {"id": 0, "text": "<|endoftext|>"}
 IM_END = 2
 END_IDS = frozenset({IM_END, 0})
@@ -54,7 +55,7 @@ PARIS = [token(7042, " Paris"), token(28, ","), token(260, " the")]
 
 
 def test_text_offset_counts_from_the_prompts_start_without_echo():
-    api = translate({"model": MODEL, "prompt": PROMPT, "logprobs": 1}, "completion", MODEL)
+    api = translate({"model": MODEL, "prompt": PROMPT, "logprobs": 1}, "completion", SERVED)
     whole = responder(api, PROMPT_TOKENS)
     for event in PARIS:
         whole.observe(event)
@@ -66,7 +67,7 @@ def test_text_offset_counts_from_the_prompts_start_without_echo():
 
 
 def test_with_echo_the_prompt_is_at_0_and_the_completion_right_after_it():
-    api = translate({"model": MODEL, "prompt": "The capital of", "logprobs": 1, "echo": True}, "completion", MODEL)
+    api = translate({"model": MODEL, "prompt": "The capital of", "logprobs": 1, "echo": True}, "completion", SERVED)
     top = [{"token": "x", "logprob": -1.0}]
     scores = {"tokens": [{"token": "<|endoftext|>", "logprob": None, "top": []}]}
     scores["tokens"] += [{"token": t["text"], "logprob": -2.0, "top": top} for t in PROMPT_TOKENS[1:]]
@@ -81,7 +82,7 @@ def test_with_echo_the_prompt_is_at_0_and_the_completion_right_after_it():
 
 def test_echoed_offsets_count_characters_where_a_token_ends_inside_one():
     prompt = "🎉 ok"  # its first character is two tokens of two bytes each
-    api = translate({"model": MODEL, "prompt": prompt, "logprobs": 0, "echo": True}, "completion", MODEL)
+    api = translate({"model": MODEL, "prompt": prompt, "logprobs": 0, "echo": True}, "completion", SERVED)
     pieces = ["<0xF0><0x9F>", "<0x8E><0x89>", " ok"]
     scores = {"tokens": [{"token": text, "logprob": -1.0, "top": []} for text in ["<|endoftext|>", *pieces]]}
     whole = responder(api, PROMPT_TOKENS, scores)
@@ -91,21 +92,21 @@ def test_echoed_offsets_count_characters_where_a_token_ends_inside_one():
 
 
 def test_usage_counts_the_prompts_own_tokens_which_echo_lists_every_one_of():
-    api = translate({"model": MODEL, "prompt": "The capital of", "logprobs": 0, "echo": True}, "completion", MODEL)
+    api = translate({"model": MODEL, "prompt": "The capital of", "logprobs": 0, "echo": True}, "completion", SERVED)
     whole = responder(api, PROMPT_TOKENS)
     whole.observe(PARIS[0])
     usage = whole.complete(done("max_tokens", " Paris", len(PROMPT_TOKENS), 1))["usage"]
     assert usage == {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
     scores = {"tokens": [{"token": t["text"], "logprob": -1.0, "top": []} for t in PROMPT_TOKENS]}
     scored_only = translate(
-        {"model": MODEL, "prompt": "The capital of", "logprobs": 0, "echo": True, "max_tokens": 0}, "completion", MODEL
+        {"model": MODEL, "prompt": "The capital of", "logprobs": 0, "echo": True, "max_tokens": 0}, "completion", SERVED
     )
     answer, _ = echo_only(scored_only, scores, "0" * 64)
     assert answer["usage"]["prompt_tokens"] == len(answer["choices"][0]["logprobs"]["tokens"]) == 3
 
 
 def test_a_chats_prompt_tokens_are_all_counted():
-    api = translate({"model": MODEL, "messages": [{"role": "user", "content": "Hi"}]}, "chat", MODEL)
+    api = translate({"model": MODEL, "messages": [{"role": "user", "content": "Hi"}]}, "chat", SERVED)
     chat_tokens = [{"id": 1, "text": "<|im_start|>"}, {"id": 4093, "text": "user"}]
     whole = responder(api, chat_tokens)
     whole.observe(PARIS[0])
@@ -117,7 +118,7 @@ def chat_events() -> list[dict[str, Any]]:
 
 
 def test_a_chats_logprobs_list_the_messages_tokens_and_not_the_end_of_turn():
-    api = translate({"model": MODEL, "messages": [{"role": "user", "content": "Capital?"}], "logprobs": True}, "chat", MODEL)
+    api = translate({"model": MODEL, "messages": [{"role": "user", "content": "Capital?"}], "logprobs": True}, "chat", SERVED)
     whole = responder(api, [])
     for event in chat_events():
         whole.observe(event)
@@ -136,7 +137,7 @@ def test_a_chats_logprobs_list_the_messages_tokens_and_not_the_end_of_turn():
 
 def test_with_ignore_eos_an_end_token_is_content_like_any_other():
     body = {"model": MODEL, "messages": [{"role": "user", "content": "Capital?"}], "logprobs": True, "ignore_eos": True}
-    whole = responder(translate(body, "chat", MODEL), [])
+    whole = responder(translate(body, "chat", SERVED), [])
     events = chat_events()
     events[-1]["text"] = "<|im_end|>"  # with ignore_eos its bytes are in the text
     for event in events:

@@ -11,16 +11,17 @@ from playground.openai_api.errors import ApiError
 from playground.openai_api.param_table import BEGIN, END, parameter_table
 from playground.openai_api.translate import COMPLETION_MAX_TOKENS, translate
 
-MODEL = "SmolLM2-135M-Instruct"
+MODEL = "SmolLM2-135M-Instruct"  # the manifest's name, accepted for the id smollm2-135m-instruct
+SERVED = ("smollm2-135m-instruct", "gemma-3-270m")
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "openai-api.md"
 
 
 def completion(**fields):
-    return translate({"model": MODEL, "prompt": "Hi", **fields}, "completion", MODEL)
+    return translate({"model": MODEL, "prompt": "Hi", **fields}, "completion", SERVED)
 
 
 def chat(**fields):
-    return translate({"model": MODEL, "messages": [{"role": "user", "content": "Hi"}], **fields}, "chat", MODEL)
+    return translate({"model": MODEL, "messages": [{"role": "user", "content": "Hi"}], **fields}, "chat", SERVED)
 
 
 def test_openai_defaults_and_our_keys_at_the_top_level():
@@ -97,3 +98,19 @@ def test_null_means_not_given_for_openais_optional_fields():
     with pytest.raises(ApiError) as caught:
         chat(top_k=None)  # ours stay strict: null is no integer
     assert caught.value.param == "top_k"
+
+
+def test_the_model_is_named_by_id_or_manifest_name_and_travels_in_the_job():
+    assert completion().model == "smollm2-135m-instruct"
+    assert completion().job.model == "smollm2-135m-instruct"
+    gemma = translate({"model": "gemma-3-270m", "prompt": "Hi"}, "completion", SERVED)
+    assert (gemma.model, gemma.job.model) == ("gemma-3-270m", "gemma-3-270m")
+    scored = translate({"model": "GEMMA-3-270M", "prompt": "Hi", "echo": True, "logprobs": 1}, "completion", SERVED)
+    assert scored.score is not None and scored.score.model == "gemma-3-270m"
+
+
+def test_a_model_not_served_is_a_404_naming_model_and_the_served_ones():
+    with pytest.raises(ApiError) as caught:
+        translate({"model": "gemma-3-270m", "prompt": "Hi"}, "completion", ("smollm2-135m-instruct",))
+    assert (caught.value.status, caught.value.param, caught.value.code) == (404, "model", "model_not_found")
+    assert "smollm2-135m-instruct" in caught.value.message

@@ -1,0 +1,169 @@
+"""The models a server serves (``PLAYGROUND_MODELS``) and what it tells people about each.
+
+The build's facts per model (its directory, manifest name, license) are the recipe table's
+(``inference.modelbuild.models``); this module adds what serving needs on top: which models are
+configured, in which order (the first is the default: a frame without ``model`` gets it), where
+each one's directory is, and the words a page shows (display name, base or instruct, the license's
+link, what a build variant means). Light: the standard library and the recipe table only, so the
+web process reads it without loading a model.
+
+Model directories: ``.models/<dir_name>``; ``PLAYGROUND_MODEL_DIR`` still moves the first (default)
+model's, and ``PLAYGROUND_MODEL_DIR_<ID>`` (the id upper-cased, ``-`` as ``_``, e.g.
+``PLAYGROUND_MODEL_DIR_GEMMA_3_270M``) any one's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from inference.model_dir import (
+    CHAT_TEMPLATE_FILE,
+    MANIFEST_FILE,
+    MODEL_DIR_ENV,
+    MODELS_ROOT,
+    ModelNotBuiltError,
+    document_start,
+    read_manifest,
+)
+from inference.modelbuild.models import RECIPES, ModelRecipe
+
+MODELS_ENV = "PLAYGROUND_MODELS"
+
+Kind = Literal["base", "instruct"]
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """What the server says about one model it can serve."""
+
+    id: str  # the recipe's key: what ``model`` takes in frames, the HTTP API and saved runs
+    display_name: str
+    kind: Kind  # base: pre-trained only, it continues text; instruct: tuned to answer turns
+    owned_by: str  # who made the weights (``/v1/models``' ``owned_by``)
+
+    @property
+    def recipe(self) -> ModelRecipe:
+        return RECIPES[self.id]
+
+    @property
+    def model_name(self) -> str:
+        return self.recipe.model_name
+
+    @property
+    def license(self) -> dict[str, str | None]:
+        """``{"name", "url"}`` from the recipe's license, written ``Name (url)`` or a known name."""
+        text = self.recipe.license
+        match = re.fullmatch(r"(.+?) \((https?://\S+)\)", text)
+        if match:
+            return {"name": match.group(1), "url": match.group(2)}
+        return {"name": text, "url": LICENSE_URLS.get(text)}
+
+    def no_chat_reason(self) -> str:
+        """Why chat mode is refused for this model when its build has no chat template."""
+        if self.kind == "base":
+            return f"{self.id} is a base model: it has no chat template; use completion"
+        return f"{self.id} has no chat template; use completion"
+
+
+LICENSE_URLS = {"Apache-2.0": "https://www.apache.org/licenses/LICENSE-2.0"}
+
+ENTRIES: tuple[CatalogEntry, ...] = (
+    CatalogEntry("smollm2-135m-instruct", "SmolLM2 135M Instruct", "instruct", "HuggingFaceTB"),
+    CatalogEntry("gemma-3-270m", "Gemma 3 270M (base)", "base", "google"),
+)
+CATALOG: dict[str, CatalogEntry] = {entry.id: entry for entry in ENTRIES}
+DEFAULT_MODELS: tuple[str, ...] = tuple(entry.id for entry in ENTRIES)
+
+# What a build variant means for the probabilities shown (a variant without a note shows none).
+VARIANT_NOTES = {
+    "exact": "every weight as the GGUF stores it: every probability is the model's",
+    "exact-8bit": "every weight as the GGUF stores it (8-bit kernels): every probability is the model's",
+}
+
+
+def configured_models(env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+    """The ids ``PLAYGROUND_MODELS`` names (comma-separated; default every catalogued model), the
+    default first. ``ValueError`` naming the setting for an unknown, repeated or empty list."""
+    raw = env.get(MODELS_ENV, "")
+    names = tuple(name.strip() for name in raw.split(",") if name.strip()) if raw.strip() else DEFAULT_MODELS
+    unknown = [name for name in names if name not in CATALOG]
+    if unknown:
+        raise ValueError(f"{MODELS_ENV} names unknown models {unknown}; choose from {list(CATALOG)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{MODELS_ENV} names a model twice: {raw!r}")
+    return names
+
+
+def model_dir_for(model_id: str, served: Sequence[str], env: Mapping[str, str] = os.environ) -> Path:
+    """Where ``model_id``'s build lives (see the module docstring)."""
+    own = env.get(f"{MODEL_DIR_ENV}_{model_id.upper().replace('-', '_')}")
+    if own:
+        return Path(own).expanduser()
+    if served and model_id == served[0] and env.get(MODEL_DIR_ENV):
+        return Path(env[MODEL_DIR_ENV]).expanduser()
+    return MODELS_ROOT / CATALOG[model_id].recipe.dir_name
+
+
+def resolve(name: str, served: Sequence[str]) -> str | None:
+    """The served model ``name`` means (its id or its manifest name, case ignored), or None."""
+    wanted = name.casefold()
+    for model_id in served:
+        if wanted in (model_id.casefold(), CATALOG[model_id].model_name.casefold()):
+            return model_id
+    return None
+
+
+def describe(model_id: str, model_dir: Path) -> dict[str, Any]:
+    """What ``GET /api/models`` says about one served model (docs/websocket-api.md, *Models*):
+    the catalogue's words and its build's manifest (nulls where it is not built)."""
+    entry = CATALOG[model_id]
+    try:
+        manifest: dict[str, Any] | None = read_manifest(model_dir)
+    except (ModelNotBuiltError, ValueError, OSError):
+        manifest = None
+    facts: dict[str, Any] = {
+        "id": entry.id,
+        "model_name": entry.model_name,
+        "display_name": entry.display_name,
+        "kind": entry.kind,
+        "license": entry.license,
+        "variant": None,
+        "variant_note": None,
+        "vocab_size": None,
+        "context_window": None,
+        "special_tokens": None,
+        "chat": {"available": False, "reason": f"{model_id} is not built on this server"},
+        "built": manifest is not None,
+    }
+    if manifest is None:
+        return facts
+    special = manifest.get("special_tokens", {})
+    variant = manifest.get("variant")
+    has_template = (model_dir / CHAT_TEMPLATE_FILE).is_file()
+    return facts | {
+        "variant": variant,
+        "variant_note": VARIANT_NOTES.get(str(variant)),
+        "vocab_size": int(manifest["shapes"]["vocab_size"]),
+        "context_window": int(manifest["shapes"]["context_window"]),
+        "special_tokens": {
+            "document_start": document_start(special),
+            "bos": special.get("bos_token"),
+            "eos": list(special.get("eos_tokens", [])),
+        },
+        "chat": {"available": has_template, "reason": None if has_template else entry.no_chat_reason()},
+        "built_at": manifest.get("built_at"),
+    }
+
+
+def chat_refusal(model_id: str, served: Sequence[str]) -> str | None:
+    """Why chat mode is refused for this model (its build has no chat template), or None. A model
+    not built yet is not refused here: its requests fail as the build's absence says."""
+    model_dir = model_dir_for(model_id, served)
+    if (model_dir / MANIFEST_FILE).is_file() and not (model_dir / CHAT_TEMPLATE_FILE).is_file():
+        return CATALOG[model_id].no_chat_reason()
+    return None

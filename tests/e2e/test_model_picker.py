@@ -60,8 +60,9 @@ def test_gemma_tokenizes_generates_and_has_no_chat_mode(playground: PlaygroundPa
     expect(reason).to_be_visible()
     expect(reason).to_contain_text("base model: it has no chat template")
     expect(page.locator("#status")).to_contain_text("no chat template")
-    # the prompt tokenized again, by Gemma's tokenizer: its own document start and ids
-    expect(chips.first).to_have_text("<bos>")
+    # the prompt tokenized again, by Gemma's tokenizer: its own document start and ids (the first
+    # request to Gemma may wait for the worker to load it)
+    expect(chips.first).to_have_text("<bos>", timeout=120_000)
     expect(chips.first).to_have_attribute("data-id", "2")
     assert "model=gemma-3-270m" in page.url
     tokenizes = playground.sent_of("tokenize")
@@ -102,7 +103,7 @@ def test_the_model_survives_save_history_and_open_in_playground(playground: Play
     expect(page.locator("#prompt-tokens .chip").first).to_have_text("<bos>")
 
 
-def test_base_vs_instruct_side_by_side_marks_where_they_part_and_rates_across(page: Page, daphne_server):
+def test_base_vs_instruct_side_by_side_marks_where_they_part_and_rates_across(page: Page, daphne_server, artifacts):
     errors = page_errors(page)
     page.goto(daphne_server.url + "/compare/live")
     expect(page.locator("#c1-model option")).to_have_count(2)
@@ -129,6 +130,7 @@ def test_base_vs_instruct_side_by_side_marks_where_they_part_and_rates_across(pa
     assert re.search(r"gave .*'s .* p = ", texts[0]) or "stopped here" in texts[0], texts
     assert re.search(r"gave .*'s .* p = ", texts[1]) or "stopped here" in texts[1], texts
     assert any(" p = " in t for t in texts), texts
+    page.screenshot(path=str(artifacts / "base-vs-instruct.png"), full_page=True)
 
     # the saved comparison draws the same alignment and ratings
     said = divergence.text_content()

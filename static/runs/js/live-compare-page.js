@@ -101,9 +101,9 @@ async function run() {
   const models = settings.columns.map((_, i) => form.model(i + 1));
   const other = models.findIndex((m) => m.id !== models[0].id);
   crossPair = other === -1 ? null : [0, other].map((index) => ({ index, model: models[index].id, label: models[index].label }));
+  table.start(settings.columns.map((column, i) => ({ label: `Settings ${i + 1} · ${models[i].label}`, summary: describeColumn(column) })));
   cross.hide(); // the last runs' rows and ratings go
   if (crossPair) cross.show(crossSides());
-  table.start(settings.columns.map((column, i) => ({ label: `Settings ${i + 1} · ${models[i].label}`, summary: describeColumn(column) })));
   setStatus(`Running ${n} sets of settings with seed ${settings.seed.trim()}${drawn ? " (drawn at random)" : ""}…`);
   form.setRunning(true);
   client ??= new GenerateClient();

@@ -23,6 +23,9 @@ const otherModel = runs.findIndex((run) => modelOf(run).toLowerCase() !== modelO
 if (otherModel !== -1) showAcrossModels([runs[0], runs[otherModel]]);
 
 async function showAcrossModels(pair) {
+  document.querySelector("[data-testid=first-divergence]")?.append(
+    " The runs are of different models, whose token positions do not line up: see “Across models, aligned on the text”.",
+  );
   const { models } = await servedModels().catch(() => ({ models: [] }));
   const sides = pair.map((run) => ({
     model: modelOf(run),

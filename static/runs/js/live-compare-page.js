@@ -38,9 +38,7 @@ function writeAddress() {
 form.form.addEventListener("input", writeAddress);
 form.form.addEventListener("change", writeAddress);
 
-function showDivergence(index, tokens) {
-  if (crossPair) return; // positions of different tokenizers do not line up: the aligned view says it
-  const chosen = tokens.map((t, i) => `Settings ${i + 1} ${t ? quoteToken(t.token) : "(stopped)"}`);
+function showDivergence(index, tokens) {  const chosen = tokens.map((t, i) => `Settings ${i + 1} ${t ? quoteToken(t.token) : "(stopped)"}`);
   divergence.textContent = `First divergence at position ${index + 1}: ${chosen.join(", ")}.`; // from 1, as in the inspector
 }
 
@@ -101,7 +99,8 @@ async function run() {
   const models = settings.columns.map((_, i) => form.model(i + 1));
   const other = models.findIndex((m) => m.id !== models[0].id);
   crossPair = other === -1 ? null : [0, other].map((index) => ({ index, model: models[index].id, label: models[index].label }));
-  table.start(settings.columns.map((column, i) => ({ label: `Settings ${i + 1} · ${models[i].label}`, summary: describeColumn(column) })));
+  const columns = settings.columns.map((column, i) => ({ label: `Settings ${i + 1} · ${models[i].label}`, summary: describeColumn(column) }));
+  table.start(columns, { byPosition: !crossPair });
   cross.hide(); // the last runs' rows and ratings go
   if (crossPair) cross.show(crossSides());
   setStatus(`Running ${n} sets of settings with seed ${settings.seed.trim()}${drawn ? " (drawn at random)" : ""}…`);

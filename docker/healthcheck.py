@@ -1,7 +1,7 @@
 """The image's HEALTHCHECK: asks the process of this container's role whether it can serve.
 
 - web: ``GET /health`` on the local daphne (the liveness endpoint; ``/ready`` is for load balancers).
-- worker: the channel layer's Redis answers PING and the model baked into the image is complete.
+- worker: the channel layer's Redis answers PING and every served model baked into the image is complete.
   (The worker process itself is the container's main process: if it dies, the container stops.)
 Standard library and the Redis client only: it runs every few seconds and must start fast.
 """
@@ -34,10 +34,13 @@ def check_worker() -> str:
     if not url:
         raise RuntimeError("PLAYGROUND_REDIS_URL is not set: a worker has no channel layer to serve")
     redis.Redis.from_url(url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S).ping()
-    manifest = Path(os.environ["PLAYGROUND_MODEL_DIR"]) / "manifest.json"
-    if not manifest.is_file():
-        raise RuntimeError(f"no model: {manifest} is missing")
-    return "worker: redis answers, model present"
+    root = Path(os.environ["PLAYGROUND_MODELS_ROOT"])
+    models = [m.strip() for m in os.environ["PLAYGROUND_MODELS"].split(",") if m.strip()]
+    for model in models:  # every served model baked into the image (each in /opt/models/<id>)
+        manifest = root / model / "manifest.json"
+        if not manifest.is_file():
+            raise RuntimeError(f"no model: {manifest} is missing")
+    return f"worker: redis answers, models present ({', '.join(models)})"
 
 
 def main() -> int:

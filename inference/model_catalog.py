@@ -7,8 +7,9 @@ each one's directory is, and the words a page shows (display name, base or instr
 link, what a build variant means). Light: the standard library and the recipe table only, so the
 web process reads it without loading a model.
 
-Model directories: ``.models/<dir_name>``; ``PLAYGROUND_MODEL_DIR`` still moves the first (default)
-model's, and ``PLAYGROUND_MODEL_DIR_<ID>`` (the id upper-cased, ``-`` as ``_``, e.g.
+Model directories: ``<root>/<dir_name>``, the root ``.models/`` unless ``PLAYGROUND_MODELS_ROOT``
+says otherwise (the image's ``/opt/models``); ``PLAYGROUND_MODEL_DIR`` still moves the first
+(default) model's, and ``PLAYGROUND_MODEL_DIR_<ID>`` (the id upper-cased, ``-`` as ``_``, e.g.
 ``PLAYGROUND_MODEL_DIR_GEMMA_3_270M``) any one's.
 """
 
@@ -33,6 +34,7 @@ from inference.model_dir import (
 from inference.modelbuild.models import RECIPES, ModelRecipe
 
 MODELS_ENV = "PLAYGROUND_MODELS"
+MODELS_ROOT_ENV = "PLAYGROUND_MODELS_ROOT"
 
 Kind = Literal["base", "instruct"]
 
@@ -106,7 +108,8 @@ def model_dir_for(model_id: str, served: Sequence[str], env: Mapping[str, str] =
         return Path(own).expanduser()
     if served and model_id == served[0] and env.get(MODEL_DIR_ENV):
         return Path(env[MODEL_DIR_ENV]).expanduser()
-    return MODELS_ROOT / CATALOG[model_id].recipe.dir_name
+    root = Path(env[MODELS_ROOT_ENV]).expanduser() if env.get(MODELS_ROOT_ENV) else MODELS_ROOT
+    return root / CATALOG[model_id].recipe.dir_name
 
 
 def resolve(name: str, served: Sequence[str]) -> str | None:

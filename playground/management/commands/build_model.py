@@ -4,14 +4,19 @@ Why a command: the model is not in git (it is built from the GGUF packaged in ``
 building takes a few minutes, so a person or a deploy step may want to do it ahead of the first
 request. The server builds it on first start too; both go through ``inference.modelbuild``.
 Same options as ``python -m inference.modelbuild``; ``--verbosity 0`` (or ``--quiet``) prints errors only,
-``--verbosity 2`` also shows the tools' own logs.
+``--verbosity 2`` also shows the tools' own logs. ``--model`` picks the model (default SmolLM2);
+``--served`` builds every model the server is configured to serve (``PLAYGROUND_MODELS``), each into
+its own directory, skipping those up to date: what ``scripts/run`` and ``scripts/test`` do.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from inference.model_catalog import model_dir_for
 from inference.modelbuild import cli
+from inference.modelbuild.models import DEFAULT_MODEL, RECIPES
 
 
 class Command(BaseCommand):
@@ -20,18 +25,32 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         cli.add_arguments(parser)
         parser.add_argument("--quiet", action="store_true", help="print errors only (same as --verbosity 0)")
+        parser.add_argument("--model", choices=sorted(RECIPES), default=DEFAULT_MODEL, help="which model to build")
+        parser.add_argument(
+            "--served",
+            action="store_true",
+            help="build every model in PLAYGROUND_MODELS that is missing or stale, each into its own directory",
+        )
 
     def handle(self, *args, **options):
         verbosity = 0 if options["quiet"] else options["verbosity"]
         self.stderr.style_func = None  # progress lines are not errors: no red
-        status = cli.run(
-            options["model_dir"],
-            force=options["force"],
-            dry_run=options["dry_run"],
-            tiny=options["tiny"],
-            variant=options["variant"],
-            verbosity=verbosity,
-            stream=self.stderr,
+        served = settings.INFERENCE["MODELS"]
+        if options["served"] and (options["model_dir"] or options["tiny"]):
+            raise CommandError("--served builds each served model into its own directory: no --model-dir or --tiny with it")
+        builds = (
+            [(m, model_dir_for(m, served)) for m in served] if options["served"] else [(options["model"], options["model_dir"])]
         )
-        if status:
-            raise CommandError("the model build failed (see above)")
+        for model, model_dir in builds:
+            status = cli.run(
+                model_dir,
+                force=options["force"],
+                dry_run=options["dry_run"],
+                tiny=options["tiny"],
+                variant=options["variant"],
+                verbosity=verbosity,
+                stream=self.stderr,
+                model=model,
+            )
+            if status:
+                raise CommandError(f"the build of {model} failed (see above)")

@@ -142,3 +142,19 @@ async def test_greedy_gemma_continues_as_its_build_verified(gemma_built):
     assert token["id"] == 506  # the manifest's verification: greedy after <bos> and the prompt
     assert events[-1]["type"] == "done"
     await communicator.disconnect()
+
+
+@pytest.mark.real_model
+async def test_score_and_inspect_answer_with_the_named_models_logits(gemma_built):
+    communicator = await connect()
+    score = {"type": "score", "request_id": "s", "prompt": PROMPT, "model": GEMMA_ID, "top_n": 2}
+    [scores] = await answer(communicator, score, final_types=("prompt_scores", "error"))
+    assert scores["model"] == GEMMA_ID
+    assert [t["id"] for t in scores["tokens"]] == GEMMA_PROMPT_IDS
+    assert scores["tokens"][0]["logprob"] is None and all(t["logprob"] < 0 for t in scores["tokens"][1:])
+    inspect = {"type": "inspect", "request_id": "i", "prompt": PROMPT, "model": GEMMA_ID, "top_n": 3}
+    [inspection] = await answer(communicator, inspect, final_types=("inspection", "error"))
+    assert inspection["model"] == GEMMA_ID
+    [trace] = inspection["traces"]
+    assert trace["alternatives"][0]["id"] == 506  # greedy's next token, as the build verified
+    await communicator.disconnect()

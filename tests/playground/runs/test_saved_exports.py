@@ -6,8 +6,9 @@ worker on the tiny model. Only ``id``, ``source``, ``imported_from`` (and a bran
 added since these files were written: a token's ``draw_interval`` (exported as null after
 ``draw``) and ``watched`` (exported as [] after ``elapsed_ms``), the request's ``watch`` ([] after
 ``prefix_tokens``) and ``typed_tokens`` (0 after ``watch``), the sampling parameter ``grammar``
-(null after ``dynatemp_exponent``; the old ``sampler_order`` is kept as it was), and a run's
-``prompt_surprisal`` (null after ``prompt_tokens``)."""
+(null after ``dynatemp_exponent``; the old ``sampler_order`` is kept as it was), a run's
+``prompt_surprisal`` (null after ``prompt_tokens``), and its model's ``id`` (the default model,
+``smollm2-135m-instruct``, first in ``model``: these runs were made before several models)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ def _copy(run: dict, new_id: str, parent: str | None) -> dict:
     request = _with(_with(run["request"], "prefix_tokens", "watch", []), "watch", "typed_tokens", 0)
     request = request | {"params": _with(request["params"], "dynatemp_exponent", "grammar", None)}
     return _with(run, "prompt_tokens", "prompt_surprisal", None) | {
+        "model": {"id": "smollm2-135m-instruct"} | run["model"],
         "id": new_id,
         "source": "imported",
         "imported_from": run["id"],

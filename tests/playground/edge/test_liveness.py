@@ -231,3 +231,32 @@ def test_a_relayed_run_is_saved_as_failed_under_the_announced_id_once():
     # saved already (by its worker, just before it died): that record stands, no second insert
     assert save_failed_run(recorder, error) == started["run_id"]
     assert Run.objects.filter(pk=started["run_id"]).count() == 1
+
+
+async def test_a_worker_answering_pings_keeps_waiting_only_the_requests_of_models_it_serves(fast):
+    """Every worker answers the watchdog's ping with the models it serves: a request for a model none
+    of them serves is not "waiting for a full worker's room" but has no worker (``no_worker``)."""
+    connection = Connection()
+    layer = connection.layer
+    worker = await layer.new_channel("worker.")
+    await layer.group_add(channel_messages.WORKERS_GROUP, worker)
+
+    async def answer_pings() -> None:  # as InferenceWorker.inference_ping answers, serving SmolLM2 only
+        while True:
+            ping = await layer.receive(worker)
+            pong = channel_messages.pong("host", 1, {}, {"model_built": True}, ["smollm2-135m-instruct"])
+            await layer.send(ping["reply_channel"], pong)
+
+    answering = asyncio.ensure_future(answer_pings())
+    try:
+        connection.watchdog.submitted("g", None, JOB | {"request_id": "g", "model": "gemma-3-270m"})
+
+        async def refused() -> None:
+            while not connection.delivered:
+                await asyncio.sleep(0.02)
+
+        await asyncio.wait_for(refused(), 30)  # were its worker counted, it would wait for room (minutes)
+        assert connection.delivered[0]["request_id"] == "g"
+        assert connection.delivered[0]["error"]["code"] == NO_WORKER
+    finally:
+        answering.cancel()

@@ -12,15 +12,11 @@ export function applyChatAvailability(form, model, note) {
   const chat = form.form.querySelector("input[name=mode][value=chat]");
   chat.disabled = Boolean(why);
   chat.closest("label")?.classList.toggle("disabled", Boolean(why));
-  note.textContent = why ? `Chat is off for ${modelLabel(model)}. ${capitalized(why)}.` : "";
+  note.textContent = why ? `Chat is off for ${modelLabel(model)}: ${why}.` : "";
   note.hidden = !why;
   if (why && form.mode === "chat") {
     form.apply({ mode: "completion" });
     return `Completion mode: ${why}.`;
   }
   return null;
-}
-
-function capitalized(text) {
-  return text.charAt(0).toUpperCase() + text.slice(1);
 }

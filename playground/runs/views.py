@@ -134,7 +134,7 @@ def playground_query(run: Run) -> str:
 def live_query(runs: list[Run]) -> str:
     """The live comparison's address with these runs' settings: run 1's prompt, mode, system (or
     its chat conversation: earlier turns and the answer's start, as the playground's address
-    writes them) and seed, and per run the settings that are not the defaults."""
+    writes them) and seed, and per run its model and the settings that are not the defaults."""
     first = runs[0]
     defaults = default_params()
     request = {"prompt": first.prompt, "system": first.system}
@@ -158,6 +158,7 @@ def live_query(runs: list[Run]) -> str:
                 query[f"c{n}.{key}"] = json.dumps(changed.pop(key))
         if changed:
             query[f"c{n}.other"] = json.dumps(changed, ensure_ascii=False)
+        query[f"c{n}.model"] = run.model  # the served model's id: each column runs its run's model
     return f"{reverse('runs:live_compare')}?{urlencode(query)}"
 
 

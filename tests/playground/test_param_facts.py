@@ -314,6 +314,6 @@ def test_the_live_comparison_renders_its_fields_from_the_same_data(client):
             key = field["key"]
             assert f'id="c{n}-{key}" name="c{n}.{key}"' in html and f'inputmode="{field["inputmode"]}"' in html
     rendered = set(re.findall(r'id="c1-(\w+)" name="c1\.', html))
-    assert rendered == {field["key"] for field in live_fields()["column"]} | {"other"}  # other: the JSON box
+    assert rendered == {field["key"] for field in live_fields()["column"]} | {"other", "model"}  # the JSON box, the model picker
     for key in live_fields()["shared"]:
         assert f'id="live-{key}"' in html

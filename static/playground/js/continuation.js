@@ -76,9 +76,9 @@ export function editRun(base, index, typedIds, overrides = {}) {
   });
 }
 
-// What a request feeds the model before its tokens: one prompt (and system message), or a chat
-// conversation (`messages`).
-const PROMPT_KEYS = ["prompt", "mode", "system", "messages", "continue_final_message"];
+// What a request feeds the model before its tokens: the model, one prompt (and system message),
+// or a chat conversation (`messages`).
+const PROMPT_KEYS = ["model", "prompt", "mode", "system", "messages", "continue_final_message"];
 
 function promptOf(request) {
   const out = {};

@@ -17,7 +17,7 @@ import { seedValue } from "../../shared/js/socket.js";
 import { speculativeFieldFor } from "./speculative-panel.js";
 
 // Fields of the request that are not sampler params: `error.param` → control id.
-const REQUEST_FIELDS = { prompt: "prompt", mode: "mode", system: "system", top_n: "top-n", watch: "watch-words" };
+const REQUEST_FIELDS = { model: "model", prompt: "prompt", mode: "mode", system: "system", top_n: "top-n", watch: "watch-words" };
 
 /** The string a control shows for a parameter value (the address format's, address.js). */
 function controlText(spec, value) {

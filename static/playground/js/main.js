@@ -13,6 +13,8 @@ import { Inspector, InspectorController } from "../../shared/js/inspector.js";
 import { LatencyChart } from "./latency-chart.js";
 import { LoadIndicator } from "./load-indicator.js";
 import { LogitBiasEditor } from "./logit-bias.js";
+import { applyChatAvailability } from "./model-mode.js";
+import { ModelPicker } from "../../shared/js/model-picker.js";
 import { settingsFromAddress, settingsToAddress, watchText, watchValue } from "../../shared/js/address.js";
 import { SCHEMA, enabledStages } from "./params-schema.js";
 import { Presets } from "./presets.js";
@@ -47,8 +49,14 @@ const reuseSeed = document.querySelector("[data-action=reuse-seed]");
 const stepButton = document.querySelector("[data-action=step]");
 const modeSuggestion = document.querySelector("[data-mode-suggestion]");
 const advice = $("run-advice");
-const tokenize = (body) => client.tokenize(body);
-const inspect = (body) => client.inspect(body);
+// The chosen model (model-picker.js): every request names it, tokenizing and scoring included.
+const modelPicker = new ModelPicker(document.querySelector("#controls [data-model-picker]"));
+// A body that names its model (a step of a run on screen: the run's) keeps it.
+const withModel = (body) => (body.model || !modelPicker.value ? body : { ...body, model: modelPicker.value });
+const tokenize = (body) => client.tokenize(withModel(body));
+const inspect = (body) => client.inspect(withModel(body));
+/** Tokenizing for the run on screen (text typed into it: edit and continue): its model's tokenizer. */
+const tokenizeForRun = (body) => tokenize(shown()?.request.model ? { ...body, model: shown().request.model } : body);
 
 const tree = new BranchTree();
 let active = null; // the run streaming now, if any
@@ -83,7 +91,7 @@ const walk = new GuidedWalk($("walk"), walkTarget);
 document.querySelector("[data-action=walk]").addEventListener("click", (e) => startWalk(e.currentTarget));
 const whatIf = new WhatIf($("what-if"), inspect, continueWith);
 const explorer = new TemperatureExplorer($("temperature-explorer"), inspect);
-const editor = new EditContinue($("edit-continue"), tokenize, continueEdited);
+const editor = new EditContinue($("edit-continue"), tokenizeForRun, continueEdited);
 $("edit-continue").addEventListener("focusin", () => controller.close(false)); // editing: the alternatives step aside
 const samplesView = new SamplesView($("samples"));
 const beamView = new BeamView($("beam-tree"), $("beam-hypotheses"));
@@ -108,15 +116,18 @@ let urlTimer = 0;
 function settingsChanged() {
   syncChatOnly();
   suggestChat();
-  const values = { ...form.values(), speculative: speculative.text() };
+  const values = { ...form.values(), speculative: speculative.text(), model: modelPicker.value };
   const params = typedParams();
   order.markEnabled(enabledStages(params, order.order));
   presets.markActive(params);
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
-    const query = settingsToAddress(SCHEMA, { ...values, ...editorTexts() }, { ...ParamsForm.initialValues(), speculative: "" }, {
-      order: order.value, bias: bias.entriesList, turns: chatTurns.turns, prefix: chatTurns.prefix.value,
-    });
+    const query = settingsToAddress(
+      SCHEMA,
+      { ...values, ...editorTexts() },
+      { ...ParamsForm.initialValues(), speculative: "", model: modelPicker.defaultId ?? "" },
+      { order: order.value, bias: bias.entriesList, turns: chatTurns.turns, prefix: chatTurns.prefix.value },
+    );
     history.replaceState(null, "", query ? `?${query}` : location.pathname);
   }, 150);
 }
@@ -154,6 +165,7 @@ function restoreFromUrl() {
   grammar.setText(grammarText);
   watchList.setEntries(watchValue(watch));
   if ("speculative" in values) speculative.setText(values.speculative);
+  if (values.model) modelPicker.set(values.model); // chosen when the list of models arrives
   if (Object.keys(values).length) form.apply(values);
   if (savedOrder) order.set(savedOrder);
   if (savedBias.length) bias.setEntries(savedBias);
@@ -161,10 +173,40 @@ function restoreFromUrl() {
   syncChatOnly();
 }
 
-/** An instruction typed in completion mode: chat mode is suggested, one click away. */
+/** An instruction typed in completion mode: chat mode is suggested, one click away (not for a
+ *  model that has no chat mode). */
 function suggestChat() {
-  modeSuggestion.hidden = !(form.mode === "completion" && looksLikeInstruction(form.control("prompt").value));
+  const chatOff = form.form.querySelector("input[name=mode][value=chat]").disabled;
+  modeSuggestion.hidden = chatOff || !(form.mode === "completion" && looksLikeInstruction(form.control("prompt").value));
 }
+
+/** Another model: chat mode as it allows, the prompt tokenized again by its tokenizer (the old
+ *  model's tokens leave at once), and token ids chosen for the old vocabulary dropped, saying so. */
+let modelInUse = null; // the model the form's token ids were chosen for
+modelPicker.addEventListener("change", () => {
+  const moved = applyChatAvailability(form, modelPicker.model, $("mode-chat-unavailable"));
+  const switched = modelInUse !== null && modelInUse !== modelPicker.value;
+  modelInUse = modelPicker.value;
+  const dropped = [];
+  if (!switched) {
+    if (moved) stats.status(moved, "idle");
+    settingsChanged();
+    return;
+  }
+  if (bias.entriesList.length) {
+    bias.setEntries([]);
+    dropped.push("the logit bias");
+  }
+  if (watchList.ids.length) {
+    watchList.clear();
+    dropped.push("the watched tokens");
+  }
+  const notes = [moved, dropped.length ? `Cleared ${dropped.join(" and ")}: token ids belong to one model's vocabulary.` : null];
+  if (notes.some(Boolean)) stats.status(notes.filter(Boolean).join(" "), "idle");
+  clearPromptTokens($("prompt-tokens"), $("prompt-token-count"));
+  settingsChanged();
+  promptTokens.schedule();
+});
 
 modeSuggestion.querySelector("[data-action=use-chat]").addEventListener("click", () => {
   form.apply({ mode: "chat" });
@@ -280,6 +322,7 @@ function readForm() {
   if (constraint.grammar) read.request.params.grammar = constraint.grammar;
   if (drafting) read.request.params.speculative = drafting;
   if (watchList.ids.length) read.request.watch = watchList.ids;
+  if (modelPicker.value) read.request.model = modelPicker.value;
   return read.request;
 }
 

@@ -6,7 +6,7 @@ import { PromptSurprisalView } from "../../shared/js/prompt-surprisal.js";
 import { SurprisalPages, recordFromScores, summaryText } from "../../shared/js/prompt-surprisal-record.js";
 import { TintSwitch, renderEntropyLegend } from "../../shared/js/tint-mode.js";
 
-const SCORE_KEYS = ["prompt", "mode", "system", "messages", "continue_final_message", "top_n"]; // what `score` takes of a request
+const SCORE_KEYS = ["model", "prompt", "mode", "system", "messages", "continue_final_message", "top_n"]; // what `score` takes of a request
 
 export class PromptPanel {
   /** @param options.client  GenerateClient; @param options.readForm  () → request or null (errors shown);

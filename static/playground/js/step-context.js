@@ -25,15 +25,17 @@ export function samplingParams(run) {
   return params;
 }
 
-/** The body of an `inspect` for step `index` of `run` (without params/variants). */
+/** The body of an `inspect` for step `index` of `run` (without params/variants), on the run's model. */
 export function inspectBase(run, index, topN = 10) {
+  const model = run.request.model ? { model: run.request.model } : {};
   if (run.request.messages) {
     // a chat conversation of several turns: sent as the run sent it
-    const body = { mode: "chat", messages: run.request.messages, prefix_tokens: run.ids(index), top_n: topN };
+    const body = { ...model, mode: "chat", messages: run.request.messages, prefix_tokens: run.ids(index), top_n: topN };
     if (run.request.continue_final_message) body.continue_final_message = true;
     return body;
   }
   const body = {
+    ...model,
     prompt: run.request.prompt,
     mode: run.request.mode ?? "completion",
     system: run.request.system ?? null,

@@ -76,6 +76,13 @@ export class WatchList extends EventTarget {
     this.#render();
   }
 
+  /** Watches nothing (another model: its ids name other tokens). */
+  clear() {
+    this.entries.clear();
+    this.note.textContent = "";
+    this.#render();
+  }
+
   /** Removes the listed token `id` (its button in the list). */
   #remove(id) {
     this.entries.delete(id);

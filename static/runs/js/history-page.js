@@ -57,6 +57,7 @@ function row(run) {
   link.href = run.url;
   promptCell.append(link);
   if (run.turns) promptCell.append(el("span", { className: "muted" }, ` (${run.turns} messages)`));
+  const model = el("td", { className: "model" }, run.model_id ?? run.model ?? "–"); // the model that ran it: its id
   const mode = el("td", { className: "mode" }, run.mode); // completion or chat
   const output = el("td", null, run.text.length > 80 ? `${run.text.slice(0, 80)}…` : run.text);
   const settings = el("td", null, `${settingsText(run.params)}; seed ${run.seed}; ${run.status}${run.reason ? ` (${run.reason})` : ""}`);
@@ -92,7 +93,7 @@ function row(run) {
     });
     actions.append(forget);
   }
-  tr.append(selectCell, promptCell, mode, output, settings, saved, actions);
+  tr.append(selectCell, promptCell, model, mode, output, settings, saved, actions);
   return tr;
 }
 

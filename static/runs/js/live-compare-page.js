@@ -2,12 +2,17 @@
 // over one websocket (the server queues them in order); the tokens stream into the aligned table;
 // each saved run is remembered in this browser's history as it ends, and when all have ended the
 // saved comparison's permalink is offered. The address always holds the settings.
+// Columns of different models are also drawn aligned on the text (cross-model-view.js): column 1
+// beside the first column of another model, with each model's rating of the other's token where
+// their texts part. "Base vs instruct" runs the preset for that at once.
 
 import { renderLegend } from "../../shared/js/colors.js";
+import { CrossModelView } from "../../shared/js/cross-model-view.js";
 import { quoteToken } from "../../shared/js/format.js";
+import { servedModels } from "../../shared/js/model-picker.js";
 import { GenerateClient } from "../../shared/js/socket.js";
 import { LiveForm } from "./live-form.js";
-import { describeColumn, drawSeed, generateBodies, settingsFromQuery, settingsToQuery } from "./live-settings.js";
+import { describeColumn, drawSeed, emptyColumn, generateBodies, settingsFromQuery, settingsToQuery } from "./live-settings.js";
 import { LiveTable } from "./live-table.js";
 import { grammarDemoSettings } from "./grammar-demo.js";
 import { grammarsToCheck, validityMark } from "./grammar-view.js";
@@ -18,11 +23,14 @@ const status = document.querySelector("[data-testid=live-status]");
 const divergence = document.querySelector("[data-testid=live-first-divergence]");
 const comparisonLink = document.querySelector("[data-testid=comparison-link]");
 const table = new LiveTable(document.querySelector("[data-testid=live-aligned]"), showDivergence);
+const cross = new CrossModelView(document.querySelector("[data-cross-model]"));
 renderLegend(document.getElementById("legend"));
 
 let client = null;
 let requestIds = [];
 let checks = []; // per column: the grammar its output is checked against and whose it is, or null
+let crossPair = null; // [column 1, the first column of another model] as {index, model, label}
+let crossFrame = 0;
 
 const fromAddress = settingsFromQuery(window.location.search);
 if (fromAddress) form.write(fromAddress);
@@ -33,8 +41,7 @@ function writeAddress() {
 form.form.addEventListener("input", writeAddress);
 form.form.addEventListener("change", writeAddress);
 
-function showDivergence(index, tokens) {
-  const chosen = tokens.map((t, i) => `Settings ${i + 1} ${t ? quoteToken(t.token) : "(stopped)"}`);
+function showDivergence(index, tokens) {  const chosen = tokens.map((t, i) => `Settings ${i + 1} ${t ? quoteToken(t.token) : "(stopped)"}`);
   divergence.textContent = `First divergence at position ${index + 1}: ${chosen.join(", ")}.`; // from 1, as in the inspector
 }
 
@@ -58,6 +65,7 @@ function runColumn(i, body) {
         table.status(i, "running", "running");
       } else if (event.type === "token") {
         table.token(i, event);
+        if (crossPair?.some((side) => side.index === i)) drawCross();
       } else if (event.type === "done") {
         const count = event.usage?.completion_tokens ?? 0;
         const saved = event.run_id ? "" : `; not saved: ${event.save_error ?? "no run id"}`;
@@ -102,7 +110,13 @@ async function run() {
 
   const n = bodies.length;
   checks = grammarsToCheck(bodies.map(({ body }) => body.params.grammar ?? null));
-  table.start(settings.columns.map((column, i) => ({ label: `Settings ${i + 1}`, summary: describeColumn(column) })));
+  const models = settings.columns.map((_, i) => form.model(i + 1));
+  const other = models.findIndex((m) => m.id !== models[0].id);
+  crossPair = other === -1 ? null : [0, other].map((index) => ({ index, model: models[index].id, label: models[index].label }));
+  const columns = settings.columns.map((column, i) => ({ label: `Settings ${i + 1} · ${models[i].label}`, summary: describeColumn(column) }));
+  table.start(columns, { byPosition: !crossPair });
+  cross.hide(); // the last runs' rows and ratings go
+  if (crossPair) cross.show(crossSides());
   setStatus(`Running ${n} sets of settings with seed ${settings.seed.trim()}${drawn ? " (drawn at random)" : ""}…`);
   form.setRunning(true);
   client ??= new GenerateClient();
@@ -112,7 +126,11 @@ async function run() {
   requestIds = [];
   table.finish();
   const ran = results.filter((r) => r.done).length;
-  if (table.firstDivergence === null && ran >= 2) divergence.textContent = "The columns chose the same token at every position.";
+  if (table.firstDivergence === null && ran >= 2 && !crossPair) divergence.textContent = "The columns chose the same token at every position.";
+  if (crossPair) {
+    const aligned = cross.show(crossSides());
+    if (settings.mode === "completion") cross.rate(client, settings.prompt, crossSides(), aligned);
+  }
 
   const ids = results.map((r) => r.done?.run_id).filter(Boolean);
   const missing = results.map((r, i) => (r.done?.run_id ? null : `Settings ${i + 1}`)).filter(Boolean);
@@ -143,6 +161,38 @@ form.form.querySelector("[data-action=demo-grammar]").addEventListener("click", 
   writeAddress();
   form.form.requestSubmit();
 });
+/** The two columns drawn aligned on the text, with their tokens so far. */
+function crossSides() {
+  return crossPair.map(({ index, model, label }) => ({ model, label, tokens: table.columns[index].tokens.filter(Boolean) }));
+}
+
+function drawCross() {
+  if (crossFrame) return;
+  crossFrame = requestAnimationFrame(() => {
+    crossFrame = 0;
+    if (crossPair) cross.show(crossSides());
+  });
+}
+
+/** The preset: one prompt and seed, an instruct model in column 1 and a base model in column 2,
+ *  run at once. */
+form.form.querySelector("[data-action=base-vs-instruct]").addEventListener("click", async () => {
+  const { models } = await servedModels().catch(() => ({ models: [] }));
+  const instruct = models.find((m) => m.kind === "instruct");
+  const base = models.find((m) => m.kind === "base");
+  if (!instruct || !base) {
+    setStatus("This server does not serve both a base and an instruct model.", "error");
+    return;
+  }
+  const settings = form.read();
+  form.write({
+    ...settings, prompt: "The capital of France is", mode: "completion", turns: [], assistant_prefix: "",
+    columns: [instruct, base].map((m) => ({ ...emptyColumn(), model: m.id })),
+  });
+  writeAddress();
+  form.form.requestSubmit();
+});
+
 form.form.querySelector("[data-action=stop]").addEventListener("click", () => {
   for (const id of requestIds) client.cancel(id);
   setStatus("Stopping… what was generated is kept and saved.");

@@ -3,6 +3,7 @@
 
 import { clearFieldErrors, el } from "../../shared/js/dom.js";
 import { LABELS } from "../../playground/js/param-labels.js";
+import { ModelPicker } from "../../shared/js/model-picker.js";
 import { emptyColumn, fieldFor, MAX_COLUMNS, MIN_COLUMNS, SHARED } from "./live-settings.js";
 
 const LABEL_BY_KEY = Object.fromEntries(LABELS.map((label) => [label.key, label.label]));
@@ -11,6 +12,11 @@ export class LiveForm {
   constructor(form) {
     this.form = form;
     this.fieldsets = [...form.querySelectorAll("fieldset[data-column]")];
+    // each column's model (model-picker.js); a change reaches the form as an "input"
+    this.pickers = this.fieldsets.map((fieldset) => new ModelPicker(fieldset.querySelector("[data-model-picker]")));
+    for (const picker of this.pickers) {
+      picker.addEventListener("change", () => this.form.dispatchEvent(new Event("input", { bubbles: true })));
+    }
     for (const label of form.querySelectorAll("label[data-label]")) {
       label.textContent = LABEL_BY_KEY[label.dataset.label] ?? label.dataset.label;
     }
@@ -79,7 +85,7 @@ export class LiveForm {
     const columns = [];
     for (let n = 1; n <= this.count; n++) {
       const column = emptyColumn();
-      for (const key of Object.keys(column)) column[key] = this.#input(n, key).value;
+      for (const key of Object.keys(column)) column[key] = key === "model" ? this.pickers[n - 1].value : this.#input(n, key).value;
       columns.push(column);
     }
     const value = (name) => this.#field(name).value;
@@ -95,9 +101,23 @@ export class LiveForm {
     this.#setTurns(settings.turns ?? []);
     this.#setCount(settings.columns.length);
     settings.columns.forEach((column, i) => {
-      for (const [key, text] of Object.entries(column)) this.#input(i + 1, key).value = text;
+      for (const [key, text] of Object.entries(column)) {
+        if (key === "model") this.pickers[i].set(text);
+        else this.#input(i + 1, key).value = text;
+      }
     });
     this.#showSystem();
+  }
+
+  /** Column n's (1-based) model: {id, label} (label: its display name, else its id). */
+  model(n) {
+    const picker = this.pickers[n - 1];
+    return { id: picker.value, label: picker.model?.display_name ?? picker.value };
+  }
+
+  /** Every picker has the list of models (or could not get it). */
+  get ready() {
+    return Promise.all(this.pickers.map((p) => p.ready));
   }
 
   get seed() {

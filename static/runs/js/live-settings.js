@@ -3,9 +3,10 @@
 // Pure functions: no DOM, no socket.
 //
 // Settings are the texts typed in the form: {prompt, mode, system, turns, assistant_prefix, seed,
-// max_tokens, columns: [{temperature, top_p, top_k, min_p, other}]} (the shared and column fields
-// are the server's, live-fields.js). In the address each is one query key
-// (`prompt`, `seed`, …, `columns=3`, `c1.temperature=0.2`, `c2.other={"typical_p":0.9}`), empty
+// max_tokens, columns: [{model, temperature, top_p, top_k, min_p, other}]} (the shared and column
+// fields are the server's, live-fields.js; `model` a served model's id, empty: the default). In
+// the address each is one query key (`prompt`, `seed`, …, `columns=3`, `c1.model=gemma-3-270m`,
+// `c1.temperature=0.2`, `c2.other={"typical_p":0.9}`), empty
 // ones left out, so a copied address restores the form exactly (a 19-digit seed included).
 // A chat conversation (a saved chat run's, from "Run these settings again, live") adds its earlier
 // turns and the answer's start as the playground's address writes them (`turns`, JSON
@@ -24,7 +25,7 @@ export const MAX_COLUMNS = 4;
 const TOP_N = 5;
 
 export function emptyColumn() {
-  return { ...Object.fromEntries(FIELDS.map((key) => [key, ""])), other: "" };
+  return { model: "", ...Object.fromEntries(FIELDS.map((key) => [key, ""])), other: "" };
 }
 
 /** Settings from a query string, or null when it holds none (the page keeps its defaults). */
@@ -107,6 +108,7 @@ export function generateBodies(settings) {
     const conversation = chatMessages(settings);
     const body = conversation ? { mode: "chat", ...conversation, params, top_n: TOP_N }
       : { prompt: settings.prompt, mode: settings.mode, params, top_n: TOP_N };
+    if (column.model.trim()) body.model = column.model.trim();
     if (!conversation && settings.mode === "chat" && settings.system) body.system = settings.system;
     return { body };
   });
@@ -124,6 +126,7 @@ export function chatMessages(settings) {
  *  fits, so the column's own error line shows it. */
 export function fieldFor(param, n) {
   if (!param) return null;
+  if (param === "model") return `c${n}-model`;
   if (["prompt", "mode", "system"].includes(param)) return `live-${param}`;
   if (param === "continue_final_message" || param.startsWith("messages")) return "live-prompt"; // the conversation's
   const [head, key] = param.split(".");

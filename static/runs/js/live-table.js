@@ -30,8 +30,11 @@ export class LiveTable {
     this.firstDivergence = null;
   }
 
-  /** Clears the table for new columns: [{label, summary}]. */
-  start(columns) {
+  /** Clears the table for new columns: [{label, summary}]. `byPosition` false: the columns are
+   *  different models, whose positions do not line up (token ids of different vocabularies), so
+   *  no row is marked; cross-model-view.js aligns them on the text instead. */
+  start(columns, { byPosition = true } = {}) {
+    this.byPosition = byPosition;
     this.columns = columns.map((c) => new Column(c.label));
     this.rows = [];
     this.firstDivergence = null;
@@ -137,6 +140,7 @@ export class LiveTable {
 
   /** Marks the row when the columns known so far disagree; returns whether they do. */
   #check(index) {
+    if (!this.byPosition) return false;
     const known = this.#idsAt(index).filter((id) => id !== undefined);
     const differs = new Set(known).size > 1;
     const row = this.rows[index];

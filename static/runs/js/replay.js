@@ -3,7 +3,8 @@
 
 import { GenerateClient, seedValue } from "../../shared/js/socket.js";
 
-/** The `generate` body that reproduces a saved run; `seed` is the exact decimal string. A chat
+/** The `generate` body that reproduces a saved run, on the model that ran it; `seed` is the exact
+ *  decimal string. A chat
  *  run's conversation (`messages`, `continue_final_message`) is sent whole, in place of `prompt`. */
 export function replayRequest(run, seed) {
   const request = run.request;
@@ -22,6 +23,8 @@ export function replayRequest(run, seed) {
   }
   if (request.prefix_tokens?.length) body.prefix_tokens = request.prefix_tokens;
   if (request.typed_tokens) body.typed_tokens = request.typed_tokens;
+  const model = request.model ?? run.model?.id ?? run.model?.name; // the model that ran it (by id, or its manifest name)
+  if (model) body.model = model;
   return body;
 }
 

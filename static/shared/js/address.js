@@ -6,6 +6,7 @@
 //
 //   prompt, mode, system, top_n, no_cache=1    the request's own settings
 //   speculative={"draft":"prompt_lookup","k":4} JSON, as the wire writes it; absent: off
+//   model=gemma-3-270m                         the served model's id (absent: the default)
 //   turns=[["user","Hi"],["assistant","Hello"]] chat mode's earlier turns, JSON
 //   assistant_prefix=The+answer+is             the answer's start for the model to continue
 //   temperature=0.7, top_p=0.9, seed=…         numbers as typed

@@ -39,9 +39,18 @@ export function formatSigned(x, digits = 2) {
   return x.toFixed(digits).replace("-", "−");
 }
 
-/** Special tokens of the tokenizer look like <|im_start|>. */
+// Special tokens named by the server's list of models (`GET /api/models`'s `special_tokens`, such
+// as Gemma's <bos> and <eos>), added by the page that read the list (model-picker.js).
+const namedSpecials = new Set();
+
+/** Marks these token texts as special (the served models' own, from the server). */
+export function knowSpecialTokens(texts) {
+  for (const text of texts) if (text) namedSpecials.add(text);
+}
+
+/** Special tokens of the tokenizer look like <|im_start|>, or are a served model's named ones. */
 export function isSpecialToken(text) {
-  return /^<\|[^|]*\|>$/.test(text);
+  return /^<\|[^|]*\|>$/.test(text) || namedSpecials.has(text);
 }
 
 /** Whether a `token` event is an end-of-sequence token: a special token that adds no text (the

@@ -49,6 +49,8 @@ def test_the_comparison_links_to_its_settings_live(client, db_alias):
     assert query["c1.top_p"] == "0.9" and "c2.top_p" not in query
     assert json.loads(query["c2.other"]) == {"repetition_penalty": 1.3}
     assert "c1.other" not in query
+    # each column runs its run's model (these ran on the default model, which is named anyway)
+    assert query["c1.model"] == query["c2.model"] == runs[0].model
 
 
 def test_default_params_are_the_normalized_empty_request():

@@ -51,3 +51,19 @@ def test_a_conversation_in_the_address_is_sent_by_every_column():
     for entry in single["bodies"]:
         assert (entry["body"]["prompt"], entry["body"]["system"]) == ("Hi", "Be brief.") and "messages" not in entry["body"]
     assert parse_qs(single["again"]) == parse_qs(without)
+
+
+def test_each_column_names_its_model_in_the_address_and_its_body():
+    both = urlencode(
+        {"prompt": "The capital of France is", "mode": "completion", "seed": "5", "columns": "2"}
+        | {"c1.model": "smollm2-135m-instruct", "c2.model": "gemma-3-270m"}
+    )
+    one = urlencode({"prompt": "Hi", "mode": "completion", "seed": "5", "columns": "2", "c2.model": "gemma-3-270m"})
+    results = run_js(LIVE, {"fields": live_fields(), "queries": [both, one]})
+
+    assert [c["model"] for c in results[0]["settings"]["columns"]] == ["smollm2-135m-instruct", "gemma-3-270m"]
+    assert [e["body"]["model"] for e in results[0]["bodies"]] == ["smollm2-135m-instruct", "gemma-3-270m"]
+    assert parse_qs(results[0]["again"]) == parse_qs(both)
+    # an empty model is left out of the body: the server's default runs it
+    assert "model" not in results[1]["bodies"][0]["body"] and results[1]["bodies"][1]["body"]["model"] == "gemma-3-270m"
+    assert parse_qs(results[1]["again"]) == parse_qs(one)

@@ -1,8 +1,10 @@
 """Text in and out of the model: prompt encoding, token display text and UTF-8-safe streaming.
 
-The served tokenizer is the built ``tokenizer.json`` read by the ``tokenizers`` library. It is a
-byte-level BPE: every token stands for a run of bytes, and a token may end in the middle of a UTF-8
-character. Streaming therefore works on bytes and releases only complete characters.
+The served tokenizer is the built ``tokenizer.json`` read by the ``tokenizers`` library. Every token
+stands for a run of bytes, and a token may end in the middle of a UTF-8 character, so streaming
+works on bytes and releases only complete characters. A piece is read the way its tokenizer writes
+it: SmolLM2's is a byte-level BPE (GPT-2's byte → printable character table); Gemma's is
+SentencePiece's (``▁`` for a space, ``<0xNN>`` for a byte of its byte fallback, other text as UTF-8).
 
 Prompts (each model's own markup; ``inference.model_dir.document_start`` picks the start):
 - completion: the model's document start followed by the text: Gemma's ``<bos>``; for SmolLM2
@@ -23,7 +25,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal
 
-from tokenizers import Tokenizer
+from tokenizers import Tokenizer, pre_tokenizers
 
 from inference.chat_template import ChatPrompt, ChatTemplate
 from inference.errors import ParamError
@@ -34,6 +36,25 @@ Mode = Literal["completion", "chat"]
 EncodeMode = Literal["completion", "chat", "plain"]  # plain: the text alone, nothing added
 
 DOCUMENT_START = SMOLLM_DOCUMENT_START  # SmolLM2's; a codec is given its model's own
+
+
+SENTENCEPIECE_SPACE = "▁"
+
+
+def _sentencepiece_bytes(piece: str) -> bytes:
+    """A SentencePiece piece's bytes: ``<0xNN>`` is byte NN (byte fallback), ``▁`` a space."""
+    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+        try:
+            return bytes([int(piece[3:5], 16)])
+        except ValueError:
+            pass
+    return piece.replace(SENTENCEPIECE_SPACE, " ").encode("utf-8")
+
+
+def _byte_level_bytes(piece: str) -> bytes:
+    """A byte-level BPE piece's bytes (a piece outside the table, as an added token, is its UTF-8)."""
+    table = _unicode_to_byte()
+    return bytes(table[ch] for ch in piece) if all(ch in table for ch in piece) else piece.encode("utf-8")
 
 
 @lru_cache(maxsize=1)
@@ -85,6 +106,8 @@ class TextCodec:
         self.no_chat_reason = no_chat_reason  # chat mode's refusal when there is no template
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
         self._special = {token.content for token in tokenizer.get_added_tokens_decoder().values() if token.special}
+        byte_level = isinstance(tokenizer.pre_tokenizer, pre_tokenizers.ByteLevel)
+        self._piece_bytes = _byte_level_bytes if byte_level else _sentencepiece_bytes
         self._bytes_cache: dict[int, bytes] = {}
         self._all_texts: TokenTexts | None = None
 
@@ -124,8 +147,7 @@ class TextCodec:
         if piece in self._special:
             data = piece.encode("utf-8")
         else:
-            table = _unicode_to_byte()
-            data = bytes(table[ch] for ch in piece) if all(ch in table for ch in piece) else piece.encode("utf-8")
+            data = self._piece_bytes(piece)
         self._bytes_cache[token_id] = data
         return data
 

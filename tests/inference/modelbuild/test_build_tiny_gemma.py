@@ -34,11 +34,39 @@ def test_manifest_records_gemma_recipe(tiny_gemma_dir):
     assert m["architecture"] == "Gemma3ForCausalLM"
     assert m["variant"] is None  # no GGUF blocks, no variants
     assert m["quantization"]["method"] == "none: fp32 weights"
-    assert list(m["onnx"]["transformations"]) == ["export", "head"]
+    assert list(m["onnx"]["transformations"]) == ["export", "norms", "gemma_attention", "fast_gelu", "mlp", "head"]
     assert m["shapes"]["num_key_value_heads"] == 1 and m["shapes"]["head_dim"] == 16
     assert m["special_tokens"]["bos_token_id"] == 2 and m["special_tokens"]["eos_token_ids"] == [1, 5]
     assert m["special_tokens"]["tokenizer_adds_bos"] is True
-    assert "position_ids" not in {i["name"] for i in m["onnx"]["inputs"]}
+    assert "position_ids" in {i["name"] for i in m["onnx"]["inputs"]}  # as the engine feeds every model
+
+
+def test_graph_is_fused(tiny_gemma_dir):
+    """One GroupQueryAttention per layer, the window on the sliding ones only, both rotary bases;
+    the four norms per layer and the QK-norms fused; one FastGelu and one gate/up MatMul per layer;
+    nothing left of the export's attention (its Softmax) or its masks."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(tiny_gemma_dir / md.MODEL_FILE))
+    ops = {}
+    for node in model.graph.node:
+        ops[node.op_type] = ops.get(node.op_type, 0) + 1
+    layers = TinyGemmaSource().config["num_hidden_layers"]
+    assert ops["GroupQueryAttention"] == layers and ops["FastGelu"] == layers
+    assert ops["SimplifiedLayerNormalization"] == 2 * layers + 2 * layers + 1  # q/k norms, post-attention/FFN, layer 0's input
+    assert ops["SkipSimplifiedLayerNormalization"] == 2 * layers  # pre-FFN, the next input norm (the final norm last)
+    assert ops["MatMul"] == 6 * layers + 1  # q, k, v, o, gate/up packed, down; the head
+    assert not {"Softmax", "Tanh", "Pow", "Where", "Expand"} & set(ops)
+    gqa = [n for n in model.graph.node if n.op_type == "GroupQueryAttention"]
+    windows = [next((a.i for a in n.attribute if a.name == "local_window_size"), -1) for n in gqa]
+    assert windows == [SLIDING_WINDOW, -1, SLIDING_WINDOW]  # sliding, global, sliding
+    assert [n.input[7] for n in gqa] == ["/gqa/local/cos_cache", "/gqa/global/cos_cache", "/gqa/local/cos_cache"]
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    local, global_ = inits["/gqa/local/cos_cache"], inits["/gqa/global/cos_cache"]  # [P, head_dim / 2]
+    assert local.shape == global_.shape == (256, 8)
+    assert np.allclose(local[1], np.cos(10_000.0 ** -(np.arange(0, 16, 2) / 16)), atol=1e-6)
+    assert np.allclose(global_[1], np.cos(1_000_000.0 ** -(np.arange(0, 16, 2) / 16)), atol=1e-6)
 
 
 def test_second_build_is_a_hash_check(tiny_gemma_dir):
@@ -48,9 +76,9 @@ def test_second_build_is_a_hash_check(tiny_gemma_dir):
 
 
 def test_onnx_with_cache_equals_transformers_past_the_window(session):
-    """Prefill 5 tokens, then decode one at a time to 3 windows' length: every position's logits are
+    """Prefill a window and a half, then decode one at a time to 3 windows' length: every position's logits are
     transformers' (fp32, same seed), so sliding and global layers, QK-norm, 1 + w norms and the
-    embedding scale all came through the export."""
+    embedding scale all came through the fused graph (GroupQueryAttention's window included)."""
     import torch
 
     source = TinyGemmaSource()
@@ -60,9 +88,10 @@ def test_onnx_with_cache_equals_transformers_past_the_window(session):
     with torch.no_grad():
         expected = model(torch.tensor([ids])).logits[0].numpy()  # [n, V]
     past = {i.name: np.zeros((1, 1, 0, 16), np.float32) for i in session.get_inputs() if i.name.startswith("past_key_values.")}
-    logits, past = forward(session, ids[:5], past)
+    prefill = SLIDING_WINDOW + SLIDING_WINDOW // 2
+    logits, past = forward(session, ids[:prefill], past)
     rows = [logits]
-    for token in ids[5:]:
+    for token in ids[prefill:]:
         logits, past = forward(session, [token], past)
         rows.append(logits)
     got = np.concatenate(rows)

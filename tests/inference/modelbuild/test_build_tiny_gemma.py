@@ -104,3 +104,37 @@ def test_tokenizer_is_the_gguf_builders(tiny_gemma_dir):
     encoding = tokenizer.encode("the capital  is\n\né")
     assert encoding.tokens == ["<bos>", "t", "he", "▁capital", "  ", "i", "s", "\n\n", "<0xC3>", "<0xA9>"]
     assert tokenizer.decode(encoding.ids) == "the capital  is\n\né"
+
+
+def test_the_engine_decodes_the_fused_graph_as_transformers_does(tiny_gemma_dir):
+    """The engine loads the fused Gemma as it loads SmolLM2 (position_ids, one cache buffer bound as past
+    and present, every layer the same capacity): a prefill past the window, then single steps, give
+    transformers' logits at every position; the bench's bare session.run loop picks the same greedy
+    tokens as the engine."""
+    import torch
+
+    from inference.bench.bare import BareSession
+    from inference.runtime import load_runtime
+
+    source = TinyGemmaSource()
+    model = random_model(source.config, source.seed)
+    ids = np.random.default_rng(1).integers(10, len(source.vocab.tokens), size=3 * SLIDING_WINDOW).tolist()
+    with torch.no_grad():
+        expected = model(torch.tensor([ids])).logits[0].numpy()  # [n, V]
+    state = load_runtime(tiny_gemma_dir).decoder.new_state()
+    prefill = SLIDING_WINDOW + 2
+    rows = [state.append_tokens(ids[:prefill])[0]]  # [V]: the last position's
+    for token in ids[prefill:]:
+        rows.append(state.append_tokens([token])[0])
+    np.testing.assert_allclose(np.stack(rows), expected[prefill - 1 :], rtol=0, atol=1e-4)  # [n - prefill + 1, V]
+
+    greedy = [int(rows[-1].argmax())]
+    for _ in range(SLIDING_WINDOW):
+        greedy.append(int(state.append_tokens([greedy[-1]])[0].argmax()))
+    bare = BareSession(tiny_gemma_dir, 1, "the capital", 4, lambda n: ids[:n])
+    token, past = bare._forward(ids, {p: np.zeros(bare.kv_shape, np.float32) for p in bare.past_names})
+    picked = [token]
+    for _ in range(SLIDING_WINDOW):
+        token, past = bare._forward([token], past)
+        picked.append(token)
+    assert picked == greedy

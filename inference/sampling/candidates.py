@@ -198,13 +198,14 @@ def prob_prefix(w: np.ndarray, target: float, strict: bool, last_only: bool = Fa
     """
     n = len(w)
     if n > 4096:
-        head = np.flatnonzero(w >= float(w.max()) * _HEAD_FRACTION)
+        top = float(w.max())
+        head = np.flatnonzero(w >= top * _HEAD_FRACTION)
         mass = float(w[head].sum())
         if mass > target if strict else mass >= target:
             found = _prefix_in(head[np.argsort(-w[head], kind="stable")], w, target, strict)
             if found is not None:
                 return found
-        band = _bands(w / float(w.max()))
+        band = _bands(w if top == 1.0 else w / top)  # Softmax.e's largest is exp(0) = 1: w / 1 is w
         sums = np.cumsum(np.bincount(band, weights=w))
         k = int(np.searchsorted(sums, target, side="right" if strict else "left"))
         if k < len(sums):

@@ -21,13 +21,6 @@ attention mask is right-padded (row ``b``: ones for its own total length, zeros 
 each row at its own place. ``Decoder.run_rows`` runs a contiguous range of a cache's rows this way
 (an ``OrtValue`` over a first-axis slice of a C-contiguous buffer shares its memory), which is how
 one request's prompt is prefilled on its own slot while the others' caches stay untouched.
-
-Optimum's plain layout (Gemma 3 270M as built today: no ``position_ids``, positions come from the
-attention mask; ``present.*`` is a new tensor, ``past`` and the new positions concatenated) is
-served through the same ``KVCache``: each call is fed the rows' first positions as ``past`` and the
-new positions of ``present`` are written back after them. Rows of one call must then have the same
-past length (the mask must be all ones, or positions and the sliding window would count the gap),
-so ``run_rows`` and ``prefill_fresh_rows`` group the rows by length: one call per length, exact.
 """
 
 from __future__ import annotations
@@ -172,11 +165,7 @@ class Decoder:
         self._present_names = [f"present.{i}.{kind}" for i in range(shape.num_layers) for kind in ("key", "value")]
         inputs = {i.name for i in self.session.get_inputs()}
         outputs = {o.name for o in self.session.get_outputs()}
-        # No position_ids: optimum's plain layout, past and present separate tensors (see the module docstring).
-        self.plain_layout = "position_ids" not in inputs
-        expected_in = {"input_ids", "attention_mask", "logits_to_keep", *self._past_names}
-        if not self.plain_layout:
-            expected_in.add("position_ids")
+        expected_in = {"input_ids", "attention_mask", "position_ids", "logits_to_keep", *self._past_names}
         expected_out = {"logits", *self._present_names}
         if not expected_in <= inputs or not expected_out <= outputs:
             raise ValueError(
@@ -184,8 +173,6 @@ class Decoder:
                 f"missing inputs {sorted(expected_in - inputs)}, outputs {sorted(expected_out - outputs)}"
             )
         self._device = "cuda" if self.provider == CUDA else "cpu"
-        if self.plain_layout and self._device != "cpu":
-            raise ValueError(f"{model_path}: a decoder without position_ids is served from host buffers (the CPU provider) only")
         log.info("decoder loaded from %s on %s with %d intra-op threads", model_path, self.provider, intra_op_threads)
 
     def new_state(self, batch_size: int = 1, use_cache: bool = True) -> DecodeState:
@@ -230,9 +217,6 @@ class Decoder:
         width = int(totals.max())
         if width > past.capacity or first_row + rows > past.batch_size:
             raise ValueError(f"rows {first_row}..{first_row + rows} up to {width} positions do not fit the cache")
-        if self.plain_layout:
-            logits = self._plain_rows(np.ascontiguousarray(input_ids, dtype=np.int64), past, past_lengths, first_row, all_logits)
-            return logits if all_logits else logits[:, -1, :]
         attention_mask = (np.arange(width, dtype=np.int64)[None, :] < totals[:, None]).astype(np.int64)  # [R, T]
         position_ids = past_lengths[:, None] + np.arange(length, dtype=np.int64)[None, :]  # [R, S]
         logits = self._forward(
@@ -301,8 +285,6 @@ class Decoder:
         if len(prompts) == 0 or int(lengths.min()) < 1:
             raise ValueError("prefill_fresh_rows needs at least one prompt, none of them empty")
         width = int(lengths.max())
-        if self.plain_layout:
-            return self._plain_fresh_rows(prompts, lengths, into, targets, all_logits)
         keep = width if all_logits else width - int(lengths.min()) + 1  # positions of every row the head computes
         input_ids = np.zeros((len(prompts), width), dtype=np.int64)  # [G, S]; the padding is never attended to
         for row, prompt in enumerate(prompts):
@@ -316,64 +298,6 @@ class Decoder:
         if all_logits:
             return logits
         return logits[np.arange(len(prompts)), lengths - 1 - (width - keep)]  # [G, V]
-
-    def _plain_forward(
-        self,
-        input_ids: np.ndarray,  # [G, S] int64
-        past: list[np.ndarray],  # every layer's [G, kv_heads, L, head_dim], the same L for every row
-        logits_to_keep: int,
-    ) -> tuple[np.ndarray, list[np.ndarray]]:
-        """One run of the plain layout: the logits [G, kept, V] and every layer's present
-        [G, kv_heads, L + S, head_dim]."""
-        rows, length = input_ids.shape
-        feed = {
-            "input_ids": input_ids,
-            "attention_mask": np.ones((rows, past[0].shape[2] + length), dtype=np.int64),  # [G, L + S]
-            "logits_to_keep": np.array(logits_to_keep, dtype=np.int64),
-            **dict(zip(self._past_names, past)),
-        }
-        outputs = self.session.run(["logits", *self._present_names], feed)
-        return outputs[0], outputs[1:]
-
-    def _plain_rows(
-        self, input_ids: np.ndarray, past: KVCache, past_lengths: np.ndarray, first_row: int, all_logits: bool
-    ) -> np.ndarray:
-        """``run_rows`` for the plain layout: one call per past length; returns [R, 1 or S, V]."""
-        rows, length = input_ids.shape
-        out: np.ndarray | None = None
-        for done in sorted(set(past_lengths.tolist())):
-            group = np.flatnonzero(past_lengths == done)  # [G] rows of this call, relative to first_row
-            cache_rows = first_row + group
-            cached = [np.ascontiguousarray(buffer[cache_rows, :, :done]) for buffer in past.buffers]  # [G, kv, L, D]
-            logits, present = self._plain_forward(input_ids[group], cached, 0 if all_logits else 1)
-            for buffer, new in zip(past.buffers, present):
-                buffer[cache_rows, :, done : done + length] = new[:, :, done:]
-            if out is None:
-                out = np.empty((rows, *logits.shape[1:]), dtype=logits.dtype)  # [R, 1 or S, V]
-            out[group] = logits
-        assert out is not None
-        return out
-
-    def _plain_fresh_rows(
-        self, prompts: Sequence[Sequence[int]], lengths: np.ndarray, into: KVCache, targets: Sequence[int], all_logits: bool
-    ) -> np.ndarray:
-        """``prefill_fresh_rows`` for the plain layout: one call per prompt length."""
-        width = int(lengths.max())
-        vocab = self.shape.vocab_size
-        out = np.zeros((len(prompts), width, vocab) if all_logits else (len(prompts), vocab), dtype=np.float32)
-        for length in sorted(set(lengths.tolist())):
-            group = np.flatnonzero(lengths == length)  # [G]
-            ids = np.array([prompts[i] for i in group], dtype=np.int64)  # [G, S]
-            empty = np.zeros((len(group), self.shape.kv_heads, 0, self.shape.head_dim), dtype=np.float32)  # [G, kv, 0, D]
-            logits, present = self._plain_forward(ids, [empty] * len(self._past_names), 0 if all_logits else 1)
-            rows = np.asarray(targets, dtype=np.int64)[group]
-            for buffer, new in zip(into.buffers, present):
-                buffer[rows, :, :length] = new
-            if all_logits:
-                out[group, :length] = logits
-            else:
-                out[group] = logits[:, -1]
-        return out
 
 
 class DecodeState:

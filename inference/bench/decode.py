@@ -2,7 +2,7 @@
 
     python -m inference.bench [--tokens 128] [--rounds 3] [--threads 2] [--contexts 100,1000,4000]
                               [--batches 1,4,8] [--prompt-tokens 512] [--no-peers] [--genai-model DIR]
-                              [--model-dir DIR]
+                              [--model-dir DIR] [--bare-model-dir DIR]
     python -m inference.bench --concurrency 1,2,4,8,16 [--tokens 48] [--requests-per-stream 2] [--max-batch 8]
                               [--rounds 3]
 
@@ -17,16 +17,19 @@ Prints JSON. Systems (each with ``--threads`` threads):
 - ``ours``: the generation loop as a websocket run drives it: the full sampler chain (default
   parameters, temperature 1), top-20 alternatives traced per token, text streamed;
 - ``ours_greedy_engine``: the bare engine (``DecodeState``, argmax), for the context and batch figures;
-- ``llama.cpp``: ``llama-cpp-python`` on the very GGUF our model is built from (the ``peers`` extra;
-  it compiles for ~10 minutes, so it is optional);
-- ``genai``: ``onnxruntime-genai`` on the int4 model its own builder makes from the dequantized
-  checkpoint (``--genai-model``, default ``.models/peers/genai-int4``, built by
-  ``python -m inference.bench.peers``). A peer that is not installed or has no model is reported
-  as skipped.
+- ``bare <dir>`` (``--bare-model-dir``, repeatable): a build's graph alone, greedy through plain
+  ``session.run`` calls (``inference.bench.bare``): any build, also one the engine cannot load
+  (Gemma's unfused recipe 5);
+- ``llama.cpp``: ``llama-cpp-python`` on the very GGUF the first ``--model-dir`` is built from
+  (SmolLM2's or Gemma's; the ``peers`` extra; it compiles for ~10 minutes, so it is optional);
+- ``genai``: ``onnxruntime-genai`` on the int4 model its own builder makes from SmolLM2's
+  dequantized checkpoint (``--genai-model``, default ``.models/peers/genai-int4``, built by
+  ``python -m inference.bench.peers``; skipped for another model). A peer that is not installed or
+  has no model is reported as skipped.
 
 Figures: decode tokens/s after "The capital of France is" (``--tokens`` new tokens); decode
 tokens/s at each context length of ``--contexts`` (a random-id prompt of that length, then 32
-steps; the model's context window is 8192); our aggregate tokens/s at each batch size; prefill
+steps; SmolLM2's context window is 8192); our aggregate tokens/s at each batch size; prefill
 time of ``--prompt-tokens`` tokens; resident memory after loading each system and the process's
 peak; the load average before and after. Every figure is taken once per round, the systems in
 turn within a round, and reported as min/median/max over rounds; ``ratios`` divide ours by each
@@ -57,11 +60,14 @@ from inference.bench import concurrency as bench_concurrency
 from inference.bench import loop_cost
 from inference.bench import peers as peer_models
 from inference.bench import speculative as bench_speculative
+from inference.bench.bare import BareSession
 from inference.bench.concurrency import TOP_N, peak_rss_mb, rss_mb
 from inference.decoding.generation import Finished, GenerationRequest, run
 from inference.decoding.loop_params import LoopParams
 from inference.engine import CPU
 from inference.model_dir import default_model_dir, read_manifest
+from inference.modelbuild.models import SMOLLM2, recipe_named
+from inference.modelbuild.source import source_for
 from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
 from inference.sampling import bench as sampling_bench
@@ -107,8 +113,8 @@ class Ours:
 class LlamaCpp:
     name = "llama.cpp"
 
-    def __init__(self, threads: int, context: int) -> None:
-        self.model = peer_models.LlamaCppModel(threads, context)
+    def __init__(self, threads: int, context: int, gguf: Path | None = None) -> None:
+        self.model = peer_models.LlamaCppModel(threads, context, gguf)
         self.llm = self.model.llm
         self.prompt = self.llm.tokenize(PROMPT.encode(), add_bos=False)
 
@@ -172,16 +178,25 @@ class Genai:
         return time.perf_counter() - began
 
 
-def load_peers(threads: int, context: int, genai_model: Path) -> tuple[list[Any], dict[str, str]]:
-    """The peers that are installed and have a model here; why the others were skipped."""
+def gguf_of(model_dir: Path) -> Path:
+    """The packaged GGUF the build in ``model_dir`` was made from (its manifest's model)."""
+    recipe = recipe_named(read_manifest(model_dir)["model_name"])
+    return source_for(recipe.key).path
+
+
+def load_peers(threads: int, context: int, genai_model: Path, model_dir: Path) -> tuple[list[Any], dict[str, str]]:
+    """The peers that are installed and have a model here, for the model built in ``model_dir``;
+    why the others were skipped."""
     peers: list[Any] = []
     skipped: dict[str, str] = {}
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     try:
-        peers.append(LlamaCpp(threads, context))
+        peers.append(LlamaCpp(threads, context, gguf_of(model_dir)))
     except ImportError:
         skipped["llama.cpp"] = "llama-cpp-python not installed (pip install '.[peers]')"
-    if not (genai_model / "genai_config.json").is_file():
+    if recipe_named(read_manifest(model_dir)["model_name"]) is not SMOLLM2:
+        skipped["genai"] = "its model is built from SmolLM2's checkpoint"
+    elif not (genai_model / "genai_config.json").is_file():
         skipped["genai"] = f"no genai model in {genai_model} (build it: python -m inference.bench.peers)"
     else:
         try:
@@ -216,6 +231,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="our model (default: the configured one); repeat to measure several builds (e.g. a --variant fast one) "
         "in the same run",
     )
+    parser.add_argument(
+        "--bare-model-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="a build to measure through plain session.run calls, greedy (repeatable; any build, e.g. an unfused one)",
+    )
     parser.add_argument("--genai-model", type=Path, default=DEFAULT_GENAI_MODEL)
     parser.add_argument("--concurrency", default="", help="e.g. 1,2,4,8,16: concurrent streams through the batching scheduler")
     parser.add_argument("--requests-per-stream", type=int, default=2, help="with --concurrency: requests each stream sends")
@@ -249,18 +271,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         name = "ours" if not ours_systems else f"ours ({variant})"
         ours_systems.append(Ours(load_runtime(model_dir, (CPU,), args.threads), name))
         memory[f"after {name}"] = round(rss_mb())
+    bare = [BareSession(d, args.threads, PROMPT, CONTEXT_STEPS, random_ids) for d in args.bare_model_dir]
+    for system in bare:
+        memory[f"after {system.name}"] = round(rss_mb())
     ours = ours_systems[0]
     runtime = ours.runtime
     window = runtime.shape.context_window
     contexts = [c for c in contexts if c + CONTEXT_STEPS <= window]
+    first_dir = (args.model_dir or [default_model_dir()])[0]
     peers, skipped = (
         ([], {"all": "--no-peers"})
         if args.no_peers
-        else load_peers(args.threads, max(contexts + [args.prompt_tokens]) + CONTEXT_STEPS + 8, args.genai_model)
+        else load_peers(args.threads, max(contexts + [args.prompt_tokens]) + CONTEXT_STEPS + 8, args.genai_model, first_dir)
     )
     for peer in peers:
         memory[f"after {peer.name}"] = round(rss_mb())
-    systems = [*ours_systems, *peers]
+    systems = [*ours_systems, *bare, *peers]
 
     figures: dict[str, dict[str, list[float]]] = {}
 
@@ -295,7 +321,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "rounds": args.rounds,
         "new_tokens": args.tokens,
         "ours_is": f"the generation loop: sampler chain at its defaults, top-{TOP_N} alternatives, text; "
-        "context/batch figures: the bare engine, greedy",
+        "context/batch figures: the bare engine, greedy; 'bare <dir>': the graph through session.run, greedy",
         "peers_skipped": skipped,
         "figures": {
             label: {name: spread(v, 3 if "prefill" in label or "loop" in label else 1) for name, v in by.items()}
@@ -303,11 +329,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         },
         "ratios_ours_to_peer": {},
         "memory_mb": {**memory, "peak": round(peak_rss_mb())},
-        "sampler_chain_ms_per_token": sampling_bench.figures(),
+        "sampler_chain_ms_per_token": sampling_bench.figures(vocab_size=runtime.shape.vocab_size),
+        "sampler_chain_vocab_size": runtime.shape.vocab_size,
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
     }
     # each of our builds against each peer, and every further build (a variant) against the first
-    pairs = [(mine, peer) for mine in ours_systems for peer in peers] + [(mine, ours) for mine in ours_systems[1:]]
+    pairs = [(mine, peer) for mine in [*ours_systems, *bare] for peer in peers] + [
+        (mine, ours) for mine in [*ours_systems[1:], *bare]
+    ]
     for label, by in figures.items():
         if label.startswith("loop"):
             continue  # a cost of our loop alone: no peer has one

@@ -89,14 +89,20 @@ def build_genai_model(out: Path = DEFAULT_OUT) -> Path:
 
 class LlamaCppModel:
     """llama.cpp (``llama-cpp-python``, the ``peers`` extra: ImportError without it) on the GGUF our
-    model is built from, with ``threads`` threads and a context of ``context`` tokens."""
+    model is built from (``gguf``; default SmolLM2's), with ``threads`` threads and a context of
+    ``context`` tokens."""
 
-    def __init__(self, threads: int, context: int) -> None:
+    def __init__(self, threads: int, context: int, gguf: Path | None = None) -> None:
         import llama_cpp  # optional and heavy (the peers extra): imported when a peer is opened
 
         self._logits_ith = llama_cpp.llama_get_logits_ith
         self.llm = llama_cpp.Llama(
-            model_path=str(locate_gguf()), n_threads=threads, n_threads_batch=threads, n_ctx=context, n_batch=512, verbose=False
+            model_path=str(gguf or locate_gguf()),
+            n_threads=threads,
+            n_threads_batch=threads,
+            n_ctx=context,
+            n_batch=512,
+            verbose=False,
         )
 
     def last_logits(self) -> np.ndarray:

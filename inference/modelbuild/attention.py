@@ -82,28 +82,12 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     scaling = {float(constant(x)) for name in SCALING_USERS for x in by_name[name].input if x in inits or x in constants}
     if scaling != {1.0}:
         raise FusionError(f"rotary attention scaling {scaling} is not 1")
-    angles = np.arange(max_positions, dtype=np.float32)[:, None] * inv_freq[None, :]  # float32, as the export
-    cos = np.cos(angles.astype(np.float64)).astype(np.float32)
-    sin = np.sin(angles.astype(np.float64)).astype(np.float32)
+    cos, sin = rotary_tables(inv_freq, max_positions)
 
     graph_inputs = {i.name for i in graph.input}
     graph_outputs = {o.name for o in graph.output}
-    new_nodes: list[Any] = [
-        # seqlens_k = ReduceSum(attention_mask, axis 1) - 1 as int32; total_sequence_length = its width.
-        helper.make_node("ReduceSum", ["attention_mask", "/gqa/axis_1"], ["/gqa/mask_sum"], name="/gqa/ReduceSum", keepdims=0),
-        helper.make_node("Sub", ["/gqa/mask_sum", "/gqa/one"], ["/gqa/seqlens_k_64"], name="/gqa/Sub"),
-        helper.make_node("Cast", ["/gqa/seqlens_k_64"], [SEQLENS], name="/gqa/Cast", to=6),
-        helper.make_node("Shape", ["attention_mask"], ["/gqa/mask_width"], name="/gqa/Shape", start=1, end=2),
-        helper.make_node("Squeeze", ["/gqa/mask_width", "/gqa/axis_0"], ["/gqa/total_64"], name="/gqa/Squeeze"),
-        helper.make_node("Cast", ["/gqa/total_64"], [TOTAL], name="/gqa/Cast_1", to=6),
-    ]
-    new_inits = [
-        numpy_helper.from_array(np.array([1], np.int64), "/gqa/axis_1"),
-        numpy_helper.from_array(np.array([0], np.int64), "/gqa/axis_0"),
-        numpy_helper.from_array(np.array(1, np.int64), "/gqa/one"),
-        numpy_helper.from_array(cos, COS),
-        numpy_helper.from_array(sin, SIN),
-    ]
+    new_nodes, new_inits = sequence_lengths()
+    new_inits += [numpy_helper.from_array(cos, COS), numpy_helper.from_array(sin, SIN)]
     replaced: set[str] = set()  # names of nodes whose outputs the fused nodes now produce
     for i in range(layers):
         p = PREFIX.format(i=i)
@@ -158,6 +142,35 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
         "nodes_before": nodes_before,
         "nodes_after": len(graph.node),
     }
+
+
+def rotary_tables(inv_freq: np.ndarray, max_positions: int) -> tuple[np.ndarray, np.ndarray]:
+    """GroupQueryAttention's ``cos_cache`` and ``sin_cache`` [max_positions, head_dim / 2] for ``inv_freq``
+    [head_dim / 2]: the angles in float32 as the export computes them, their cosines and sines in float64,
+    rounded to float32."""
+    angles = np.arange(max_positions, dtype=np.float32)[:, None] * inv_freq[None, :]  # [P, D / 2] float32, as the export
+    return np.cos(angles.astype(np.float64)).astype(np.float32), np.sin(angles.astype(np.float64)).astype(np.float32)
+
+
+def sequence_lengths() -> tuple[list[Any], list[Any]]:
+    """The nodes and initializers computing GroupQueryAttention's ``seqlens_k`` (``SEQLENS``: per row,
+    ``ReduceSum(attention_mask) - 1`` as int32) and ``total_sequence_length`` (``TOTAL``: the mask's width)."""
+    from onnx import helper, numpy_helper  # the build extra: imported by a build only
+
+    nodes = [
+        helper.make_node("ReduceSum", ["attention_mask", "/gqa/axis_1"], ["/gqa/mask_sum"], name="/gqa/ReduceSum", keepdims=0),
+        helper.make_node("Sub", ["/gqa/mask_sum", "/gqa/one"], ["/gqa/seqlens_k_64"], name="/gqa/Sub"),
+        helper.make_node("Cast", ["/gqa/seqlens_k_64"], [SEQLENS], name="/gqa/Cast", to=6),
+        helper.make_node("Shape", ["attention_mask"], ["/gqa/mask_width"], name="/gqa/Shape", start=1, end=2),
+        helper.make_node("Squeeze", ["/gqa/mask_width", "/gqa/axis_0"], ["/gqa/total_64"], name="/gqa/Squeeze"),
+        helper.make_node("Cast", ["/gqa/total_64"], [TOTAL], name="/gqa/Cast_1", to=6),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array([1], np.int64), "/gqa/axis_1"),
+        numpy_helper.from_array(np.array([0], np.int64), "/gqa/axis_0"),
+        numpy_helper.from_array(np.array(1, np.int64), "/gqa/one"),
+    ]
+    return nodes, inits
 
 
 def topological(nodes: list[Any], available: set[str]) -> list[Any]:

@@ -32,7 +32,8 @@ class ModelRecipe:
     requantize_rest: bool
     # llama.cpp stores attn_q/attn_k with each head's rotary halves interleaved (llama layout only).
     gguf_permutes_qk: bool
-    # Whether the decoder takes position_ids (Gemma's export derives positions from attention_mask).
+    # Whether the decoder takes position_ids (Gemma's export derives them from attention_mask; its
+    # fused graph takes them, as the engine feeds every model).
     position_ids: bool
     # Text tokens that end a generation besides the config's EOS (absent ones are skipped).
     stop_tokens: tuple[str, ...]
@@ -78,14 +79,16 @@ GEMMA = ModelRecipe(
     key="gemma-3-270m",
     model_name="gemma-3-270m",
     dir_name="gemma-3-270m",
-    recipe_version=5,
+    recipe_version=6,
     license="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
-    transformations=("head", "lossless"),  # the head slice first: the split head is a sum of terms
+    # The norms first (onnxruntime.transformers' fusions need the standard operators); the head
+    # slice before the GGUF step: the split head is a sum of terms.
+    transformations=("norms", "gemma_attention", "fast_gelu", "mlp", "head", "lossless"),
     variants=GEMMA_VARIANTS,
     default_variant="exact",
     requantize_rest=False,
     gguf_permutes_qk=False,
-    position_ids=False,
+    position_ids=True,  # GroupQueryAttention's rotary reads them (gemma_attention adds the input)
     stop_tokens=("<end_of_turn>",),
     quality_text_start=2,  # <bos>
     quality_prompt_starts={"none": (), "bos": (2,)},

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from . import attention, head, lossless, mlp, norms, recipe
+from . import attention, gelu, gemma_attention, head, lossless, mlp, norms, recipe
 from .models import SMOLLM2, ModelRecipe
 
 ONNX_DTYPES = {"tensor(float)": "float32", "tensor(int64)": "int64", "tensor(float16)": "float16"}
@@ -165,7 +165,8 @@ def transform(
 
     Runs ``model.transformations`` in order (SmolLM2: the norm fusions (onnxruntime.transformers),
     packed q/k/v + GroupQueryAttention, packed gate/up, the GGUF's blocks, the head slice; Gemma:
-    the head slice, then the GGUF's blocks). With ``gguf_weights`` the GGUF step puts the GGUF's own
+    the norm fusions, QK-norm + GroupQueryAttention with the sliding window, FastGelu, packed
+    gate/up, the head slice, then the GGUF's blocks). With ``gguf_weights`` the GGUF step puts the GGUF's own
     blocks in (``lossless.convert`` with the ``variant``'s settings; raises if a GGUF tensor does not
     dequantize to exactly the export's weight); ``head`` adds the ``logits_to_keep`` slice. Weight
     MatMuls left after the GGUF step (all of them without a GGUF, as for the tiny model) are
@@ -179,7 +180,7 @@ def transform(
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer  # needs onnx
 
     steps_wanted = set(model.transformations)
-    unknown = steps_wanted - {"norms", "attention", "mlp", "lossless", "head"}
+    unknown = steps_wanted - {"norms", "attention", "gemma_attention", "fast_gelu", "mlp", "lossless", "head"}
     if unknown:
         raise ValueError(f"unknown transformations {sorted(unknown)} in the recipe of {model.key}")
     settings = model.variants[variant or model.default_variant]
@@ -189,6 +190,10 @@ def transform(
         done["norms"] = norms.fuse(onnx_model)
     if "attention" in steps_wanted:
         done["attention"] = attention.fuse(onnx_model, config)
+    if "gemma_attention" in steps_wanted:
+        done["gemma_attention"] = gemma_attention.fuse(onnx_model, config)
+    if "fast_gelu" in steps_wanted:
+        done["fast_gelu"] = gelu.fuse(onnx_model, config)
     if "mlp" in steps_wanted:
         done["mlp"] = mlp.pack_gate_up(onnx_model, config)
     order = list(model.transformations)

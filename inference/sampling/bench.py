@@ -1,8 +1,10 @@
 """The chain's cost per token on a real-sized vocabulary.
 
-``python -m inference.sampling.bench`` prints JSON: median milliseconds per ``chain.step`` for
-the default parameters, for every stage on (in the default order and with temperature last), and
-for a few single stages that work on the whole vocabulary, with the page faults per step, and the
+``python -m inference.sampling.bench`` prints JSON: median milliseconds per ``chain.step`` (with the
+trace and its top-20 alternatives, as a run shows them) at SmolLM2's vocabulary (49,152) and Gemma
+3's (262,144), for the default parameters, for every stage on (in the default order and with
+temperature last), and for a few single stages that work on the whole vocabulary, with the page
+faults per step, and the
 grammar stage's cost per token on the served model's vocabulary (``grammar_bench``: mask and whole
 stage, median and p95, per constraint). It raises glibc's malloc thresholds as a worker does
 (``inference/allocator.py``); ``--malloc-defaults`` measures without that.
@@ -23,6 +25,8 @@ from inference.sampling.chain import SamplerChain
 from inference.sampling.params import DEFAULT_ORDER, SamplingParams
 
 VOCAB_SIZE = 49152  # SmolLM2's vocabulary
+VOCAB_SIZES = (VOCAB_SIZE, 262_144)  # and Gemma 3's
+TOP_N = 20  # the alternatives traced per token
 
 
 def fake_logits(rng: np.random.Generator, vocab_size: int) -> np.ndarray:
@@ -47,9 +51,11 @@ def fake_history(rng: np.random.Generator, vocab_size: int, length: int = 256) -
     return history[:length]
 
 
-def chain_cost_ms(params: SamplingParams, vocab_size: int = VOCAB_SIZE, steps: int = 200, seed: int = 0) -> float:
-    """Median milliseconds per ``chain.step`` (top_n=5) over ``steps`` tokens; the history grows
-    by the picked token each step, as in a real run."""
+def chain_cost_ms(
+    params: SamplingParams, vocab_size: int = VOCAB_SIZE, steps: int = 200, seed: int = 0, top_n: int = TOP_N
+) -> float:
+    """Median milliseconds per ``chain.step`` (with ``top_n`` alternatives) over ``steps`` tokens;
+    the history grows by the picked token each step, as in a real run."""
     rng = np.random.default_rng(seed)
     logits = [fake_logits(rng, vocab_size) for _ in range(16)]
     history = fake_history(rng, vocab_size)
@@ -60,7 +66,7 @@ def chain_cost_ms(params: SamplingParams, vocab_size: int = VOCAB_SIZE, steps: i
     times = []
     for i in range(steps):
         start = time.perf_counter()
-        trace = chain.step(logits[i % len(logits)], history, draws, top_n=5)
+        trace = chain.step(logits[i % len(logits)], history, draws, top_n=top_n)
         times.append(time.perf_counter() - start)
         history.append(trace.token)
     return float(np.median(times) * 1e3)
@@ -102,9 +108,9 @@ CASES: dict[str, SamplingParams] = {
 }
 
 
-def figures(steps: int = 200) -> dict[str, float]:
+def figures(steps: int = 200, vocab_size: int = VOCAB_SIZE) -> dict[str, float]:
     """Median ms per token for the defaults and for every stage on (for the engine's bench)."""
-    return {name: round(chain_cost_ms(CASES[name], steps=steps), 4) for name in ("defaults", "every_stage")}
+    return {name: round(chain_cost_ms(CASES[name], vocab_size, steps=steps), 4) for name in ("defaults", "every_stage")}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -118,18 +124,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--grammar-rounds", type=int, default=20, help="walks of each grammar's text (default 20)")
     args = parser.parse_args(argv)
     raised = False if args.malloc_defaults else keep_freed_memory()
-    report, faults = {}, {}
-    for name, params in CASES.items():
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        report[name] = round(chain_cost_ms(params, steps=args.steps), 4)
-        faults[name] = round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / (args.steps + 5), 1)
+    report: dict[str, dict[str, float]] = {}
+    faults: dict[str, dict[str, float]] = {}
+    for vocab_size in VOCAB_SIZES:
+        cost, fault = report.setdefault(str(vocab_size), {}), faults.setdefault(str(vocab_size), {})
+        for name, params in CASES.items():
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            cost[name] = round(chain_cost_ms(params, vocab_size, steps=args.steps), 4)
+            fault[name] = round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / (args.steps + 5), 1)
     grammar = grammar_bench.figures(args.grammar_rounds)["constraints"]
     print(
         json.dumps(
             {
-                "vocab_size": VOCAB_SIZE,
-                "unit": f"ms per token (median of {args.steps})",
-                "cost": report,
+                "unit": f"ms per token (median of {args.steps}), with the trace and its top-{TOP_N} alternatives",
+                "cost": report,  # by vocabulary size
                 "page_faults_per_step": faults,
                 "grammar_us_per_token": {
                     name: {k: v for k, v in g.items() if k.startswith(("mask", "stage"))} for name, g in grammar.items()

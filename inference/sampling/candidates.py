@@ -19,6 +19,9 @@ _EXP_FAST_FLOOR = -708.0
 # Sorting a whole vocabulary costs milliseconds; searches first try a head of the likeliest tokens.
 _HEAD_FRACTION = 2.0**-6
 _LOGIT_LADDER = (2.0, 8.0, 32.0)
+_TOP_BLOCK = 256  # top_positions: block size of the maxima that bound the k largest
+_MANTISSA_BITS = 52  # float64
+_TOP_BAND = (int(np.float64(1.0).view(np.int64)) - 1) >> (_MANTISSA_BITS - 2)  # _bands: the band of r = 1
 
 
 def frozen(a: np.ndarray) -> np.ndarray:
@@ -180,7 +183,7 @@ def _stable_order(key: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return sel[np.argsort(key[sel], kind="stable")]
 
 
-def prob_prefix(w: np.ndarray, target: float, strict: bool) -> np.ndarray | None:
+def prob_prefix(w: np.ndarray, target: float, strict: bool, last_only: bool = False) -> np.ndarray | None:
     """The tokens of the order "weight descending, ties lower position first" up to and including
     the first where the running sum of ``w`` reaches ``target`` (``> target`` if ``strict``, else
     ``>= target``); that crossing token comes last. None if the sum never gets there.
@@ -190,30 +193,45 @@ def prob_prefix(w: np.ndarray, target: float, strict: bool) -> np.ndarray | None
     put in narrow bands by the binary exponent of w (4 bands per octave, ordered like w), the
     band where the running sum crosses the target is found from band sums, and only that band is
     sorted. Tokens of earlier bands all come before it in the order, whatever their own order.
+    ``last_only``: the crossing token may come alone (the pick reads nothing else), sparing the
+    pass that lists the earlier bands' tokens.
     """
     n = len(w)
     if n > 4096:
-        head = np.flatnonzero(w >= float(w.max()) * _HEAD_FRACTION)
+        top = float(w.max())
+        head = np.flatnonzero(w >= top * _HEAD_FRACTION)
         mass = float(w[head].sum())
         if mass > target if strict else mass >= target:
             found = _prefix_in(head[np.argsort(-w[head], kind="stable")], w, target, strict)
             if found is not None:
                 return found
-        mantissa, exponent = np.frexp(w / float(w.max()))  # w/max in (0, 1]: exponent <= 1
-        band = (1 - exponent) * 4 + ((1.0 - mantissa) * 8).astype(np.int64)
-        band[w == 0] = 4 * 1100  # frexp(0) has exponent 0: send zeros after every positive weight
+        band = _bands(w if top == 1.0 else w / top)  # Softmax.e's largest is exp(0) = 1: w / 1 is w
         sums = np.cumsum(np.bincount(band, weights=w))
         k = int(np.searchsorted(sums, target, side="right" if strict else "left"))
         if k < len(sums):
-            before = np.flatnonzero(band < k)
             crossing = np.flatnonzero(band == k)
-            order = crossing[np.argsort(-w[crossing], kind="stable")]
             base = float(sums[k - 1]) if k else 0.0
+            order = crossing[np.argsort(-w[crossing], kind="stable")]
             cum = base + np.cumsum(w[order])
             j = int(np.searchsorted(cum, target, side="right" if strict else "left"))
             if j < len(order):
-                return np.concatenate([before, order[: j + 1]])
+                if last_only:
+                    return order[j : j + 1]
+                return np.concatenate([np.flatnonzero(band < k), order[: j + 1]])
     return _prefix_in(np.argsort(-w, kind="stable"), w, target, strict)
+
+
+def _bands(r: np.ndarray) -> np.ndarray:
+    """Band numbers of ratios ``r`` in [0, 1] (w / max w), 4 per octave, 0 for the largest, ordered
+    like ``r`` descending, zeros after every positive ratio: band ``(1 - e) · 4 + ⌊(1 - m) · 8⌋``
+    for ``r = m · 2^e`` (``np.frexp``, m in [0.5, 1)), i.e. the quarter octaves ``(a, b]``, up to
+    a constant offset. Read off the float's bits (exponent and the top two mantissa bits of
+    ``r``'s predecessor bit pattern), one integer pass instead of frexp's arithmetic. Subnormal
+    ratios (below 2**-1022) are banded by their bits, still in order: their weights vanish in any
+    running sum holding the largest one, so no sum and no pick changes."""
+    bits = r.view(np.int64) - 1  # positive floats order like their bit patterns; 0 → -1
+    bits >>= _MANTISSA_BITS - 2  # exponent and top two mantissa bits of the predecessor: (a, b] bands
+    return np.subtract(_TOP_BAND, bits, out=bits)
 
 
 def _prefix_in(order: np.ndarray, p: np.ndarray, target: float, strict: bool) -> np.ndarray | None:
@@ -242,18 +260,35 @@ def key_prefix(key: np.ndarray, p: np.ndarray, target: float) -> np.ndarray:
 
 
 def top_positions(logits: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` largest logits, largest first, ties: lower position first."""
+    """Positions of the ``k`` largest logits, largest first, ties: lower position first.
+
+    A large set is first cut at the ``k``-th largest of its blocks' maxima (blocks of
+    ``_TOP_BLOCK``): at least ``k`` logits reach it, so the ``k`` largest and every tie of the
+    ``k``-th are among those that do, usually a few dozen (one pass instead of a partition of the
+    whole vocabulary, ~2 ms at 262k)."""
     n = len(logits)
     if k >= n:
         return np.argsort(-logits, kind="stable")
-    neg = -logits
-    top = float(logits.max())
-    for width in _LOGIT_LADDER:
-        sel = np.flatnonzero(logits >= top - width)
-        if len(sel) >= k:
-            if len(sel) <= 4096:
-                return _stable_order(neg, sel)[:k]
-            break
+    blocks = n // _TOP_BLOCK
+    if blocks >= max(k, 64):
+        maxima = logits[: blocks * _TOP_BLOCK].reshape(blocks, _TOP_BLOCK).max(axis=1)  # [blocks]
+        v = np.partition(maxima, blocks - k)[blocks - k]  # the k-th largest block maximum
+        sel = np.flatnonzero(logits >= v)
+        if len(sel) <= 4096:
+            return _stable_order_of(logits, sel)[:k]
+    else:
+        top = float(logits.max())
+        for width in _LOGIT_LADDER:
+            sel = np.flatnonzero(logits >= top - width)
+            if len(sel) >= k:
+                if len(sel) <= 4096:
+                    return _stable_order_of(logits, sel)[:k]
+                break
     v = np.partition(logits, n - k)[n - k]  # the k-th largest value
     sel = np.flatnonzero(logits >= v)  # every tie of v included, so lower ids can win
-    return _stable_order(neg, sel)[:k]
+    return _stable_order_of(logits, sel)[:k]
+
+
+def _stable_order_of(logits: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """``sel`` (ascending positions) sorted by logit descending, ties keeping the lower position."""
+    return sel[np.argsort(-logits[sel], kind="stable")]

@@ -163,7 +163,7 @@ def pick(final: Candidates, u: float) -> int:
     whose cumulative probability exceeds u. If rounding keeps the total at or below u, the last
     token with nonzero probability."""
     soft = final.softmax  # cumulative sums of e = p * z, compared with u * z: no [V] division
-    head = prob_prefix(soft.e, u * soft.z, strict=True)
+    head = prob_prefix(soft.e, u * soft.z, strict=True, last_only=True)
     if head is None:
         order = np.argsort(-soft.e, kind="stable")
         head = order[soft.e[order] > 0]

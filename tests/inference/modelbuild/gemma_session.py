@@ -1,5 +1,5 @@
-"""Driving a built Gemma decoder directly (optimum's layout, no ``position_ids``), for the Gemma
-build tests on the tiny and the real model."""
+"""Driving a built Gemma decoder directly (the engine's inputs, ``position_ids`` included), for the
+Gemma build tests on the tiny and the real model."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ def forward(session, ids: list[int], past: dict[str, np.ndarray]) -> tuple[np.nd
     feed = {
         "input_ids": np.array([ids], np.int64),  # [1, n]
         "attention_mask": np.ones((1, done + len(ids)), np.int64),  # [1, past + n]
+        "position_ids": np.arange(done, done + len(ids), dtype=np.int64)[None, :],  # [1, n]
         "logits_to_keep": np.array(0, np.int64),
         **past,
     }

@@ -1,6 +1,7 @@
 """The real Gemma 3 270M build against transformers' fp32 model of the same GGUF.
 
-Marked ``gemma_model`` and skipped unless ``.models/gemma-3-270m`` has been built
+Marked ``gemma_model`` and skipped unless ``.models/gemma-3-270m`` (or the directory named by
+``$GEMMA_TEST_MODEL_DIR``, e.g. a build made with ``--model-dir``) has been built
 (``python -m inference.modelbuild --model gemma-3-270m``, ~5 minutes on a shared 2-core machine);
 ``scripts/test`` does not build it. These tests load transformers' fp32 model (~1 minute) and
 decode ~400 tokens each way after prompts of up to 600: ~11 minutes on the shared 2-core machine
@@ -8,6 +9,9 @@ under load (load average 12), too slow for CI's default run.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -21,7 +25,7 @@ from tests.inference.modelbuild.gemma_session import forward
 
 pytestmark = pytest.mark.gemma_model
 
-GEMMA_DIR = md.MODELS_ROOT / GEMMA.dir_name
+GEMMA_DIR = Path(os.environ.get("GEMMA_TEST_MODEL_DIR") or md.MODELS_ROOT / GEMMA.dir_name)
 PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village by the sea,"]
 NEW_TOKENS = 100
 

@@ -1,0 +1,65 @@
+"""The shortcuts that keep the chain cheap at Gemma's 262,144-token vocabulary give what the plain
+computations give: the top positions are a full stable sort's head, and the pick's probability
+bands are the quarter octaves ``np.frexp`` defines, boundaries included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inference.sampling.candidates import _bands, prob_prefix, top_positions
+
+GEMMA_VOCAB = 262_144
+
+
+def frexp_bands(r: np.ndarray) -> np.ndarray:
+    """The bands as ``prob_prefix`` first defined them (from ``np.frexp``)."""
+    mantissa, exponent = np.frexp(r)
+    band = (1 - exponent) * 4 + ((1.0 - mantissa) * 8).astype(np.int64)
+    band[r == 0] = 4 * 1100
+    return band
+
+
+@pytest.mark.parametrize("k", [1, 5, 20, 100])
+def test_top_positions_is_a_stable_sorts_head_with_ties_and_spikes(k):
+    rng = np.random.default_rng(k)
+    logits = np.round(rng.normal(0.0, 2.0, GEMMA_VOCAB), 1)  # [V]: many exact ties
+    logits[rng.choice(GEMMA_VOCAB, 12, replace=False)] += 9.0
+    logits[rng.choice(GEMMA_VOCAB, 1000, replace=False)] = -np.inf
+    expected = np.argsort(-logits, kind="stable")[:k]
+    np.testing.assert_array_equal(top_positions(logits, k), expected)
+
+
+def test_top_positions_on_a_flat_vocabulary_falls_back_exactly():
+    logits = np.zeros(GEMMA_VOCAB)  # every block's maximum is the k-th: the whole vocabulary ties
+    logits[-3:] = 1.0  # the largest in the tail past the last whole block
+    np.testing.assert_array_equal(top_positions(logits, 20), np.argsort(-logits, kind="stable")[:20])
+
+
+def test_bands_are_frexps_quarter_octaves_boundaries_included():
+    rng = np.random.default_rng(0)
+    octaves = 2.0 ** -np.arange(0, 1070, dtype=np.float64)  # down to subnormals
+    edges = np.concatenate([octaves * m for m in (1.0, 0.875, 0.75, 0.625, 0.5)])  # exact band edges
+    near = np.concatenate([np.nextafter(edges, 0.0), np.nextafter(edges, 1.0)])
+    r = np.concatenate([edges, near, rng.random(10_000), [0.0, 1.0, 5e-324]])
+    r = r[(r >= 0) & (r <= 1)]
+    ours, theirs = _bands(r), frexp_bands(r)
+    # Ordered the same way everywhere; the same partition (equal up to relabelling) for zero and every
+    # normal ratio. Subnormal ratios (below 2**-1022 of the largest weight, no mass a running sum that
+    # holds the largest weight can see) are banded by their bits instead of by octaves.
+    order = np.argsort(theirs, kind="stable")
+    assert (np.diff(ours[order]) >= 0).all()
+    normal = (r == 0) | (r >= np.finfo(np.float64).tiny)
+    assert np.array_equal(np.unique(ours[normal], return_inverse=True)[1], np.unique(theirs[normal], return_inverse=True)[1])
+
+
+@pytest.mark.parametrize("u", [0.05, 0.5, 0.9, 0.999])
+def test_the_pick_prefix_ends_where_the_sorted_running_sum_crosses(u):
+    rng = np.random.default_rng(int(u * 1000))
+    w = np.exp(rng.normal(0.0, 2.0, GEMMA_VOCAB))  # a bulk with most of the mass: the band path
+    head = prob_prefix(w, u * w.sum(), strict=True)
+    order = np.argsort(-w, kind="stable")
+    crossing = int(np.searchsorted(np.cumsum(w[order]), u * w.sum(), side="right"))
+    assert head[-1] == order[crossing]  # the token picked (sums in another order: same token here)
+    assert set(head.tolist()) == set(order[: crossing + 1].tolist())
+    assert prob_prefix(w, u * w.sum(), strict=True, last_only=True)[-1] == head[-1]

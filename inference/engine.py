@@ -152,9 +152,16 @@ class Decoder:
         shape: ModelShape,
         providers: Sequence[str] = (CPU,),
         intra_op_threads: int = 2,
+        spinning: bool = True,
     ) -> None:
+        """``spinning``: whether the session's threads spin between calls (ONNX Runtime's default,
+        quickest for a session that runs back to back); off for a session that takes turns with
+        another on the same cores (a speculative run's draft model), whose spinning threads would
+        otherwise hold the cores the other needs."""
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads
+        if not spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -53,10 +53,15 @@ class Runtime:
 
 
 def load_runtime(
-    model_dir: Path, providers: Sequence[str] = (CPU,), intra_op_threads: int = 2, model_id: str | None = None
+    model_dir: Path,
+    providers: Sequence[str] = (CPU,),
+    intra_op_threads: int = 2,
+    model_id: str | None = None,
+    spinning: bool = True,
 ) -> Runtime:
     """Loads a built model directory; raises FileNotFoundError when it has not been built.
-    ``model_id``: the id it is served under (default: the manifest's ``model_name``'s catalogue id).
+    ``model_id``: the id it is served under (default: the manifest's ``model_name``'s catalogue id);
+    ``spinning``: the ``Decoder``'s (off for a draft model, which takes turns with its target).
     The process keeps its freed heap from then on (``allocator.keep_freed_memory``)."""
     keep_freed_memory()
     manifest_path = model_dir / MANIFEST_FILE
@@ -72,7 +77,7 @@ def load_runtime(
         vocab_size=int(shapes["vocab_size"]),
         context_window=int(shapes["context_window"]),
     )
-    decoder = Decoder(model_dir / MODEL_FILE, shape, providers, intra_op_threads)
+    decoder = Decoder(model_dir / MODEL_FILE, shape, providers, intra_op_threads, spinning)
     special = manifest["special_tokens"]
     template_path = model_dir / CHAT_TEMPLATE_FILE
     template = None

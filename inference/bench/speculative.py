@@ -148,7 +148,9 @@ def measure(
 
 def served_drafts(runtime: Runtime, threads: int) -> DraftSources:
     """The draft sources a worker serves for ``runtime`` (draft models from beside the configured model)."""
-    return DraftSources(runtime, default_model_dir().parent, lambda model_dir: load_runtime(model_dir, intra_op_threads=threads))
+    return DraftSources(
+        runtime, default_model_dir().parent, lambda model_dir: load_runtime(model_dir, intra_op_threads=threads, spinning=False)
+    )
 
 
 def llama_cpp_decode(threads: int) -> Callable[[str, int], float] | None:

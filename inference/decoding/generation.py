@@ -55,7 +55,7 @@ from inference.sampling import SamplerChain, SamplingParams, StepTrace
 from inference.sampling.candidates import Candidates
 from inference.sampling.params import MAX_SEED
 from inference.speculative import Check, Draft, DraftSource, DraftSources, judge
-from inference.speculative.switch_off import pass_cost, switch_off
+from inference.speculative.switch_off import draft_cost, pass_cost, switch_off
 from inference.text import Mode, Utf8Stream
 
 StopReason = Literal["eos", "stop", "max_tokens", "cancelled"]
@@ -447,7 +447,7 @@ class Generation:
         self.accepted += sum(check.accepted for check in checks)
         self.verifications += 1
         self._made += len(picked)
-        self._cost += pass_cost(len(draft.tokens) + 1)
+        self._cost += pass_cost(len(draft.tokens) + 1) + draft_cost(self.request.speculative.draft, len(draft.tokens))
         if sample.reason is None and self.switched_off_at is None and switch_off(self.drafted, self._made, self._cost):
             self.switched_off_at = len(sample.generated)  # the tokens from the next one on are plain
         self._pending = None if self.is_done() else [sample.generated[-1]]

@@ -25,7 +25,8 @@ from inference.speculative.model_draft import ModelDraft
 
 class DraftSources:
     """Makes each run's draft source; draft models come from ``models_root`` through ``load``
-    (a model directory → its runtime), for runs of ``target``. Without ``models_root`` only prompt
+    (a model directory → its runtime, loaded with ``spinning=False``: it takes turns with the
+    target on the same cores), for runs of ``target``. Without ``models_root`` only prompt
     lookup is served."""
 
     def __init__(

@@ -9,9 +9,17 @@ the 4-bit kernels dequantizes every weight once per call, and the head computes 
 A pass yields 1 + the accepted drafts. Once a run has had ``SWITCH_OFF_AFTER`` drafted tokens
 judged, it stops drafting for good when its passes have made fewer tokens than the plain steps
 their cost would have bought; the rest of the run decodes plainly. For full drafts of k = 4 that is
-an acceptance below about 0.65 (k = 8: about 0.7); a short draft costs less and needs less. The
-draft's own cost (nothing for prompt lookup; a draft model's steps) is not counted: the rule
-judges whether the drafts are accepted often enough to pay for their verification.
+an acceptance below about 0.65 (k = 8: about 0.7); a short draft costs less and needs less.
+
+The cost counts the drafting too: ``DRAFT_TOKEN_COST`` gives what one drafted token costs in the
+target's one-token steps — nothing for prompt lookup; for the ``fast`` draft model 0.9, measured
+here as a run's whole drafting (catching its state up on the accepted tokens, then k − 1 steps and
+k draws of its chain) per drafted token: `python -m inference.bench --speculative 4 --drafts fast`
+on a quiet machine, 2 threads, its session not spinning between calls (``Decoder``'s
+``spinning=False``; with spinning the two sessions' thread pools fight over the cores and a drafted
+token cost ~1.7 steps). At that price a pass of 4 drafts, all accepted, makes ~4.9 tokens for
+~6.3 steps: on this CPU a draft model cannot pay for itself (its step is not cheap enough next to
+the verification's), so the rule switches it off after its first ``SWITCH_OFF_AFTER`` drafts.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import numpy as np
 
 SWITCH_OFF_AFTER = 8  # drafted tokens judged before the rule looks at a run
 PASS_COST = {1: 1.0, 2: 2.1, 3: 2.3, 5: 2.65, 9: 3.2}  # tokens fed in one pass → its cost in one-token steps (measured)
+DRAFT_TOKEN_COST = {"prompt_lookup": 0.0, "fast": 0.9}  # a drafted token's cost in the target's one-token steps (measured)
 
 
 def pass_cost(tokens: int) -> float:
@@ -29,7 +38,14 @@ def pass_cost(tokens: int) -> float:
     return float(np.interp(tokens, sizes, [PASS_COST[s] for s in sizes]))
 
 
+def draft_cost(draft: str, tokens: int) -> float:
+    """What drafting ``tokens`` tokens from source ``draft`` costs in the target's one-token steps
+    (a source not in the table: as much as the target's own step, the honest guess for a model)."""
+    return DRAFT_TOKEN_COST.get(draft, 1.0) * tokens
+
+
 def switch_off(drafted: int, made: int, cost: float) -> bool:
     """Whether a run stops drafting: ``drafted`` drafts judged so far, its verification passes
-    ``made`` that many tokens at ``cost`` one-token steps (the sum of their ``pass_cost``)."""
+    ``made`` that many tokens at ``cost`` one-token steps (the sum of their ``pass_cost`` and
+    ``draft_cost``)."""
     return drafted >= SWITCH_OFF_AFTER and made < cost

@@ -78,7 +78,7 @@ class ModelResources:
         config = settings.INFERENCE
 
         def load(model_dir: Path) -> Runtime:
-            return load_runtime(model_dir, config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"])
+            return load_runtime(model_dir, config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"], spinning=False)
 
         return DraftSources(runtime, model_dir_for(self.model_id, config["MODELS"]).parent, load)
 

@@ -155,3 +155,20 @@ def test_a_model_of_another_layout_is_refused(tiny_runtime):
 
     with pytest.raises(ValueError, match="not a decoder built by inference.modelbuild"):
         Decoder(default_tiny_dir() / MODEL_FILE, replace(tiny_runtime.shape, num_layers=40), intra_op_threads=1)
+
+
+def test_a_session_that_takes_turns_does_not_spin_and_gives_the_same_logits(tiny_runtime):
+    from inference.modelbuild import default_tiny_dir
+
+    model_path = default_tiny_dir() / MODEL_FILE
+    turns = Decoder(model_path, tiny_runtime.shape, (CPU,), 1, spinning=False)
+
+    def spin_entry(decoder: Decoder) -> str | None:  # None: ONNX Runtime's default, spinning
+        try:
+            return decoder.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+        except RuntimeError:
+            return None
+
+    assert spin_entry(turns) == "0"
+    assert spin_entry(tiny_runtime.decoder) is None
+    np.testing.assert_array_equal(turns.new_state().append_tokens(PROMPT), tiny_runtime.decoder.new_state().append_tokens(PROMPT))

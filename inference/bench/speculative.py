@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from inference.bench.concurrency import TOP_N
+from inference.bench.peers import LlamaCppModel
 from inference.decoding.generation import Finished, GenerationRequest, TokenStep, Verification, run
 from inference.decoding.loop_params import LoopParams, SpeculativeParams
 from inference.model_dir import default_model_dir
@@ -157,8 +158,6 @@ def llama_cpp_decode(threads: int) -> Callable[[str, int], float] | None:
     """llama.cpp's plain greedy decode (tokens/s after the prompt) on the GGUF our model is built
     from, or None when ``llama_cpp`` does not import."""
     try:
-        from inference.bench.peers import LlamaCppModel
-
         model = LlamaCppModel(threads, 2048)
     except ImportError:
         return None

@@ -29,17 +29,20 @@ export function turnsText(turns) {
   return turns.length ? JSON.stringify(turns.map(({ role, content }) => [role, content])) : "";
 }
 
-/** The address's `turns` text back to [{role, content}]; malformed entries are left out,
- *  malformed text gives none. */
-export function turnsValue(text) {
-  let parsed;
+/** An address text holding a JSON array, parsed; "" or malformed text: []. */
+function jsonArray(text) {
   try {
-    parsed = JSON.parse(text || "[]");
+    const parsed = JSON.parse(text || "[]");
+    return Array.isArray(parsed) ? parsed : [];
   } catch {
     return [];
   }
-  if (!Array.isArray(parsed)) return [];
-  return parsed
+}
+
+/** The address's `turns` text back to [{role, content}]; malformed entries are left out,
+ *  malformed text gives none. */
+export function turnsValue(text) {
+  return jsonArray(text)
     .filter((e) => Array.isArray(e) && e.length === 2 && TURN_ROLES.includes(e[0]) && typeof e[1] === "string")
     .map(([role, content]) => ({ role, content }));
 }
@@ -52,14 +55,7 @@ export function watchText(entries) {
 /** The address's `watch` text back to [[id, text or null], …]; malformed entries are left out,
  *  malformed text gives none. */
 export function watchValue(text) {
-  let parsed;
-  try {
-    parsed = JSON.parse(text || "[]");
-  } catch {
-    return [];
-  }
-  if (!Array.isArray(parsed)) return [];
-  return parsed.filter((e) => Array.isArray(e) && e.length === 2 && Number.isInteger(e[0]) && e[0] >= 0
+  return jsonArray(text).filter((e) => Array.isArray(e) && e.length === 2 && Number.isInteger(e[0]) && e[0] >= 0
     && (typeof e[1] === "string" || e[1] === null));
 }
 

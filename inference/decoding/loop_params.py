@@ -137,9 +137,12 @@ class LoopParams:
             )
 
 
-# The draft models a run may name, each with its model directory in ``.models/``: the build's ``fast``
-# variant (``python -m inference.modelbuild --variant fast --model-dir .models/smollm2-135m-instruct-fast``).
-DRAFT_MODELS: dict[str, str] = {"fast": "smollm2-135m-instruct-fast"}
+# The draft models a run may name: name → (the model it drafts for, the build variant it is). Each is
+# built beside that model, in ``<model id>-<variant>`` (``manage.py build_model --served`` builds the
+# served models' drafts; by hand: ``python -m inference.modelbuild --variant fast --model-dir
+# .models/smollm2-135m-instruct-fast``).
+DRAFT_BUILDS: dict[str, tuple[str, str]] = {"fast": ("smollm2-135m-instruct", "fast")}
+DRAFT_MODELS: dict[str, str] = {name: f"{model}-{variant}" for name, (model, variant) in DRAFT_BUILDS.items()}
 DRAFT_SOURCES = ("prompt_lookup", *DRAFT_MODELS)  # inference.speculative: the sources a run may name
 DRAFT_LENGTH = (1, 8)  # k: tokens drafted per verification
 

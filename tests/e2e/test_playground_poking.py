@@ -228,7 +228,9 @@ def test_step_mode_one_token_per_click_and_key(playground: PlaygroundPage) -> No
     full = playground.run(PROMPT, temperature=1, seed=11, max_tokens=4)
     reference = playground.events("token")
 
-    # A fresh page, stepping the same settings one token at a time: the draws line up.
+    # A fresh page, stepping the same settings one token at a time: the draws line up (the address
+    # is written a moment after the last change: wait for it first).
+    page.wait_for_function("() => location.search.includes('max_tokens=4') && location.search.includes('seed=11')")
     page.goto(playground.page.url)
     page.locator("#connection[data-connected=true]").wait_for()
     step = page.get_by_role("button", name="Step")
@@ -342,6 +344,8 @@ def test_step_with_min_tokens_reproduces_the_full_run(playground: PlaygroundPage
     reference = playground.events("token")
     assert len(reference) == 4
 
+    # the address is written a moment after the last change (debounced): wait for it, then reload it
+    page.wait_for_function("() => location.search.includes('min_tokens=3') && location.search.includes('seed=11')")
     page.goto(playground.page.url)  # the same settings, from the address
     page.locator("#connection[data-connected=true]").wait_for()
     expect(page.get_by_label("Min tokens", exact=True)).to_have_value("3")

@@ -57,7 +57,7 @@ def test_a_model_not_built_is_described_with_nulls_and_chat_is_refused_only_once
     assert catalog.chat_refusal("gemma-3-270m", BOTH) == "gemma-3-270m is a base model: it has no chat template; use completion"
 
 
-def test_build_model_served_dry_run_names_each_served_models_directory(tmp_path, monkeypatch):
+def test_build_model_served_dry_run_names_each_served_models_directory_and_its_draft(tmp_path, monkeypatch):
     from playground.management.commands.build_model import Command
 
     monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path / "smollm"))
@@ -68,5 +68,10 @@ def test_build_model_served_dry_run_names_each_served_models_directory(tmp_path,
     with override_settings(INFERENCE={"MODELS": list(BOTH)}):
         command.execute(**options)
     lines = err.getvalue().splitlines()
-    assert [Path(line.split(":")[0]) for line in lines] == [tmp_path / "smollm", tmp_path / "gemma"]
+    # the speculative `fast` draft of SmolLM2 is built beside it
+    assert [Path(line.split(":")[0]) for line in lines] == [
+        tmp_path / "smollm",
+        tmp_path / "gemma",
+        tmp_path / "smollm2-135m-instruct-fast",
+    ]
     assert all("would build: not built yet" in line for line in lines)

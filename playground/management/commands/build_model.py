@@ -6,7 +6,9 @@ request. The server builds it on first start too; both go through ``inference.mo
 Same options as ``python -m inference.modelbuild``; ``--verbosity 0`` (or ``--quiet``) prints errors only,
 ``--verbosity 2`` also shows the tools' own logs. ``--model`` picks the model (default SmolLM2);
 ``--served`` builds every model the server is configured to serve (``PLAYGROUND_MODELS``), each into
-its own directory, skipping those up to date: what ``scripts/run`` and ``scripts/test`` do.
+its own directory, and the draft models of speculative decoding for them (``loop_params.DRAFT_BUILDS``:
+the ``fast`` variant of SmolLM2 beside it), skipping those up to date: what ``scripts/run`` and
+``scripts/test`` do.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from inference.decoding.loop_params import DRAFT_BUILDS, DRAFT_MODELS
 from inference.model_catalog import model_dir_for
 from inference.modelbuild import cli
 from inference.modelbuild.models import DEFAULT_MODEL, RECIPES
@@ -39,15 +42,23 @@ class Command(BaseCommand):
         if options["served"] and (options["model_dir"] or options["tiny"]):
             raise CommandError("--served builds each served model into its own directory: no --model-dir or --tiny with it")
         builds = (
-            [(m, model_dir_for(m, served)) for m in served] if options["served"] else [(options["model"], options["model_dir"])]
+            [(m, model_dir_for(m, served), options["variant"]) for m in served]
+            if options["served"]
+            else [(options["model"], options["model_dir"], options["variant"])]
         )
-        for model, model_dir in builds:
+        if options["served"]:  # each served model's draft models, beside it
+            builds += [
+                (model, model_dir_for(model, served).parent / DRAFT_MODELS[name], variant)
+                for name, (model, variant) in DRAFT_BUILDS.items()
+                if model in served
+            ]
+        for model, model_dir, variant in builds:
             status = cli.run(
                 model_dir,
                 force=options["force"],
                 dry_run=options["dry_run"],
                 tiny=options["tiny"],
-                variant=options["variant"],
+                variant=variant,
                 verbosity=verbosity,
                 stream=self.stderr,
                 model=model,

@@ -118,20 +118,11 @@ class LlamaCpp:
         self.llm = self.model.llm
         self.prompt = self.llm.tokenize(PROMPT.encode(), add_bos=False)
 
-    def _greedy(self, prompt: list[int], tokens: int) -> float:
-        self.llm.reset()
-        self.llm.eval(prompt)
-        began = time.perf_counter()
-        for _ in range(tokens):
-            token = int(np.argmax(self.model.last_logits()))
-            self.llm.eval([token])
-        return tokens / (time.perf_counter() - began)
-
     def decode(self, tokens: int) -> float:
-        return self._greedy(self.prompt, tokens)
+        return self.model.greedy_tokens_per_s(self.prompt, tokens)
 
     def decode_at(self, context: int, batch: int = 1) -> float:
-        return self._greedy(random_ids(context), CONTEXT_STEPS)
+        return self.model.greedy_tokens_per_s(random_ids(context), CONTEXT_STEPS)
 
     def prefill(self, length: int) -> float:
         self.llm.reset()

@@ -23,6 +23,7 @@ import json
 import runpy
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +109,15 @@ class LlamaCppModel:
     def last_logits(self) -> np.ndarray:
         """[V]: the logits the last ``llm.eval`` left for its last token (a view: copy to keep)."""
         return np.ctypeslib.as_array(self._logits_ith(self.llm.ctx, -1), shape=(self.llm.n_vocab(),))
+
+    def greedy_tokens_per_s(self, prompt: list[int], tokens: int) -> float:
+        """Decode speed after ``prompt`` (token ids): ``tokens`` greedy tokens, one ``eval`` each."""
+        self.llm.reset()
+        self.llm.eval(prompt)
+        began = time.perf_counter()
+        for _ in range(tokens):
+            self.llm.eval([int(np.argmax(self.last_logits()))])
+        return tokens / (time.perf_counter() - began)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,17 +21,14 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from inference.bench.concurrency import TOP_N
 from inference.bench.peers import LlamaCppModel
 from inference.decoding.generation import Finished, GenerationRequest, TokenStep, Verification, run
 from inference.decoding.loop_params import LoopParams, SpeculativeParams
-from inference.model_dir import default_model_dir
+from inference.model_dir import SMOLLM_DOCUMENT_START, default_model_dir
 from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
 from inference.speculative import DraftSources
@@ -164,12 +161,9 @@ def llama_cpp_decode(threads: int) -> Callable[[str, int], float] | None:
     llm = model.llm
 
     def decode(prompt: str, tokens: int) -> float:
-        llm.reset()
-        llm.eval(llm.tokenize(("<|endoftext|>" + prompt).encode(), add_bos=False, special=True))
-        began = time.perf_counter()
-        for _ in range(tokens):
-            llm.eval([int(np.argmax(model.last_logits()))])
-        return tokens / (time.perf_counter() - began)
+        return model.greedy_tokens_per_s(
+            llm.tokenize((SMOLLM_DOCUMENT_START + prompt).encode(), add_bos=False, special=True), tokens
+        )
 
     return decode
 

@@ -31,6 +31,7 @@ float32; the two agree to ~1 ulp). The scale stays ``1 / sqrt(head_dim)``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,43 @@ class FusionError(RuntimeError):
     """The export does not have the layout this fusion expects (nothing is changed then)."""
 
 
+class GraphIndex:
+    """An export's nodes by name and by output, and its constants (initializers or Constant nodes)."""
+
+    def __init__(self, graph: Any) -> None:
+        self.by_name = {n.name: n for n in graph.node}
+        self.producers = {o: n for n in graph.node for o in n.output}
+        self.inits = {i.name: i for i in graph.initializer}
+        self.constants = {n.output[0]: n for n in graph.node if n.op_type == "Constant"}
+
+    def is_constant(self, name: str) -> bool:
+        return name in self.inits or name in self.constants
+
+    def constant(self, name: str) -> np.ndarray:
+        from onnx import numpy_helper  # the build extra: imported by a build only
+
+        if name in self.inits:
+            return numpy_helper.to_array(self.inits[name])
+        if name in self.constants:
+            return numpy_helper.to_array(self.constants[name].attribute[0].t)
+        raise FusionError(f"{name} is not a constant")
+
+
+def rotary_inv_freq(index: GraphIndex, expand: str, scaling_users: Sequence[str], head_dim: int) -> np.ndarray:
+    """The export's rotary inv_freq [head_dim / 2], read from its ``expand`` node (``Expand(inv_freq
+    [1, D/2, 1], …)``), after checking that the attention scaling its ``scaling_users`` multiply by
+    (cos · scaling, sin · scaling) is 1, as for plain RoPE."""
+    if expand not in index.by_name:
+        raise FusionError(f"no {expand} (its inv_freq) in the export")
+    inv_freq = index.constant(index.by_name[expand].input[0]).reshape(-1).astype(np.float32)
+    if inv_freq.shape != (head_dim // 2,):
+        raise FusionError(f"{expand}: inv_freq has shape {inv_freq.shape}, expected ({head_dim // 2},)")
+    scaling = {float(index.constant(x)) for name in scaling_users for x in index.by_name[name].input if index.is_constant(x)}
+    if scaling != {1.0}:
+        raise FusionError(f"{expand}: rotary attention scaling {scaling} is not 1")
+    return inv_freq
+
+
 def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     """Fuse every layer's attention in the ``onnx.ModelProto`` ``model`` in place; returns a summary."""
     from onnx import helper, numpy_helper  # the build extra: imported by a build only
@@ -61,28 +99,9 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     max_positions = config["max_position_embeddings"]
     nodes_before = len(graph.node)
 
-    by_name = {n.name: n for n in graph.node}
-    producers = {o: n for n in graph.node for o in n.output}
-    inits = {i.name: i for i in graph.initializer}
-    constants = {n.output[0]: n for n in graph.node if n.op_type == "Constant"}
-
-    def constant(name: str) -> np.ndarray:
-        if name in inits:
-            return numpy_helper.to_array(inits[name])
-        if name in constants:
-            return numpy_helper.to_array(constants[name].attribute[0].t)
-        raise FusionError(f"{name} is not a constant")
-
-    # The export's rotary parameters: inv_freq and the attention scaling (1 for plain RoPE).
-    if INV_FREQ_USER not in by_name:
-        raise FusionError(f"no {INV_FREQ_USER} in the export")
-    inv_freq = constant(by_name[INV_FREQ_USER].input[0]).reshape(-1).astype(np.float32)
-    if inv_freq.shape != (head_dim // 2,):
-        raise FusionError(f"inv_freq has shape {inv_freq.shape}, expected ({head_dim // 2},)")
-    scaling = {float(constant(x)) for name in SCALING_USERS for x in by_name[name].input if x in inits or x in constants}
-    if scaling != {1.0}:
-        raise FusionError(f"rotary attention scaling {scaling} is not 1")
-    cos, sin = rotary_tables(inv_freq, max_positions)
+    index = GraphIndex(graph)
+    by_name, producers, inits = index.by_name, index.producers, index.inits
+    cos, sin = rotary_tables(rotary_inv_freq(index, INV_FREQ_USER, SCALING_USERS, head_dim), max_positions)
 
     graph_inputs = {i.name for i in graph.input}
     graph_outputs = {o.name for o in graph.output}

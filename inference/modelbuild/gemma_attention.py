@@ -38,7 +38,17 @@ from typing import Any
 
 import numpy as np
 
-from inference.modelbuild.attention import MS_DOMAIN, SEQLENS, TOTAL, FusionError, rotary_tables, sequence_lengths, topological
+from inference.modelbuild.attention import (
+    MS_DOMAIN,
+    SEQLENS,
+    TOTAL,
+    FusionError,
+    GraphIndex,
+    rotary_inv_freq,
+    rotary_tables,
+    sequence_lengths,
+    topological,
+)
 from inference.modelbuild.onnx_graph import drop_unused
 
 PREFIX = "/model/layers.{i}/self_attn"
@@ -70,36 +80,18 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
         raise FusionError("attention logit soft-capping is not handled")
     nodes_before = len(graph.node)
 
-    by_name = {n.name: n for n in graph.node}
-    producers = {o: n for n in graph.node for o in n.output}
+    index = GraphIndex(graph)
+    by_name, producers, inits = index.by_name, index.producers, index.inits
     consumers: dict[str, list[Any]] = {}
     for n in graph.node:
         for x in n.input:
             consumers.setdefault(x, []).append(n)
-    inits = {i.name: i for i in graph.initializer}
-    constants = {n.output[0]: n for n in graph.node if n.op_type == "Constant"}
-
-    def constant(name: str) -> np.ndarray:
-        if name in inits:
-            return numpy_helper.to_array(inits[name])
-        if name in constants:
-            return numpy_helper.to_array(constants[name].attribute[0].t)
-        raise FusionError(f"{name} is not a constant")
 
     new_nodes, new_inits = sequence_lengths()
     for kind in sorted(set(layer_types)):
         rotary = ROTARY[kind]
-        expand = by_name.get(f"{rotary}/Expand")
-        if expand is None:
-            raise FusionError(f"no {rotary}/Expand (its inv_freq) in the export")
-        inv_freq = constant(expand.input[0]).reshape(-1).astype(np.float32)  # [head_dim / 2]
-        if inv_freq.shape != (head_dim // 2,):
-            raise FusionError(f"{rotary}: inv_freq has shape {inv_freq.shape}, expected ({head_dim // 2},)")
-        scaling = {
-            float(constant(x)) for m in ("Mul_1", "Mul_2") for x in by_name[f"{rotary}/{m}"].input if x in inits or x in constants
-        }
-        if scaling != {1.0}:
-            raise FusionError(f"{rotary}: attention scaling {scaling} is not 1")
+        scaling_users = (f"{rotary}/Mul_1", f"{rotary}/Mul_2")
+        inv_freq = rotary_inv_freq(index, f"{rotary}/Expand", scaling_users, head_dim)  # [head_dim / 2]
         cos, sin = rotary_tables(inv_freq, config["max_position_embeddings"])  # [P, head_dim / 2] each
         new_inits += [numpy_helper.from_array(cos, TABLES[kind][0]), numpy_helper.from_array(sin, TABLES[kind][1])]
     new_inits += [

@@ -145,7 +145,6 @@ def describe(model_id: str, model_dir: Path) -> dict[str, Any]:
     }
     if manifest is None:
         return facts
-    special = manifest.get("special_tokens", {})
     variant = manifest.get("variant")
     has_template = (model_dir / CHAT_TEMPLATE_FILE).is_file()
     return facts | {
@@ -153,14 +152,43 @@ def describe(model_id: str, model_dir: Path) -> dict[str, Any]:
         "variant_note": VARIANT_NOTES.get(str(variant)),
         "vocab_size": int(manifest["shapes"]["vocab_size"]),
         "context_window": int(manifest["shapes"]["context_window"]),
-        "special_tokens": {
-            "document_start": document_start(special),
-            "bos": special.get("bos_token"),
-            "eos": list(special.get("eos_tokens", [])),
-        },
+        "special_tokens": named_special_tokens(manifest),
         "chat": {"available": has_template, "reason": None if has_template else entry.no_chat_reason()},
         "built_at": manifest.get("built_at"),
     }
+
+
+def named_special_tokens(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """A build's named special tokens: what completion puts first, its BOS and its end tokens."""
+    special = manifest.get("special_tokens", {})
+    return {
+        "document_start": document_start(special),
+        "bos": special.get("bos_token"),
+        "eos": list(special.get("eos_tokens", [])),
+    }
+
+
+# The tokenizer's own markup (SmolLM2's <|im_start|>): special whatever the model.
+SPECIAL_TOKEN_SHAPE = re.compile(r"<\|[^|]*\|>")
+
+
+def special_token_texts(model_id: str, served: Sequence[str] = ()) -> frozenset[str]:
+    """The texts of ``model_id``'s named special tokens (Gemma's ``<bos>``, ``<eos>``), read off
+    its build's manifest; none when it is not built here (``is_special_token`` still knows markup)."""
+    if model_id not in CATALOG:
+        return frozenset()
+    try:
+        manifest = read_manifest(model_dir_for(model_id, served))
+    except (ModelNotBuiltError, ValueError, OSError):
+        return frozenset()
+    named = named_special_tokens(manifest)
+    return frozenset(t for t in (named["document_start"], named["bos"], *named["eos"]) if t)
+
+
+def is_special_token(text: str, named: frozenset[str]) -> bool:
+    """As the page decides (``format.js``' ``isSpecialToken``): markup like ``<|im_start|>``, or a
+    model's named special token."""
+    return bool(SPECIAL_TOKEN_SHAPE.fullmatch(text)) or text in named
 
 
 def chat_refusal(model_id: str, served: Sequence[str]) -> str | None:

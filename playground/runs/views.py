@@ -16,6 +16,7 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.db import router, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -23,6 +24,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_safe
 
+from inference.model_catalog import is_special_token, special_token_texts
 from playground.address import encode_address, run_texts, turns_text
 from playground.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
 from playground.protocol import parse_json
@@ -193,8 +195,16 @@ def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
             "tree_root": root_of(run).id if run.parent_id or run.branches.exists() else None,
             **settings_rows(run.parameters()),
             "completion_tokens": len(sample_rows(run.tokens)),
+            "prompt_chips": prompt_chips(run),
         },
     )
+
+
+def prompt_chips(run: Run) -> list[tuple[int, str, bool]]:
+    """The prompt's tokens as (id, text, special) for the page: special as the playground marks
+    them, the run's own model's named special tokens (Gemma's ``<bos>``) included."""
+    named = special_token_texts(run.model, list(settings.INFERENCE["MODELS"]))
+    return [(int(token_id), text, is_special_token(text, named)) for token_id, text in run.prompt_tokens]
 
 
 @require_safe

@@ -74,6 +74,7 @@ HEARTBEAT = "inference.heartbeat"
 TAKEN = "inference.taken"
 PING = "inference.ping"
 PONG = "inference.pong"
+TO_FRONT_DOOR = frozenset({QUEUED, EVENT, FINISHED, HEARTBEAT, TAKEN})  # what a connection's channel receives
 
 
 def model_channel(model: str | None, quick: bool) -> str:

@@ -56,7 +56,13 @@ class ModelResources:
             if self._runtime is None:
                 config = settings.INFERENCE
                 model_dir = model_dir_for(self.model_id, config["MODELS"])
-                self._runtime = load_runtime(model_dir, config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"], self.model_id)
+                self._runtime = load_runtime(
+                    model_dir,
+                    config["EXECUTION_PROVIDERS"],
+                    config["INTRA_OP_THREADS"],
+                    self.model_id,
+                    spinning=config["INTRA_OP_SPINNING"],
+                )
                 info = self._runtime.info
                 log.info("inference worker serving %s (%s) on %s", info.id, info.name, info.execution_provider)
             return self._runtime
@@ -67,10 +73,20 @@ class ModelResources:
         with self._lock:
             if self._scheduler is None:
                 config = settings.INFERENCE
-                self._scheduler = Scheduler(runtime, config["MAX_BATCH"], config["PREFILL_CHUNK"], drafts=self.drafts(runtime))
+                self._scheduler = Scheduler(
+                    runtime,
+                    config["MAX_BATCH"],
+                    config["PREFILL_CHUNK"],
+                    drafts=self.drafts(runtime),
+                    admission_window=config["ADMISSION_WINDOW_MS"] / 1000,
+                )
                 serve_in_thread(self._scheduler)
                 log.info("decode loop of %s started: up to %d rows per step", self.model_id, self._scheduler.max_batch)
             return self._scheduler
+
+    def started_scheduler(self) -> Scheduler | None:
+        """The model's decode loop if it runs already (then nothing needs loading off the event loop)."""
+        return self._scheduler
 
     def drafts(self, runtime: Runtime) -> DraftSources:
         """Speculative runs' draft sources: prompt lookup, and the draft models built beside the
@@ -181,7 +197,7 @@ async def submit_generation(job: Assignment, emit: Callable[[Any], None]) -> Non
     """Hands a generation to the decode loop (loading the model first if need be, off the event loop)."""
     try:
         served = resources().model(job.command.model)
-        scheduler = await asyncio.to_thread(served.scheduler)
+        scheduler = served.started_scheduler() or await asyncio.to_thread(served.scheduler)
         scheduler.submit(GenerationListener(job, served.runtime(), emit, lambda: emit(END)).ticket())
     except ParamError as error:  # a model this worker does not serve
         emit(events.param_error_event(error, job.request_id))

@@ -85,6 +85,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
     async def inference_taken(self, message: dict[str, Any]) -> None:
         await self.submissions.handle(message)
 
-    async def _send(self, event: dict[str, Any]) -> None:
+    async def _send(self, event: dict[str, Any] | events.Frame) -> None:
+        """Sends an event; one the worker encoded already (a ``Frame``) goes out as its text."""
         metrics.event_sent(self.channel_name, event)
-        await self.send(text_data=events.encode_event(event))
+        await self.send(text_data=event.text if isinstance(event, events.Frame) else events.encode_event(event))

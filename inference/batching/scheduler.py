@@ -127,14 +127,18 @@ class Scheduler:
         full_prefill_chunk: int = PREFILL_CHUNK,
         drafts: DraftSources | None = None,
         admission_window: float = ADMISSION_WINDOW_S,
+        after_step: Callable[[], None] | None = None,
     ) -> None:
         """``drafts`` makes speculative runs' draft sources (default: prompt lookup only);
         ``admission_window`` (seconds) how long ``serve_forever``, woken from idle, waits for the
-        next of a burst of tickets (``_gather``; 0: not at all)."""
+        next of a burst of tickets (``_gather``; 0: not at all); ``after_step`` is called on the
+        scheduler's thread after each of ``serve_forever``'s iterations, once the step has
+        delivered everything (a listener that buffers its tickets' items sends them on then)."""
         if admission_window < 0:
             raise ValueError(f"admission_window must be 0 or more seconds, got {admission_window}")
         self.planner = Planner(max_batch, prefill_chunk, full_prefill_chunk)  # checks the numbers
         self.admission_window = admission_window
+        self.after_step = after_step
         self.runtime = runtime
         self.drafts = drafts or DraftSources()
         self.max_batch = max_batch
@@ -174,7 +178,10 @@ class Scheduler:
             except Exception as error:  # noqa: BLE001 — e.g. a listener failing: end what ran, keep serving
                 log.exception("a batch step failed; ending the runs it held")
                 self._abandon(error)
-                continue
+                busy = True
+            finally:
+                if self.after_step is not None:
+                    self.after_step()
             if not busy and self._wake.wait(0.5):
                 self._wake.clear()
                 self._gather()

@@ -118,16 +118,19 @@ class InferenceWorker(AsyncConsumer):
         events: asyncio.Queue[Any] = asyncio.Queue()
         box = outbox()  # the decode thread's events reach the loop in bursts, not one wake-up each
 
-        def emit(event: Any) -> None:
+        def emit(event: Any, wake: bool = True) -> None:
             try:
-                box.put(events, event)
+                box.put(events, event, wake)
             except RuntimeError:  # the event loop has closed (shutdown): nobody is listening
                 job.cancelled.set()
+
+        def emit_in_step(event: Any) -> None:  # the decode loop's: sent on when its step ends (flush_outboxes)
+            emit(event, wake=False)
 
         if job.quick:
             working: asyncio.Future[Any] = loop.run_in_executor(resources().quick_thread, serve_quick_job, job, emit)
         else:
-            working = asyncio.ensure_future(submit_generation(job, emit))
+            working = asyncio.ensure_future(submit_generation(job, emit, emit_in_step))
         try:
             while (event := await events.get()) is not END:
                 await self.channel_layer.send(

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from playground.worker.outbox import Outbox, outbox
+from playground.worker.outbox import Outbox, flush_outboxes, outbox
 
 
 def test_events_from_another_thread_reach_their_queues_in_order():
@@ -65,3 +65,18 @@ def test_a_closed_loop_refuses_events():
         box.put(asyncio.Queue(), "late")
     with pytest.raises(RuntimeError):  # still refused, and not stuck waiting for a drain that never comes
         box.put(asyncio.Queue(), "later")
+
+
+def test_items_put_without_waking_wait_for_the_flush():
+    async def scenario() -> tuple[int, list[str]]:
+        box = outbox()
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        box.put(queue, "a", wake=False)  # as the decode loop puts its step's events
+        box.put(queue, "b", wake=False)
+        await asyncio.sleep(0.05)  # the loop runs, but nothing asked it to drain
+        waiting = queue.qsize()
+        flush_outboxes()  # the step has ended
+        got = [await asyncio.wait_for(queue.get(), 5) for _ in range(2)]
+        return waiting, got
+
+    assert asyncio.run(scenario()) == (0, ["a", "b"])

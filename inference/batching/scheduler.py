@@ -45,12 +45,18 @@ import itertools
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from inference.batching.params import DEFAULT_MAX_BATCH, PREFILL_CHUNK_BESIDE_DECODE
+from inference.batching.params import (
+    ADMISSION_WINDOW_S,
+    ADMISSION_WINDOWS_AT_MOST,
+    DEFAULT_MAX_BATCH,
+    PREFILL_CHUNK_BESIDE_DECODE,
+)
 from inference.batching.plan import Departure, Intake, Planner, WaitingState
 from inference.batching.runner import BatchRun, BatchRunner
 from inference.decoding.beam import BeamStep
@@ -120,9 +126,19 @@ class Scheduler:
         prefill_chunk: int = PREFILL_CHUNK_BESIDE_DECODE,
         full_prefill_chunk: int = PREFILL_CHUNK,
         drafts: DraftSources | None = None,
+        admission_window: float = ADMISSION_WINDOW_S,
+        after_step: Callable[[], None] | None = None,
     ) -> None:
-        """``drafts`` makes speculative runs' draft sources (default: prompt lookup only)."""
+        """``drafts`` makes speculative runs' draft sources (default: prompt lookup only);
+        ``admission_window`` (seconds) how long ``serve_forever``, woken from idle, waits for the
+        next of a burst of tickets (``_gather``; 0: not at all); ``after_step`` is called on the
+        scheduler's thread after each of ``serve_forever``'s iterations, once the step has
+        delivered everything (a listener that buffers its tickets' items sends them on then)."""
+        if admission_window < 0:
+            raise ValueError(f"admission_window must be 0 or more seconds, got {admission_window}")
         self.planner = Planner(max_batch, prefill_chunk, full_prefill_chunk)  # checks the numbers
+        self.admission_window = admission_window
+        self.after_step = after_step
         self.runtime = runtime
         self.drafts = drafts or DraftSources()
         self.max_batch = max_batch
@@ -162,10 +178,27 @@ class Scheduler:
             except Exception as error:  # noqa: BLE001 — e.g. a listener failing: end what ran, keep serving
                 log.exception("a batch step failed; ending the runs it held")
                 self._abandon(error)
-                continue
-            if not busy:
-                self._wake.wait(0.5)
+                busy = True
+            finally:
+                if self.after_step is not None:
+                    self.after_step()
+            if not busy and self._wake.wait(0.5):
                 self._wake.clear()
+                self._gather()
+
+    def _gather(self) -> None:
+        """Woken from idle by a ticket: waits while more keep arriving (each within
+        ``admission_window`` of the last, ``ADMISSION_WINDOWS_AT_MOST`` windows in all, until the
+        batch's rows are spoken for), so a burst is admitted in one step and its fresh prompts
+        prefill together (``plan.FreshGroup``) rather than the first alone and the rest after it."""
+        if self.admission_window <= 0:
+            return
+        deadline = time.perf_counter() + self.admission_window * ADMISSION_WINDOWS_AT_MOST
+        while self._intake.qsize() < self.max_batch:
+            wait = min(self.admission_window, deadline - time.perf_counter())
+            if wait <= 0 or not self._wake.wait(wait):
+                return
+            self._wake.clear()
 
     def _abandon(self, error: BaseException) -> None:
         for run in list(self._runs.values()):

@@ -1,7 +1,7 @@
 """Concurrent streams through the batching scheduler, in-process: what continuous batching buys.
 
     python -m inference.bench --concurrency 1,2,4,8,16 [--tokens 48] [--requests-per-stream 2]
-                              [--max-batch 8] [--threads 2] [--rounds 3]
+                              [--max-batch 8] [--threads 2] [--rounds 3] [--spinning on|off]
 
 For each concurrency C, C clients each send ``--requests-per-stream`` short prompts one after the
 other (a client sends its next request when its last ends), to one ``Scheduler`` with
@@ -12,6 +12,8 @@ join while the others decode. Figures per C: aggregate tokens/s (every token ove
 ``aggregate_all_busy``: only while all C clients still have a request out, i.e. until the first
 client's last request ends — after that fewer than C streams run, as the last requests drain),
 per-stream tokens/s (each request's tokens after its first over the time they took; median),
+the process's CPU time per token (every thread: the decode loop's and ONNX Runtime's; steadier
+than the rates on a shared machine, where the wall clock measures the others' load too),
 time to first token from submission, p50 and p95 (includes waiting for a row; ``ttft_joining``:
 only the requests sent while the others decode, after each client's first), the process's
 resident memory after the level and its peak. The levels are measured in turn, ``--rounds``
@@ -79,13 +81,13 @@ class Level:
 
     def run(self) -> dict[str, Any]:
         self.left = self.concurrency * self.requests_per_stream
-        began = time.perf_counter()
+        began, cpu_began = time.perf_counter(), time.process_time()
         for client in range(self.concurrency):
             self._send(client, 0)
         self.done.wait()
         if self.error is not None:
             raise RuntimeError(f"a benchmark request failed: {self.error}") from self.error
-        wall = time.perf_counter() - began
+        wall, cpu = time.perf_counter() - began, time.process_time() - cpu_began
         total = sum(t.tokens for t in self.timings)
         busy = (self.all_busy_until or time.perf_counter()) - began
         busy_tokens = sum(1 for t in self.token_times if t - began <= busy)
@@ -97,6 +99,7 @@ class Level:
             "tokens": total,
             "aggregate_tokens_per_s": round(total / wall, 1),
             "aggregate_all_busy_tokens_per_s": round(busy_tokens / busy, 1),
+            "cpu_ms_per_token": round(1000 * cpu / total, 2),
             "per_stream_tokens_per_s": round(float(np.median(rates)), 1),
             "ttft_ms_p50": round(float(np.percentile(ttft, 50)), 1),
             "ttft_ms_p95": round(float(np.percentile(ttft, 95)), 1),

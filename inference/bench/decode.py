@@ -4,7 +4,7 @@
                               [--batches 1,4,8] [--prompt-tokens 512] [--no-peers] [--genai-model DIR]
                               [--model-dir DIR] [--bare-model-dir DIR]
     python -m inference.bench --concurrency 1,2,4,8,16 [--tokens 48] [--requests-per-stream 2] [--max-batch 8]
-                              [--rounds 3]
+                              [--rounds 3] [--spinning on|off]
 
     python -m inference.bench --speculative 2,4,8 [--tokens 128] [--rounds 3] [--temperature 0]
 
@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from inference.batching.params import DEFAULT_MAX_BATCH
+from inference.batching.params import DEFAULT_MAX_BATCH, DEFAULT_SPINNING
 from inference.bench import concurrency as bench_concurrency
 from inference.bench import loop_cost
 from inference.bench import peers as peer_models
@@ -233,6 +233,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--concurrency", default="", help="e.g. 1,2,4,8,16: concurrent streams through the batching scheduler")
     parser.add_argument("--requests-per-stream", type=int, default=2, help="with --concurrency: requests each stream sends")
     parser.add_argument("--max-batch", type=int, default=DEFAULT_MAX_BATCH, help="with --concurrency: the scheduler's rows")
+    parser.add_argument(
+        "--spinning",
+        choices=("on", "off"),
+        default="on" if DEFAULT_SPINNING else "off",
+        help="with --concurrency: whether ONNX Runtime's threads spin between calls (default: as a worker serves)",
+    )
     parser.add_argument("--speculative", default="", help="e.g. 2,4,8: speculation at each k (per --drafts) against plain runs")
     parser.add_argument("--temperature", type=float, default=0.0, help="with --speculative: the runs' temperature")
     parser.add_argument("--drafts", default="prompt_lookup", help="with --speculative: draft sources, e.g. prompt_lookup,fast")
@@ -245,7 +251,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         peer = None if args.no_peers else bench_speculative.llama_cpp_decode(args.threads)
         return bench_speculative.measure(runtime, ks, args.tokens or 128, args.rounds, args.temperature, names, drafts, peer)
     if args.concurrency:
-        runtime = load_runtime((args.model_dir or [default_model_dir()])[0], (CPU,), args.threads)
+        model_dir = (args.model_dir or [default_model_dir()])[0]
+        runtime = load_runtime(model_dir, (CPU,), args.threads, spinning=args.spinning == "on")
         levels = [int(c) for c in args.concurrency.split(",") if c]
         return bench_concurrency.measure(
             runtime, levels, args.tokens or 48, args.requests_per_stream, args.max_batch, args.rounds

@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from playground.edge import frames, metrics
 from playground.edge.submission import Submissions
-from playground.wire import embedded, events
+from playground.wire import channel_messages, embedded, events
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,18 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         if refusal is not None:
             await self._send(refusal)
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """A worker's message is relayed without the database check channels makes before every
+        handler (``aclose_old_connections``: a hop to the sync thread and back, for each of the
+        hundreds of token events a second a batch streams); relaying reads no database. The
+        socket's own messages (connect, frames, disconnect) keep it."""
+        if message["type"] in channel_messages.TO_FRONT_DOOR:
+            handler = getattr(self, get_handler_name(message), None)
+            if handler is not None:
+                await handler(message)
+                return
+        await super().dispatch(message)
+
     # The channel layer's messages for this connection (``playground.wire.channel_messages``), each
     # handled by the connection's submissions.
 
@@ -72,6 +85,7 @@ class GenerateConsumer(AsyncWebsocketConsumer):
     async def inference_taken(self, message: dict[str, Any]) -> None:
         await self.submissions.handle(message)
 
-    async def _send(self, event: dict[str, Any]) -> None:
+    async def _send(self, event: dict[str, Any] | events.Frame) -> None:
+        """Sends an event; one the worker encoded already (a ``Frame``) goes out as its text."""
         metrics.event_sent(self.channel_name, event)
-        await self.send(text_data=events.encode_event(event))
+        await self.send(text_data=event.text if isinstance(event, events.Frame) else events.encode_event(event))

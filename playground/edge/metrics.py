@@ -20,7 +20,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from playground.wire.events import FINAL_EVENTS
+from playground.wire.events import FINAL_EVENTS, Frame
 
 # Time to first token and per-stream decode rates on a CPU: tens of milliseconds to a minute in a queue.
 TTFT_BUCKETS_S = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -82,8 +82,10 @@ def request_submitted(connection: str, command: Any) -> None:
     _open.setdefault(connection, {})[command.request_id] = _Request(kind, time.monotonic())
 
 
-def event_sent(connection: str, event: dict[str, Any]) -> None:
-    """The consumer sent ``event`` to its client."""
+def event_sent(connection: str, sent: dict[str, Any] | Frame) -> None:
+    """The consumer sent an event to its client (a ``Frame``: a token, of which only the type and
+    request id are read)."""
+    event: dict[str, Any] = {"type": sent.type, "request_id": sent.request_id} if isinstance(sent, Frame) else sent
     kind = event.get("type")
     if kind == "error":
         ERRORS.labels(str(event.get("error", {}).get("code", "unknown"))).inc()

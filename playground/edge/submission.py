@@ -43,7 +43,7 @@ from playground.wire.jobs import Generate, Job
 # A generation first in line that no worker took within this is waiting for room: it hears `queued`.
 FIRST_IN_LINE_GRACE_SECONDS = 0.5
 
-Deliver = Callable[[dict[str, Any]], Awaitable[None]]
+Deliver = Callable[[dict[str, Any] | events.Frame], Awaitable[None]]  # a token event comes already encoded
 
 
 @dataclass
@@ -204,8 +204,8 @@ class Submissions:
         request_id = message["request_id"]
         if self._from_another_worker(message) or not self.watchdog.accepts(message):
             return
-        event = message["event"]
-        if event.get("type") not in events.FINAL_EVENTS:
+        event = channel_messages.event_of(message)
+        if isinstance(event, events.Frame) or event.get("type") not in events.FINAL_EVENTS:  # (a Frame never ends a request)
             await self.deliver(event)
             return
         crossed = request_id in self.cancel_sent and not events.ended_by_cancel(event)

@@ -11,7 +11,7 @@ import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -22,7 +22,7 @@ from playground.runs.models import Run
 from playground.runs.recording import RunRecorder
 from playground.wire import channel_messages
 from playground.wire.channel_messages import WORKERS_GROUP
-from playground.wire.events import FINAL_EVENTS
+from playground.wire.events import FINAL_EVENTS, Frame
 from playground.wire.liveness import Timing
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,9 @@ class Lease:
     worker_channel: str | None = None
     acknowledged: bool = False
     recorder: RunRecorder | None = None
+    # token frames relayed since ``started``, as the worker encoded them: read into the recorder
+    # only if the run must be saved here (its worker lost), not parsed again for every token
+    frames: list[Frame] = field(default_factory=list)
     message: dict[str, Any] | None = None  # the ``inference.request`` as sent (with this lease)
     started: bool = False  # its worker has sent an event for it (a generation's ``started`` first)
 
@@ -116,9 +119,9 @@ class Watchdog:
         self._renew(lease)
         if kind == "inference.event":
             lease.started = True
-            event = message["event"]
+            event = channel_messages.event_of(message)
             self._record(lease, event)
-            if event["type"] in FINAL_EVENTS:
+            if not isinstance(event, Frame) and event["type"] in FINAL_EVENTS:
                 self.leases.pop(lease.request_id, None)
         elif kind == "inference.finished":
             self.leases.pop(lease.request_id, None)
@@ -147,7 +150,11 @@ class Watchdog:
         if lease.acknowledged:
             lease.expires_at = self.clock() + self.timing.lease_seconds
 
-    def _record(self, lease: Lease, event: dict[str, Any]) -> None:
+    def _record(self, lease: Lease, event: dict[str, Any] | Frame) -> None:
+        if isinstance(event, Frame):
+            if lease.recorder is not None:
+                lease.frames.append(event)
+            return
         kind = event.get("type")
         if kind == "started" and event.get("run_id"):
             lease.recorder = relayed_recorder(lease.request_id, lease.record or {}, event)
@@ -261,6 +268,9 @@ class Watchdog:
         if retry_after is not None:
             error["error"]["retry_after"] = retry_after
         if lease.recorder is not None:
+            for frame in lease.frames:
+                lease.recorder.observe(frame.event())
+            lease.frames.clear()
             run_id = await database_sync_to_async(save_failed_run)(lease.recorder, error)
             if run_id is not None:
                 error["run_id"] = run_id

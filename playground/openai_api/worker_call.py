@@ -22,7 +22,7 @@ from playground.edge import metrics
 from playground.edge.submission import Submissions
 from playground.openai_api.errors import from_event
 from playground.wire import embedded
-from playground.wire.events import FINAL_EVENTS
+from playground.wire.events import FINAL_EVENTS, Frame, event_type
 from playground.wire.jobs import Job
 
 log = logging.getLogger(__name__)
@@ -85,12 +85,13 @@ class WorkerCall:
         except RuntimeError:  # the loop has closed (shutdown): nothing left to free
             pass
 
-    async def _deliver(self, event: dict[str, Any]) -> None:
-        if event.get("type") == "queued":
+    async def _deliver(self, event: dict[str, Any] | Frame) -> None:
+        if event_type(event) == "queued":
             return  # the line's place has no shape in OpenAI's answers
         assert self.submissions is not None
         metrics.event_sent(self.submissions.reply_channel, event)
-        await self.events.put(event)
+        # a token the worker encoded for websockets: its fields, to translate
+        await self.events.put(event.event() if isinstance(event, Frame) else event)
 
     async def _read(self, submissions: Submissions) -> None:
         while True:

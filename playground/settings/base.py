@@ -6,7 +6,7 @@ import os
 import socket
 from pathlib import Path
 
-from inference.batching.params import DEFAULT_MAX_BATCH, PREFILL_CHUNK_BESIDE_DECODE
+from inference.batching.params import ADMISSION_WINDOW_S, DEFAULT_MAX_BATCH, DEFAULT_SPINNING, PREFILL_CHUNK_BESIDE_DECODE
 from inference.model_catalog import configured_models
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -132,6 +132,9 @@ INFERENCE = {
     # Execution providers in order of preference; CUDA is used only when asked for and available.
     "EXECUTION_PROVIDERS": os.environ.get("PLAYGROUND_EXECUTION_PROVIDERS", "CPUExecutionProvider").split(","),
     "INTRA_OP_THREADS": int(os.environ.get("PLAYGROUND_INTRA_OP_THREADS", "2")),
+    # Whether those threads spin between decoder calls (1) or sleep (0, the default: they would hold
+    # the cores the web side and the decode loop's Python need; inference/batching/params.py).
+    "INTRA_OP_SPINNING": os.environ.get("PLAYGROUND_INTRA_OP_SPINNING", str(int(DEFAULT_SPINNING))) == "1",
     # Run an inference worker inside the server process (the embedded default). Set to 0 when
     # `manage.py runworker inference` processes serve the channel layer instead.
     "EMBEDDED_WORKER": os.environ.get("PLAYGROUND_EMBEDDED_WORKER", "1") == "1",
@@ -139,9 +142,11 @@ INFERENCE = {
     # worker process (n samples and beams take one row each), the prompt tokens a joining request
     # prefills per step while others decode, and the generations a worker takes off the shared
     # channel beyond its rows (it reads the channel only while it holds fewer than MAX_BATCH +
-    # INTAKE_BACKLOG, so requests go to workers with room).
+    # INTAKE_BACKLOG, so requests go to workers with room). An idle decode loop woken by a request
+    # waits up to ADMISSION_WINDOW_MS for the next of a burst (0: starts at once).
     "MAX_BATCH": int(os.environ.get("PLAYGROUND_MAX_BATCH", str(DEFAULT_MAX_BATCH))),
     "PREFILL_CHUNK": int(os.environ.get("PLAYGROUND_PREFILL_CHUNK", str(PREFILL_CHUNK_BESIDE_DECODE))),
+    "ADMISSION_WINDOW_MS": float(os.environ.get("PLAYGROUND_ADMISSION_WINDOW_MS", str(ADMISSION_WINDOW_S * 1000))),
     "INTAKE_BACKLOG": int(os.environ.get("PLAYGROUND_WORKER_BACKLOG", "2")),
     # Requests one websocket connection may have running or queued at once.
     "MAX_REQUESTS_PER_CONNECTION": 8,

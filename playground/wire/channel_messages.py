@@ -24,7 +24,9 @@ Messages:
   as the same typed job (``job_from_dict``);
 - ``inference.queued`` (worker → front door): the worker's own ``worker_channel``, where cancels go;
 - ``inference.event`` (worker → front door): one websocket event (``started``, ``token``, ``done``,
-  ``error``, ...) to pass on as it is;
+  ``error``, ...) to pass on as it is: as a dict in ``event``, or, for the per-token stream
+  (``events.FRAMED_EVENTS``), already encoded as its text frame in ``frame`` with its ``event_type``
+  (serialized once, by the worker; ``event_of`` gives either back);
 - ``inference.finished`` (worker → front door): the request has had its last event;
 - ``inference.cancel`` (front door → ``worker_channel``; for a request no worker has acknowledged,
   to its shared channel and the workers' group, and the worker that later receives it drops it);
@@ -58,6 +60,7 @@ from typing import Any
 from inference.chat_template import ChatMessage, ChatPrompt
 from inference.decoding.generation import GenerationRequest
 from inference.model_catalog import DEFAULT_MODELS
+from playground.wire.events import FRAMED_EVENTS, Frame
 from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, is_quick, split_generate_params, split_params
 
 INFERENCE_CHANNEL = "inference"
@@ -74,6 +77,7 @@ HEARTBEAT = "inference.heartbeat"
 TAKEN = "inference.taken"
 PING = "inference.ping"
 PONG = "inference.pong"
+TO_FRONT_DOOR = frozenset({QUEUED, EVENT, FINISHED, HEARTBEAT, TAKEN})  # what a connection's channel receives
 
 
 def model_channel(model: str | None, quick: bool) -> str:
@@ -107,13 +111,19 @@ def queued(request_id: str, worker_channel: str, lease: str | None) -> dict[str,
 def event(
     request_id: str, websocket_event: dict[str, Any], lease: str | None, worker_channel: str | None = None
 ) -> dict[str, Any]:
-    return {
-        "type": EVENT,
-        "request_id": request_id,
-        "lease": lease,
-        "worker_channel": worker_channel,
-        "event": websocket_event,
-    }
+    """A worker's event for the front door; a ``token`` event goes already encoded (``Frame``)."""
+    message: dict[str, Any] = {"type": EVENT, "request_id": request_id, "lease": lease, "worker_channel": worker_channel}
+    if websocket_event.get("type") in FRAMED_EVENTS:
+        frame = Frame.of(websocket_event)
+        return message | {"event_type": frame.type, "frame": frame.text}
+    return message | {"event": websocket_event}
+
+
+def event_of(message: Mapping[str, Any]) -> dict[str, Any] | Frame:
+    """The websocket event an ``inference.event`` carries: a dict, or a ``Frame`` encoded by the worker."""
+    if "frame" in message:
+        return Frame(message["event_type"], message["request_id"], message["frame"])
+    return message["event"]  # type: ignore[no-any-return]
 
 
 def finished(request_id: str, lease: str | None, worker_channel: str | None = None) -> dict[str, Any]:

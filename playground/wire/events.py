@@ -8,6 +8,7 @@ import json
 import logging
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from inference.batching.scheduler import BatchStep, Slots
@@ -28,6 +29,35 @@ MAX_ERROR_MESSAGE = 300  # characters: an error message never grows with the inp
 TOKENIZE_PAGE = (1, 4096)  # tokens per ``tokens`` event: ``limit``'s range and default (the maximum)
 MAX_REPLY_BYTES = 1024 * 1024  # no server event is larger (the client's usual frame limit)
 PROMPT_SURPRISAL_PAGE = 256  # prompt tokens per ``prompt_surprisal`` event: 20 alternatives each stay far below the limit
+
+
+# Events a worker sends already encoded (``Frame``): the per-token stream, hundreds a second from a
+# batch. The rest (``started``, ``done``, errors, ...) travel as dicts: the front door reads them.
+FRAMED_EVENTS = frozenset({"token"})
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A server event already encoded as the text frame that carries it (``encode_event``), once,
+    by the worker that made it: the front door passes the text on as it is and reads only ``type``
+    and ``request_id``; ``event()`` parses it for the rare reader that needs its fields (the HTTP
+    API's translation, a run saved after its worker was lost)."""
+
+    type: str
+    request_id: str
+    text: str
+
+    @classmethod
+    def of(cls, event: dict[str, Any]) -> Frame:
+        return cls(str(event["type"]), str(event["request_id"]), encode_event(event))
+
+    def event(self) -> dict[str, Any]:
+        return json.loads(self.text)  # type: ignore[no-any-return]
+
+
+def event_type(event: dict[str, Any] | Frame) -> str | None:
+    """The ``type`` of an event, encoded or not."""
+    return event.type if isinstance(event, Frame) else event.get("type")
 
 
 def param_error_event(error: ParamError, request_id: str | None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from collections import OrderedDict
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from channels.consumer import AsyncConsumer
+from channels.consumer import AsyncConsumer, get_handler_name
 from channels.layers import get_channel_layer
 from channels.routing import ChannelNameRouter
 from django.conf import settings
@@ -23,6 +23,7 @@ from playground.wire.channel_messages import INFERENCE_CHANNEL, WORKERS_GROUP
 from playground.wire.jobs import is_quick
 from playground.worker.heartbeat import WorkerHeartbeat
 from playground.worker.intake import IntakeWorker, intake_gate
+from playground.worker.outbox import outbox
 from playground.worker.serving import END, Assignment, resources, serve_quick_job, submit_generation
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,15 @@ class InferenceWorker(AsyncConsumer):
         # its request): (reply_channel, request_id), oldest first.
         self.early_cancels: OrderedDict[tuple[str, str], None] = OrderedDict()
         self.heartbeat = WorkerHeartbeat(self.jobs.values, settings.INFERENCE["MODELS"])  # liveness: while it holds any job
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Every message straight to its handler, without the database check channels makes before
+        each (``aclose_old_connections``, a hop to the sync thread and back): no handler here reads
+        the database (a run is saved on the decode loop's thread, which keeps its own connection)."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def inference_ping(self, message: dict[str, Any]) -> None:
         """Readiness and load: who answers, whether its model is built, and its ``load``."""
@@ -106,17 +116,21 @@ class InferenceWorker(AsyncConsumer):
     async def _serve(self, job: Assignment) -> None:
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Any] = asyncio.Queue()
+        box = outbox()  # the decode thread's events reach the loop in bursts, not one wake-up each
 
-        def emit(event: Any) -> None:
+        def emit(event: Any, wake: bool = True) -> None:
             try:
-                loop.call_soon_threadsafe(events.put_nowait, event)
+                box.put(events, event, wake)
             except RuntimeError:  # the event loop has closed (shutdown): nobody is listening
                 job.cancelled.set()
+
+        def emit_in_step(event: Any) -> None:  # the decode loop's: sent on when its step ends (flush_outboxes)
+            emit(event, wake=False)
 
         if job.quick:
             working: asyncio.Future[Any] = loop.run_in_executor(resources().quick_thread, serve_quick_job, job, emit)
         else:
-            working = asyncio.ensure_future(submit_generation(job, emit))
+            working = asyncio.ensure_future(submit_generation(job, emit, emit_in_step))
         try:
             while (event := await events.get()) is not END:
                 await self.channel_layer.send(

@@ -33,6 +33,7 @@ from playground.runs.request_fields import record_fields
 from playground.wire import events
 from playground.wire.jobs import Generate, Inspect, Job, Score, Tokenize
 from playground.worker import prompt_scores
+from playground.worker.outbox import flush_outboxes
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,13 @@ class ModelResources:
             if self._runtime is None:
                 config = settings.INFERENCE
                 model_dir = model_dir_for(self.model_id, config["MODELS"])
-                self._runtime = load_runtime(model_dir, config["EXECUTION_PROVIDERS"], config["INTRA_OP_THREADS"], self.model_id)
+                self._runtime = load_runtime(
+                    model_dir,
+                    config["EXECUTION_PROVIDERS"],
+                    config["INTRA_OP_THREADS"],
+                    self.model_id,
+                    spinning=config["INTRA_OP_SPINNING"],
+                )
                 info = self._runtime.info
                 log.info("inference worker serving %s (%s) on %s", info.id, info.name, info.execution_provider)
             return self._runtime
@@ -67,10 +74,21 @@ class ModelResources:
         with self._lock:
             if self._scheduler is None:
                 config = settings.INFERENCE
-                self._scheduler = Scheduler(runtime, config["MAX_BATCH"], config["PREFILL_CHUNK"], drafts=self.drafts(runtime))
+                self._scheduler = Scheduler(
+                    runtime,
+                    config["MAX_BATCH"],
+                    config["PREFILL_CHUNK"],
+                    drafts=self.drafts(runtime),
+                    admission_window=config["ADMISSION_WINDOW_MS"] / 1000,
+                    after_step=flush_outboxes,  # a step's events reach the event loops together
+                )
                 serve_in_thread(self._scheduler)
                 log.info("decode loop of %s started: up to %d rows per step", self.model_id, self._scheduler.max_batch)
             return self._scheduler
+
+    def started_scheduler(self) -> Scheduler | None:
+        """The model's decode loop if it runs already (then nothing needs loading off the event loop)."""
+        return self._scheduler
 
     def drafts(self, runtime: Runtime) -> DraftSources:
         """Speculative runs' draft sources: prompt lookup, and the draft models built beside the
@@ -177,12 +195,17 @@ def serve_quick_job(job: Assignment, emit: Callable[[Any], None]) -> None:
         emit(END)
 
 
-async def submit_generation(job: Assignment, emit: Callable[[Any], None]) -> None:
-    """Hands a generation to the decode loop (loading the model first if need be, off the event loop)."""
+async def submit_generation(
+    job: Assignment, emit: Callable[[Any], None], emit_in_step: Callable[[Any], None] | None = None
+) -> None:
+    """Hands a generation to the decode loop (loading the model first if need be, off the event
+    loop). ``emit_in_step``: how the decode loop emits the run's events (default ``emit``), e.g.
+    into an outbox the loop flushes after each step."""
+    in_step = emit_in_step or emit
     try:
         served = resources().model(job.command.model)
-        scheduler = await asyncio.to_thread(served.scheduler)
-        scheduler.submit(GenerationListener(job, served.runtime(), emit, lambda: emit(END)).ticket())
+        scheduler = served.started_scheduler() or await asyncio.to_thread(served.scheduler)
+        scheduler.submit(GenerationListener(job, served.runtime(), in_step, lambda: in_step(END)).ticket())
     except ParamError as error:  # a model this worker does not serve
         emit(events.param_error_event(error, job.request_id))
         emit(END)

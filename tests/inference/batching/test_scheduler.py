@@ -4,12 +4,13 @@ scheduler's runs joining, leaving and being cancelled, each giving what it gives
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 
-from inference.batching.scheduler import BatchStep, Scheduler, Slots, Ticket
+from inference.batching.scheduler import BatchStep, Scheduler, Slots, Ticket, serve_in_thread
 from inference.decoding.beam import BeamStep
 from inference.decoding.generation import Finished, GenerationRequest, Started, TokenStep
 from inference.decoding.loop_params import LoopParams
@@ -320,3 +321,51 @@ def test_more_samples_than_rows_is_refused_naming_the_field(tiny_runtime):
 def test_max_batch_must_be_positive(tiny_runtime, max_batch):
     with pytest.raises(ValueError, match="max_batch"):
         Scheduler(tiny_runtime, max_batch=max_batch)
+
+
+# -- the serving loop's admission window ---------------------------------------------------------
+
+
+def serve_until_done(scheduler: Scheduler, listeners: list[Listener], between: float) -> None:
+    """Serves on the scheduler's own thread; submits the listeners ``between`` seconds apart and
+    waits until each has ended."""
+    _, stop = serve_in_thread(scheduler, "test-decode")
+    try:
+        for index, listener in enumerate(listeners):
+            if index:
+                time.sleep(between)
+            scheduler.submit(listener.ticket())
+        deadline = time.monotonic() + 120
+        while not all(listener.done for listener in listeners):
+            assert time.monotonic() < deadline, "the serving loop stopped making progress"
+            time.sleep(0.01)
+    finally:
+        stop.set()
+
+
+def test_an_idle_loop_admits_a_burst_in_one_step(tiny_runtime):
+    # a window far longer than the test: the first ticket waits for the second, however slow the machine
+    scheduler = Scheduler(tiny_runtime, max_batch=2, admission_window=600.0)
+    warm_up = [Listener(request("Hello there", max_tokens=2))]  # first decoder calls allocate: slow
+    submit_all(scheduler, warm_up)
+    drain(scheduler, warm_up)
+    burst = [Listener(request("Once upon a time", max_tokens=3)), Listener(request("The capital of France", max_tokens=3))]
+    serve_until_done(scheduler, burst, between=0.3)  # without the window, the first would have ended alone by then
+    first_steps = [next(info for info in listener.infos if isinstance(info, BatchStep)) for listener in burst]
+    assert first_steps[0] == first_steps[1] and first_steps[0].rows == 2  # one step took both first tokens
+    for listener in burst:
+        assert_same_as_alone(tiny_runtime, listener)
+
+
+@pytest.mark.parametrize("window", [0.0, 0.05])
+def test_a_lone_ticket_starts_once_nobody_follows(tiny_runtime, window):
+    scheduler = Scheduler(tiny_runtime, max_batch=2, admission_window=window)
+    alone = Listener(request("Once upon a time", max_tokens=3))
+    serve_until_done(scheduler, [alone], between=0.0)  # nobody else comes: it does not wait for company for ever
+    assert alone.error is None and len(alone.steps) == 3
+    assert_same_as_alone(tiny_runtime, alone)
+
+
+def test_the_admission_window_cannot_be_negative(tiny_runtime):
+    with pytest.raises(ValueError, match="admission_window"):
+        Scheduler(tiny_runtime, admission_window=-0.01)

@@ -5,6 +5,7 @@ request up. The same code against real processes and Redis: test_scale_out.py.""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from types import SimpleNamespace
 
@@ -260,3 +261,25 @@ async def test_a_worker_answering_pings_keeps_waiting_only_the_requests_of_model
         assert connection.delivered[0]["error"]["code"] == NO_WORKER
     finally:
         answering.cancel()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_tokens_relayed_as_frames_are_saved_when_their_worker_is_lost(fast):
+    from playground.runs.ids import new_delete_token, new_run_id
+    from playground.runs.models import Run
+
+    connection = Connection()
+    record = {"prompt": "The", "mode": "completion", "system": None, "prefix_tokens": []}
+    token = connection.watchdog.submitted("r", record, JOB)["lease"]
+    connection.queued(token)
+    started = STARTED | {"run_id": new_run_id(), "delete_token": new_delete_token()}
+    assert connection.watchdog.accepts(channel_messages.event("r", started, token, "worker!1"))
+    relayed = channel_messages.event("r", TOKEN, token, "worker!1")
+    assert "event" not in relayed and json.loads(relayed["frame"]) == TOKEN  # encoded once, by the worker
+    assert connection.watchdog.accepts(relayed)
+    while not connection.delivered:  # the worker says nothing more: lost
+        await asyncio.sleep(0.02)
+    (error,) = connection.delivered
+    assert error["error"]["code"] == WORKER_LOST and error["run_id"] == started["run_id"]
+    run = await Run.objects.aget(pk=started["run_id"])
+    assert run.status == Run.Status.FAILED and run.text == " capital" and len(run.tokens) == 1  # the frame, read at last

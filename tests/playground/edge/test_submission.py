@@ -19,6 +19,7 @@ from playground.edge.frames import parse_client_message
 from playground.edge.submission import Submissions
 from playground.wire import channel_messages
 from playground.wire.channel_messages import INFERENCE_CHANNEL, QUICK_CHANNEL, WORKERS_GROUP
+from playground.wire.events import Frame
 
 REPLY = "reply!1"
 CLIENT = "203.0.113.7"
@@ -30,10 +31,13 @@ class Door:
     def __init__(self, layer: InMemoryChannelLayer | None = None) -> None:
         self.layer = layer or InMemoryChannelLayer()
         self.delivered: list[dict[str, Any]] = []
+        self.framed: list[bool] = []  # whether each delivered event came already encoded
         self.submissions = Submissions(self.layer, REPLY, CLIENT, self._deliver)
 
-    async def _deliver(self, event: dict[str, Any]) -> None:
-        self.delivered.append(event)
+    async def _deliver(self, event: dict[str, Any] | Frame) -> None:
+        # a token comes encoded by its worker (what the socket sends); read back here to compare
+        self.delivered.append(event.event() if isinstance(event, Frame) else event)
+        self.framed.append(isinstance(event, Frame))
 
     async def submit(self, request_id: str, kind: str = "generate") -> dict[str, Any] | None:
         frame = {"type": kind, "request_id": request_id}
@@ -105,6 +109,7 @@ async def test_a_second_worker_that_took_the_request_is_told_to_cancel_and_not_l
     await door.worker_says(channel_messages.event("a", {"type": "token", "request_id": "a", "i": 1}, lease, "worker!1"))
     await door.worker_says(channel_messages.finished("a", lease, "worker!2"))
     assert door.delivered == [{"type": "token", "request_id": "a", "i": 1}] and "a" in door.submissions.requests
+    assert door.framed == [True]  # passed on as the worker encoded it
     await door.worker_says(channel_messages.finished("a", lease, "worker!1"))
     assert "a" not in door.submissions.requests
     await door.submissions.close()

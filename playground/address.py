@@ -105,8 +105,12 @@ def param_text(key: str, value: Any) -> str:
 
 def speculative_text(value: Mapping[str, Any] | None) -> str:
     """``params.speculative`` as the address holds it: JSON ``{"draft", "k"}`` as ``JSON.stringify``
-    writes it; off (null): ""."""
-    return _json({"draft": value["draft"], "k": value["k"]}) if value else ""
+    writes it, with ``"switch_off": false`` only when the run keeps drafting whatever it costs;
+    off (null): ""."""
+    if not value:
+        return ""
+    kept = {} if value.get("switch_off", True) else {"switch_off": False}
+    return _json({"draft": value["draft"], "k": value["k"], **kept})
 
 
 def turns_text(turns: list[Mapping[str, str]]) -> str:

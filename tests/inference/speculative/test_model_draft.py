@@ -54,6 +54,9 @@ def test_a_draft_model_with_the_targets_chain_is_always_accepted_when_greedy(tin
     items, finished = drive(tiny_runtime, request, ModelDraft(tiny_runtime.decoder, request.sampling, seed=0))
     assert [i.token_id for i in items if isinstance(i, TokenStep)] == plain
     assert finished.speculative.accepted == finished.speculative.drafted > 0
+    assert all(c.q == 1.0 for v in items if isinstance(v, Verification) for c in v.checks)  # a point mass on each draft
+    drafter = ModelDraft(tiny_runtime.decoder, request.sampling, seed=0)
+    assert drafter.propose(tiny_runtime.codec.encode(loop.PROMPT, "completion"), 3).q is None  # said, not written out
 
 
 def test_draft_model_samples_are_distributed_as_the_plain_chains(tiny_runtime, colours):

@@ -28,9 +28,14 @@ here as a run's whole drafting (catching its state up on the accepted tokens, th
 k draws of its chain) per drafted token: `python -m inference.bench --speculative 4 --drafts fast`
 on a quiet machine, 2 threads, its session not spinning between calls (``Decoder``'s
 ``spinning=False``; with spinning the two sessions' thread pools fight over the cores and a drafted
-token cost ~1.7 steps). At that price a pass of 4 drafts, all accepted, makes ~4.9 tokens for
-~6.3 steps: on this CPU a draft model cannot pay for itself (its step is not cheap enough next to
-the verification's), so the rule switches it off after its first ``SWITCH_OFF_AFTER`` drafts.
+token cost ~1.7 steps). At that price even a pass of 4 drafts all accepted makes 5 tokens for
+5.65 steps (at every k the best case costs more steps than it makes tokens): on this CPU a draft
+model from the same 4-bit weights cannot pay for itself (its step is not cheap enough next to the
+verification's), so the rule never lets it start. A first-L-layers (early-exit) draft costs less
+per token but its drafts are almost never accepted (docs/speculative.md, Figures).
+
+The costs are constants, not timed per run, so whether a seeded run drafts (and so which draws it
+takes) never depends on how busy the machine is: it replays exactly.
 """
 
 from __future__ import annotations

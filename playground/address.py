@@ -24,7 +24,7 @@ from playground.param_facts import params_schema
 #: ``[[role, content], …]``) and the answer's start to continue (``assistant_prefix``) among them;
 #: ``watch`` is the page's watched tokens (JSON ``[[id, text or null], …]``; a saved run has none),
 #: ``model`` the served model's id (written only for a model other than the default), and
-#: ``speculative`` speculative decoding (JSON ``{"draft", "k"}``: a key of ``params`` that the
+#: ``speculative`` speculative decoding (JSON ``{"draft", "k"}``, ``"switch_off": false`` only when set: a key of ``params`` that the
 #: parameter facts do not list, being neither the sampler chain's nor the loop's).
 REQUEST_KEYS = ("prompt", "mode", "system", "turns", "assistant_prefix", "top_n", "no_cache", "watch", "model", "speculative")
 
@@ -105,8 +105,12 @@ def param_text(key: str, value: Any) -> str:
 
 def speculative_text(value: Mapping[str, Any] | None) -> str:
     """``params.speculative`` as the address holds it: JSON ``{"draft", "k"}`` as ``JSON.stringify``
-    writes it; off (null): ""."""
-    return _json({"draft": value["draft"], "k": value["k"]}) if value else ""
+    writes it, with ``"switch_off": false`` only when the run keeps drafting whatever it costs;
+    off (null): ""."""
+    if not value:
+        return ""
+    kept = {} if value.get("switch_off", True) else {"switch_off": False}
+    return _json({"draft": value["draft"], "k": value["k"], **kept})
 
 
 def turns_text(turns: list[Mapping[str, str]]) -> str:

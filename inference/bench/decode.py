@@ -6,7 +6,8 @@
     python -m inference.bench --concurrency 1,2,4,8,16 [--tokens 48] [--requests-per-stream 2] [--max-batch 8]
                               [--rounds 3] [--spinning on|off]
 
-    python -m inference.bench --speculative 2,4,8 [--tokens 128] [--rounds 3] [--temperature 0]
+    python -m inference.bench --speculative 2,4,8 [--drafts prompt_lookup,fast] [--keep-drafting fast]
+                              [--tokens 128] [--rounds 3] [--temperature 0]
 
 With ``--concurrency``, only the continuous-batching figures are taken: concurrent streams through
 the worker's scheduler (``inference.bench.concurrency`` says how). With ``--speculative``, only
@@ -242,6 +243,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--speculative", default="", help="e.g. 2,4,8: speculation at each k (per --drafts) against plain runs")
     parser.add_argument("--temperature", type=float, default=0.0, help="with --speculative: the runs' temperature")
     parser.add_argument("--drafts", default="prompt_lookup", help="with --speculative: draft sources, e.g. prompt_lookup,fast")
+    parser.add_argument(
+        "--keep-drafting", default="", help="with --speculative: sources also run with switch_off false, e.g. fast"
+    )
     args = parser.parse_args(argv)
     if args.speculative:
         runtime = load_runtime((args.model_dir or [default_model_dir()])[0], (CPU,), args.threads)
@@ -249,7 +253,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         names = tuple(name for name in args.drafts.split(",") if name)
         drafts = bench_speculative.served_drafts(runtime, args.threads)
         peer = None if args.no_peers else bench_speculative.llama_cpp_decode(args.threads)
-        return bench_speculative.measure(runtime, ks, args.tokens or 128, args.rounds, args.temperature, names, drafts, peer)
+        kept = tuple(name for name in args.keep_drafting.split(",") if name)
+        return bench_speculative.measure(
+            runtime, ks, args.tokens or 128, args.rounds, args.temperature, names, drafts, peer, kept
+        )
     if args.concurrency:
         model_dir = (args.model_dir or [default_model_dir()])[0]
         runtime = load_runtime(model_dir, (CPU,), args.threads, spinning=args.spinning == "on")

@@ -55,7 +55,7 @@ from inference.sampling import SamplerChain, SamplingParams, StepTrace
 from inference.sampling.candidates import Candidates
 from inference.sampling.params import MAX_SEED
 from inference.speculative import Check, Draft, DraftSource, DraftSources, judge
-from inference.speculative.switch_off import draft_cost, pass_cost, switch_off
+from inference.speculative.switch_off import SwitchedOff, cannot_pay, draft_cost, low_acceptance, pass_cost
 from inference.text import Mode, Utf8Stream
 
 StopReason = Literal["eos", "stop", "max_tokens", "cancelled"]
@@ -151,9 +151,10 @@ class SpeculativeTotals:
     drafted: int  # drafted tokens the model checked (drafts past the end of the sample are not)
     accepted: int
     verifications: int = 0  # decoder passes that verified drafts
-    switched_off_at: int | None = None  # the token index from which the run went on plainly (``speculative.switch_off``)
+    switched_off_at: int | None = None  # the token index from which the run went on plainly (0: it never drafted)
+    reason: SwitchedOff | None = None  # why, in the switch-off rule's numbers (``inference.speculative.switch_off``)
 
-    def to_dict(self) -> dict[str, int | None]:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -357,7 +358,11 @@ class Generation:
             drafter = (drafts or DraftSources()).new(speculative, self.request.sampling, self.seed)
         self.drafter: DraftSource | None = None if speculative is None else drafter
         self.drafted = self.accepted = self.verifications = 0  # speculative totals: drafts checked and accepted, passes
-        self.switched_off_at: int | None = None  # where low acceptance switched speculation off
+        # where the switch-off rule stopped the drafting, and why: from token 0 when it cannot pay at all
+        self.switched_off = (
+            None if speculative is None or not speculative.switch_off else cannot_pay(speculative.draft, speculative.k)
+        )
+        self.switched_off_at: int | None = None if self.switched_off is None else 0
         self._made, self._cost = 0, 0.0  # tokens the verification passes made, their cost in one-token steps
         self.prompt_ids: list[int] = []
         self.surprisal: SurprisalCollector | None = None
@@ -403,7 +408,7 @@ class Generation:
 
     @property
     def speculating(self) -> bool:
-        """A speculative run that still drafts (low acceptance has not switched it off)."""
+        """A speculative run that still drafts (the switch-off rule has not stopped it)."""
         return self.drafter is not None and self.switched_off_at is None
 
     def draft(self) -> Draft:
@@ -448,8 +453,10 @@ class Generation:
         self.verifications += 1
         self._made += len(picked)
         self._cost += pass_cost(len(draft.tokens) + 1) + draft_cost(self.request.speculative.draft, len(draft.tokens))
-        if sample.reason is None and self.switched_off_at is None and switch_off(self.drafted, self._made, self._cost):
-            self.switched_off_at = len(sample.generated)  # the tokens from the next one on are plain
+        if sample.reason is None and self.switched_off_at is None and self.request.speculative.switch_off:
+            self.switched_off = low_acceptance(self.drafted, self._made, self._cost)
+            if self.switched_off is not None:
+                self.switched_off_at = len(sample.generated)  # the tokens from the next one on are plain
         self._pending = None if self.is_done() else [sample.generated[-1]]
         elapsed = (self._clock.tick(len(picked)) - began) * 1000.0
         corrected = None if not checks or checks[-1].accepted else checks[-1].token
@@ -482,7 +489,7 @@ class Generation:
         totals = (
             None
             if self.drafter is None
-            else SpeculativeTotals(self.drafted, self.accepted, self.verifications, self.switched_off_at)
+            else SpeculativeTotals(self.drafted, self.accepted, self.verifications, self.switched_off_at, self.switched_off)
         )
         return Finished(
             samples=tuple(sample.result() for sample in self.samples),

@@ -151,26 +151,32 @@ DRAFT_LENGTH = (1, 8)  # k: tokens drafted per verification
 class SpeculativeParams:
     """Speculative decoding: ``draft`` names where drafted tokens come from, ``k`` how many are
     drafted before the model verifies them in one pass. The output is distributed exactly as
-    without it (greedy: the same tokens); only the speed and the per-step record differ."""
+    without it (greedy: the same tokens); only the speed and the per-step record differ.
+    ``switch_off``: the rule that stops drafting where it cannot pay (``inference.speculative.switch_off``:
+    before the first draft when even a fully accepted pass costs more than it makes, or later for
+    low acceptance); false keeps drafting whatever it costs, to watch the drafts at work."""
 
     draft: str = "prompt_lookup"
     k: int = 4
+    switch_off: bool = True
 
     def __post_init__(self) -> None:
         if self.draft not in DRAFT_SOURCES:
             raise ParamError("speculative.draft", f"speculative.draft must be one of {list(DRAFT_SOURCES)}, got {self.draft!r}")
         _check_int("speculative.k", self.k, *DRAFT_LENGTH)
+        if not isinstance(self.switch_off, bool):
+            raise ParamError("speculative.switch_off", f"speculative.switch_off must be true or false, got {self.switch_off!r}")
 
     @classmethod
     def from_value(cls, value: Any) -> SpeculativeParams | None:
-        """``{"draft": …, "k": …}`` (either key may be left out), or None for off."""
+        """``{"draft": …, "k": …, "switch_off": …}`` (any key may be left out), or None for off."""
         if value is None or isinstance(value, SpeculativeParams):
             return value
         if not isinstance(value, Mapping):
             raise ParamError(
                 "speculative", f"speculative must be an object like {{'draft': 'prompt_lookup', 'k': 4}} or null, got {value!r}"
             )
-        unknown = sorted(set(value) - {"draft", "k"})
+        unknown = sorted(set(value) - {"draft", "k", "switch_off"})
         if unknown:
             raise ParamError(f"speculative.{unknown[0]}", f"unknown parameter speculative.{unknown[0]}", code="unknown_param")
         return cls(**value)
@@ -183,6 +189,7 @@ class SpeculativeParams:
             "kind": "speculative",
             "draft": {"kind": "choice", "choices": list(DRAFT_SOURCES), "default": cls.draft},
             "k": {"kind": "integer", "low": low, "low_open": False, "high": high, "high_open": False, "default": cls.k},
+            "switch_off": {"kind": "boolean", "default": cls.switch_off},
             "off": "null = off",
             "nullable": True,
             "default": None,

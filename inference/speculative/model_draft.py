@@ -4,6 +4,9 @@ from its own sampler chain, and says the distribution q it drew from.
 The source keeps a decoder state of its own and follows the context it is asked about: it keeps
 the longest prefix it already holds, forgets the rest (the drafts the target rejected) and feeds
 what is new, so no one has to tell it what was accepted.
+
+A greedy chain draws from a point mass on its pick, so its draft says so (``Draft.q`` None, as
+prompt lookup's) instead of writing out a [k, V] table of ones and zeros.
 """
 
 from __future__ import annotations
@@ -39,30 +42,28 @@ class ModelDraft:
         logits = prefill(self.state, list(context[self.state.length :]))[0]  # [V]
         history = list(context)
         tokens: list[int] = []
-        rows: list[np.ndarray] = []
+        rows: list[np.ndarray] = []  # [V] each; none when greedy
         for i in range(k):
             token, q = self._draw(logits, history)
             tokens.append(token)
-            rows.append(q)
+            if q is not None:
+                rows.append(q)
             history.append(token)
             if i + 1 < k:
                 logits = self.state.append_tokens([token])[0]
         return Draft(tuple(tokens), np.stack(rows) if rows else None)
 
-    def _draw(self, logits: np.ndarray, history: list[int]) -> tuple[int, np.ndarray]:
-        """One token from the draft chain and the distribution q [V] it was drawn from."""
+    def _draw(self, logits: np.ndarray, history: list[int]) -> tuple[int, np.ndarray | None]:
+        """One token from the draft chain and the distribution q [V] it was drawn from (None when
+        greedy: a point mass on the token)."""
         drawn: list[np.ndarray] = []
 
         def choose(final: Candidates) -> tuple[int, float | None]:
-            drawn.append(final.to_full(final.softmax.p, 0.0))
             if self.chain.greedy:
                 return int(final.ids[0]), None
+            drawn.append(final.to_full(final.softmax.p, 0.0))
             u = float(self.rng.random())
             return pick(final, u), u
 
         token = int(self.chain.step_with(logits, history, choose, top_n=0).token)  # type: ignore[arg-type]
-        q = drawn[0]
-        if self.chain.greedy:  # greedy draws from a point mass on the pick
-            q = np.zeros_like(q)
-            q[token] = 1.0
-        return token, q
+        return token, drawn[0] if drawn else None

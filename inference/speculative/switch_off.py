@@ -1,5 +1,14 @@
-"""When a run stops drafting: the one rule that switches speculative decoding off for a run whose
-drafts are mostly rejected, so that speculation is never much slower than plain decoding.
+"""When a run stops drafting: the one rule that switches speculative decoding off where its drafts
+cannot pay, so that speculation is never much slower than plain decoding. It looks twice:
+
+- **before the first draft** (``cannot_pay``): the best a pass can do is every one of its k drafts
+  accepted, k + 1 tokens for ``draft_cost(k) + pass_cost(k + 1)`` steps; when even that is no more
+  tokens than steps, the run never drafts (no draft-model prefill, no pass) and decodes plainly;
+- **as it goes** (``low_acceptance``): after ``SWITCH_OFF_AFTER`` judged drafts, as soon as its
+  passes have made fewer tokens than the steps they cost.
+
+Either way the run says why in the rule's own numbers (``SwitchedOff``). A run whose
+``speculative.switch_off`` is false (to watch the drafts at work) is never switched off.
 
 A verification pass feeds the pending token and m drafts (m + 1 tokens, with the logits of each)
 and costs more than a one-token step: ``PASS_COST`` gives it in one-token steps, measured on the
@@ -19,12 +28,20 @@ here as a run's whole drafting (catching its state up on the accepted tokens, th
 k draws of its chain) per drafted token: `python -m inference.bench --speculative 4 --drafts fast`
 on a quiet machine, 2 threads, its session not spinning between calls (``Decoder``'s
 ``spinning=False``; with spinning the two sessions' thread pools fight over the cores and a drafted
-token cost ~1.7 steps). At that price a pass of 4 drafts, all accepted, makes ~4.9 tokens for
-~6.3 steps: on this CPU a draft model cannot pay for itself (its step is not cheap enough next to
-the verification's), so the rule switches it off after its first ``SWITCH_OFF_AFTER`` drafts.
+token cost ~1.7 steps). At that price even a pass of 4 drafts all accepted makes 5 tokens for
+5.65 steps (at every k the best case costs more steps than it makes tokens): on this CPU a draft
+model from the same 4-bit weights cannot pay for itself (its step is not cheap enough next to the
+verification's), so the rule never lets it start. A first-L-layers (early-exit) draft costs less
+per token but its drafts are almost never accepted (docs/speculative.md, Figures).
+
+The costs are constants, not timed per run, so whether a seeded run drafts (and so which draws it
+takes) never depends on how busy the machine is: it replays exactly.
 """
 
 from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 import numpy as np
 
@@ -44,6 +61,38 @@ def draft_cost(draft: str, tokens: int) -> float:
     """What drafting ``tokens`` tokens from source ``draft`` costs in the target's one-token steps
     (a source not in the table: as much as the target's own step, the honest guess for a model)."""
     return DRAFT_TOKEN_COST.get(draft, 1.0) * tokens
+
+
+@dataclass(frozen=True)
+class SwitchedOff:
+    """Why a run went on without drafting: ``rule`` ``"cannot_pay"`` (before the first draft: one
+    pass with all k drafts accepted would make ``tokens`` = k + 1 tokens for ``steps`` one-token
+    steps) or ``"low_acceptance"`` (its passes so far made ``tokens`` tokens for ``steps``)."""
+
+    rule: Literal["cannot_pay", "low_acceptance"]
+    tokens: int
+    steps: float  # rounded to 2 decimals: the figure the page shows
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def best_case(draft: str, k: int) -> tuple[int, float]:
+    """One pass with every one of ``k`` drafts accepted: the tokens it makes (k + 1, the bonus
+    included) and what it costs in one-token steps, drafting included."""
+    return k + 1, draft_cost(draft, k) + pass_cost(k + 1)
+
+
+def cannot_pay(draft: str, k: int) -> SwitchedOff | None:
+    """The rule before the first draft: a ``SwitchedOff`` when even the best case makes no more
+    tokens than the plain steps it costs (drafting from ``draft``, ``k`` at a time), else None."""
+    tokens, steps = best_case(draft, k)
+    return SwitchedOff("cannot_pay", tokens, round(steps, 2)) if tokens <= steps else None
+
+
+def low_acceptance(drafted: int, made: int, cost: float) -> SwitchedOff | None:
+    """The rule as the run goes (``switch_off``), with its numbers when it holds."""
+    return SwitchedOff("low_acceptance", made, round(cost, 2)) if switch_off(drafted, made, cost) else None
 
 
 def switch_off(drafted: int, made: int, cost: float) -> bool:

@@ -62,7 +62,9 @@ PROMPT_TOKEN_KEYS = ("id", "text")
 BEAM_STEP_KEYS = ("index", "beams", "pruned", "finished", "elapsed_ms")
 PROPOSAL_KEYS = ("parent", "id", "token", "logprob", "cum_logprob")
 SPECULATIVE_KEYS = ("totals", "verifications")
-SPECULATIVE_TOTALS_KEYS = ("drafted", "accepted", "verifications", "switched_off_at")
+SPECULATIVE_TOTALS_KEYS = ("drafted", "accepted", "verifications", "switched_off_at", "reason")
+SWITCHED_OFF_KEYS = ("rule", "tokens", "steps")
+SWITCH_OFF_RULES = ("cannot_pay", "low_acceptance")
 VERIFICATION_KEYS = ("sample", "index", "drafted", "accepted", "corrected", "bonus")
 DRAFTED_KEYS = ("id", "token", "accepted", "p", "q", "draw")
 
@@ -196,15 +198,29 @@ def _beam_steps(value: Any, path: str) -> list[Any]:
     return value
 
 
+def _with_reason(value: Any) -> Any:
+    """A speculative record whose totals lack ``reason`` (recorded before the switch-off said why) with it null."""
+    if isinstance(value, dict) and isinstance(value.get("totals"), dict):
+        return value | {"totals": {"reason": None} | value["totals"]}
+    return value
+
+
 def _speculative(value: Any, path: str) -> dict[str, Any]:
-    """A speculative run's record: ``totals`` (``done.speculative``; null when the run failed) and
-    its ``verification`` events without their envelope."""
-    data = an_object(value, path, SPECULATIVE_KEYS)
+    """A speculative run's record: ``totals`` (``done.speculative``; null when the run failed; a
+    ``reason`` left out reads as null) and its ``verification`` events without their envelope."""
+    data = an_object(_with_reason(value), path, SPECULATIVE_KEYS)
     if data["totals"] is not None:
         totals = an_object(data["totals"], f"{path}.totals", SPECULATIVE_TOTALS_KEYS)
         for key in ("drafted", "accepted", "verifications"):
             an_int(totals[key], f"{path}.totals.{key}")
         optional(an_int)(totals["switched_off_at"], f"{path}.totals.switched_off_at")
+        if totals["reason"] is not None:
+            reason = an_object(totals["reason"], f"{path}.totals.reason", SWITCHED_OFF_KEYS)
+            one_of(reason["rule"], f"{path}.totals.reason.rule", SWITCH_OFF_RULES)
+            an_int(reason["tokens"], f"{path}.totals.reason.tokens")
+            a_number(reason["steps"], f"{path}.totals.reason.steps")
+            if totals["switched_off_at"] is None:
+                raise SchemaError(f"{path}.totals.reason", "must be null when switched_off_at is null")
     for step, p in objects(data["verifications"], f"{path}.verifications", VERIFICATION_KEYS, 0, MAX_TOKENS_PER_RUN):
         an_int(step["sample"], f"{p}.sample")
         an_int(step["index"], f"{p}.index")
@@ -220,7 +236,7 @@ def _speculative(value: Any, path: str) -> dict[str, Any]:
                 chosen = an_object(step[key], f"{p}.{key}", ("id", "token"))
                 an_int(chosen["id"], f"{p}.{key}.id")
                 a_str(chosen["token"], f"{p}.{key}.token")
-    return value
+    return data
 
 
 def _beam_step(data: Any, path: str) -> None:
@@ -316,6 +332,8 @@ RUN = Part(
         RESULT,
         TOKENS,
         Field("beam_steps", "beam_steps", _beam_steps),
-        Field("speculative", "speculative", optional(_speculative)),  # added later: optional in every version
+        Field(
+            "speculative", "speculative", optional(_speculative), export=_with_reason
+        ),  # added later: optional in every version
     ),
 )

@@ -159,7 +159,7 @@ def p_text(x: float) -> str:
     return f"{Decimal(x).quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)}"
 
 
-def test_a_draft_model_sampling_shows_its_q_and_compares_in_distribution(playground: PlaygroundPage) -> None:
+def test_a_draft_model_that_cannot_pay_says_why_and_kept_drafting_shows_its_q(playground: PlaygroundPage) -> None:
     page = playground.page
     page.get_by_label("Prompt", exact=True).fill(PROMPT)
     playground.set(temperature=0.8, max_tokens=24, seed=11)
@@ -168,6 +168,21 @@ def test_a_draft_model_sampling_shows_its_q_and_compares_in_distribution(playgro
     page.get_by_role("button", name="Generate").click()
     done = playground.wait_done(timeout_ms=180_000)
     assert playground.sent_of("generate")[-1]["params"]["speculative"] == {"draft": "fast", "k": 3}
+    assert not playground.events("verification")  # on this machine the fast draft cannot pay: it never drafts
+    reason = done["speculative"]["reason"]
+    assert (reason["rule"], reason["tokens"], done["speculative"]["switched_off_at"]) == ("cannot_pay", 4, 0)
+    expect(page.locator("[data-spec-summary]")).to_have_text(
+        "Speculation never started: even if all 3 drafts were accepted, a pass would make 4 tokens for the cost of "
+        f"{reason['steps']:.2f} plain steps on this machine, so every token was decoded plainly."
+    )
+
+    # Kept drafting to watch it: every step drafts, and the draft model's q shows.
+    page.get_by_label("Keep drafting to watch it").check()
+    playground.frames.clear()
+    page.get_by_role("button", name="Generate").click()
+    done = playground.wait_done(timeout_ms=180_000)
+    assert playground.sent_of("generate")[-1]["params"]["speculative"] == {"draft": "fast", "k": 3, "switch_off": False}
+    expect(page).to_have_url(re.compile(r"switch_off"))
     verifications = playground.events("verification")
     tokens = playground.events("token")
     check_steps_and_marks(page, verifications, tokens)

@@ -172,13 +172,33 @@ def test_a_conversation_becomes_the_pages_fields_and_its_address(messages, conti
 
 
 def test_both_codecs_write_speculative_decoding_alike_and_a_runs_texts_keep_it():
-    values = [{"draft": "prompt_lookup", "k": 4}, {"k": 8, "draft": "fast"}, None]
+    values = [
+        {"draft": "prompt_lookup", "k": 4},
+        {"k": 8, "draft": "fast"},
+        None,
+        {"draft": "fast", "k": 4, "switch_off": True},  # the default: not written
+        {"switch_off": False, "draft": "fast", "k": 2},  # keep drafting: written
+    ]
     js = js_codec([], [], [], speculative=values)
     assert [speculative_text(v) for v in values] == js["speculative"]
-    assert js["speculative"] == ['{"draft":"prompt_lookup","k":4}', '{"draft":"fast","k":8}', ""]
-    assert js["speculativeBack"] == [{"draft": "prompt_lookup", "k": 4}, {"draft": "fast", "k": 8}, None]
+    assert js["speculative"] == [
+        '{"draft":"prompt_lookup","k":4}',
+        '{"draft":"fast","k":8}',
+        "",
+        '{"draft":"fast","k":4}',
+        '{"draft":"fast","k":2,"switch_off":false}',
+    ]
+    assert js["speculativeBack"] == [
+        {"draft": "prompt_lookup", "k": 4},
+        {"draft": "fast", "k": 8},
+        None,
+        {"draft": "fast", "k": 4},
+        {"draft": "fast", "k": 2, "switch_off": False},
+    ]
     request = {"prompt": "def f(x):", "mode": "completion", "system": None, "top_n": 5, "use_cache": True}
     params = {k: p["default"] for k, p in SCHEMA["properties"].items()}
     assert run_texts(request, params | {"speculative": {"draft": "fast", "k": 2}})["speculative"] == '{"draft":"fast","k":2}'
+    kept = {"draft": "fast", "k": 2, "switch_off": False}  # a saved run's params, as to_dict writes them
+    assert run_texts(request, params | {"speculative": kept})["speculative"] == '{"draft":"fast","k":2,"switch_off":false}'
     assert "speculative" not in run_texts(request, params | {"speculative": None})
     assert "speculative" not in run_texts(request, params)  # runs saved before it

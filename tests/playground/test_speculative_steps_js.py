@@ -63,9 +63,30 @@ GREEDY_MISS = GREEDY_ALL | {
 }
 
 TOTALS = [
-    {"drafted": 57, "accepted": 41, "verifications": 20, "switched_off_at": None},
-    {"drafted": 10, "accepted": 1, "verifications": 6, "switched_off_at": 14},
-    {"drafted": 0, "accepted": 0, "verifications": 0, "switched_off_at": None},
+    {"drafted": 57, "accepted": 41, "verifications": 20, "switched_off_at": None, "reason": None},
+    {"drafted": 10, "accepted": 1, "verifications": 6, "switched_off_at": 14},  # saved before totals said why
+    {"drafted": 0, "accepted": 0, "verifications": 0, "switched_off_at": None, "reason": None},
+    {  # the switch-off rule as it goes: 6 passes of 10 drafts made 7 tokens for 12.4 steps
+        "drafted": 10,
+        "accepted": 1,
+        "verifications": 6,
+        "switched_off_at": 14,
+        "reason": {"rule": "low_acceptance", "tokens": 7, "steps": 12.4},
+    },
+    {  # before the first draft: 4 drafts all accepted would make 5 tokens for 5.65 steps
+        "drafted": 0,
+        "accepted": 0,
+        "verifications": 0,
+        "switched_off_at": 0,
+        "reason": {"rule": "cannot_pay", "tokens": 5, "steps": 5.65},
+    },
+    {
+        "drafted": 0,
+        "accepted": 0,
+        "verifications": 0,
+        "switched_off_at": 0,
+        "reason": {"rule": "cannot_pay", "tokens": 2, "steps": 2.6},
+    },
 ]
 
 
@@ -131,6 +152,17 @@ def test_the_runs_totals_in_words():
         "from token 15: too few drafts were accepted for it to pay."
     )
     assert out["summaries"][2] == "0 drafted, 0 accepted in 0 verification passes: nothing was drafted."
+    assert out["summaries"][3] == (
+        "10 drafted, 1 accepted in 6 verification passes: acceptance rate 10.0%. Speculation switched itself off "
+        "from token 15: its passes had made 7 tokens for the cost of 12.40 plain steps, too few drafts accepted for it to pay."
+    )
+    assert out["summaries"][4] == (
+        "Speculation never started: even if all 4 drafts were accepted, a pass would make 5 tokens for the cost of "
+        "5.65 plain steps on this machine, so every token was decoded plainly."
+    )
+    assert out["summaries"][5].startswith(
+        "Speculation never started: even if the 1 draft was accepted, a pass would make 2 tokens"
+    )
 
 
 def test_compared_without_speculation():
@@ -181,9 +213,20 @@ def test_settings_facts_fields_and_address_text():
         SETTINGS,
         {
             "props": [None, served],
-            "params": ["params.speculative.k", "params.speculative.draft", "params.speculative", "params.top_k"],
-            "values": [None, {"draft": "prompt_lookup", "k": 4}],
-            "texts": ["", '{"draft":"fast","k":2}', "{not json", "[1]"],
+            "params": [
+                "params.speculative.k",
+                "params.speculative.draft",
+                "params.speculative",
+                "params.top_k",
+                "params.speculative.switch_off",
+            ],
+            "values": [
+                None,
+                {"draft": "prompt_lookup", "k": 4},
+                {"draft": "fast", "k": 4, "switch_off": False},
+                {"draft": "fast", "k": 4, "switch_off": True},
+            ],
+            "texts": ["", '{"draft":"fast","k":2}', "{not json", "[1]", '{"draft":"fast","k":4,"switch_off":false}'],
         },
     )
     assert out["facts"][0] == {
@@ -200,6 +243,11 @@ def test_settings_facts_fields_and_address_text():
         "kMax": 6,
         "kDefault": 3,
     }
-    assert out["fields"] == ["speculative-k", "speculative-draft", "speculative-on", None]
-    assert out["texts"] == ["", '{"draft":"prompt_lookup","k":4}']
-    assert out["back"] == [None, {"draft": "fast", "k": 2}, None, None]
+    assert out["fields"] == ["speculative-k", "speculative-draft", "speculative-on", None, "speculative-keep-drafting"]
+    assert out["texts"] == [
+        "",
+        '{"draft":"prompt_lookup","k":4}',
+        '{"draft":"fast","k":4,"switch_off":false}',  # kept drafting: said; the default is left out
+        '{"draft":"fast","k":4}',
+    ]
+    assert out["back"] == [None, {"draft": "fast", "k": 2}, None, None, {"draft": "fast", "k": 4, "switch_off": False}]

@@ -1,6 +1,7 @@
 // Speculative decoding's settings (templates/playground/_speculative_field.html): the switch, the
-// draft source and k, read into the request's `params.speculative` ({"draft", "k"}, or left out
-// when off) and kept as one text in the address and the presets (JSON, as the wire writes it).
+// draft source, k and "keep drafting" (`switch_off: false`), read into the request's
+// `params.speculative` ({"draft", "k"}, with "switch_off": false when kept drafting; left out when
+// off) and kept as one text in the address and the presets (JSON, as the wire writes it).
 //
 // The draft sources and k's range come from the server's facts when it states them (the
 // `speculative` property of the parameter schema); otherwise the page offers prompt lookup and
@@ -25,11 +26,13 @@ export function speculativeFacts(prop) {
 }
 
 /** The control an error's dotted `param` names: "params.speculative.k" → the k field, …draft →
- *  the draft, "params.speculative" itself → the switch; null for any other field. */
+ *  the draft, …switch_off → "keep drafting", "params.speculative" itself → the switch; null for
+ *  any other field. */
 export function speculativeFieldFor(param) {
   if (param === "params.speculative") return "speculative-on";
   if (param === "params.speculative.k") return "speculative-k";
   if (param === "params.speculative.draft") return "speculative-draft";
+  if (param === "params.speculative.switch_off") return "speculative-keep-drafting";
   return null;
 }
 
@@ -42,6 +45,7 @@ export class SpeculativeSettings extends EventTarget {
     this.on = root.querySelector("#speculative-on");
     this.draft = root.querySelector("#speculative-draft");
     this.k = root.querySelector("#speculative-k");
+    this.keep = root.querySelector("#speculative-keep-drafting"); // checked: switch_off false
     for (const name of this.facts.drafts) {
       const option = document.createElement("option");
       option.value = name;
@@ -62,12 +66,14 @@ export class SpeculativeSettings extends EventTarget {
     this.on.checked = false;
     this.draft.value = this.facts.draftDefault;
     this.k.value = String(this.facts.kDefault);
+    this.keep.checked = false;
   }
 
-  /** The draft and k are only asked while the switch is on. */
+  /** The draft, k and "keep drafting" are only asked while the switch is on. */
   #sync() {
     this.draft.disabled = !this.on.checked;
     this.k.disabled = !this.on.checked;
+    this.keep.disabled = !this.on.checked;
   }
 
   /** `params.speculative` as typed, or null when off; a k that is not a number goes to `errors`
@@ -80,12 +86,15 @@ export class SpeculativeSettings extends EventTarget {
     }
     const value = { draft: this.draft.value };
     if (this.k.value !== "") value.k = Number(this.k.value);
+    if (this.keep.checked) value.switch_off = false;
     return value;
   }
 
   /** The settings as the address keeps them ("" when off). */
   text() {
-    return this.on.checked ? speculativeText({ draft: this.draft.value, k: this.k.value === "" ? null : Number(this.k.value) }) : "";
+    if (!this.on.checked) return "";
+    const k = this.k.value === "" ? null : Number(this.k.value);
+    return speculativeText({ draft: this.draft.value, k, ...(this.keep.checked ? { switch_off: false } : {}) });
   }
 
   /** Sets the controls from an address text (or a run's value); "" or malformed: off. */
@@ -108,6 +117,7 @@ export class SpeculativeSettings extends EventTarget {
         this.draft.value = String(value.draft);
       }
       if (value.k !== undefined && value.k !== null) this.k.value = String(value.k);
+      this.keep.checked = value.switch_off === false;
       this.root.open = true;
     }
     this.#sync();

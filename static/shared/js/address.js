@@ -5,7 +5,8 @@
 // a value of each kind is written. Pure functions: no DOM, no history.
 //
 //   prompt, mode, system, top_n, no_cache=1    the request's own settings
-//   speculative={"draft":"prompt_lookup","k":4} JSON, as the wire writes it; absent: off
+//   speculative={"draft":"prompt_lookup","k":4} JSON, as the wire writes it (with "switch_off":false
+//     when the run keeps drafting whatever it costs); absent: off
 //   model=gemma-3-270m                         the served model's id (absent: the default)
 //   turns=[["user","Hi"],["assistant","Hello"]] chat mode's earlier turns, JSON
 //   assistant_prefix=The+answer+is             the answer's start for the model to continue
@@ -59,16 +60,20 @@ export function watchValue(text) {
     && (typeof e[1] === "string" || e[1] === null));
 }
 
-/** A `speculative` value ({draft, k}) as the address holds it: JSON with those two keys; off: "". */
+/** A `speculative` value ({draft, k, switch_off}) as the address holds it: JSON with draft and k,
+ *  and `"switch_off": false` only when the run keeps drafting whatever it costs; off: "". */
 export function speculativeText(value) {
-  return value ? JSON.stringify({ draft: value.draft, k: value.k }) : "";
+  if (!value) return "";
+  return JSON.stringify({ draft: value.draft, k: value.k, ...(value.switch_off === false ? { switch_off: false } : {}) });
 }
 
-/** The address's `speculative` text back to {draft, k}, or null (off) for "" or malformed text. */
+/** The address's `speculative` text back to {draft, k} (with `switch_off: false` when it says so),
+ *  or null (off) for "" or malformed text. */
 export function speculativeValue(text) {
   try {
     const parsed = JSON.parse(text || "null");
-    return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? { draft: parsed.draft, k: parsed.k } : null;
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return null;
+    return { draft: parsed.draft, k: parsed.k, ...(parsed.switch_off === false ? { switch_off: false } : {}) };
   } catch {
     return null;
   }

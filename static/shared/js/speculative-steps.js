@@ -91,8 +91,9 @@ export function stepWords(step) {
 
 /**
  * The run's speculation in numbers: `done.speculative` ({drafted, accepted, verifications,
- * switched_off_at}) as the server counted it, and the acceptance rate. `switchedOff` is the token
- * index from which the run went on without speculation (null: it never did).
+ * switched_off_at, reason}) as the server counted it, and the acceptance rate. `switchedOff` is the
+ * token index from which the run went on without speculation (null: it never did); `reason` why,
+ * in the switch-off rule's numbers ({rule, tokens, steps}; null in runs saved before it said).
  */
 export function speculativeSummary(totals) {
   const drafted = totals?.drafted ?? 0;
@@ -103,14 +104,31 @@ export function speculativeSummary(totals) {
     rate: drafted > 0 ? accepted / drafted : null,
     verifications: totals?.verifications ?? 0,
     switchedOff: totals?.switched_off_at ?? null,
+    reason: totals?.reason ?? null,
   };
+}
+
+/** Why speculation was switched off, in one sentence with the rule's own numbers ("" when it was not). */
+export function switchOffWords(summary) {
+  const reason = summary.reason;
+  if (summary.switchedOff === null) return "";
+  const cost = reason ? `${reason.tokens} token${reason.tokens === 1 ? "" : "s"} for the cost of ${reason.steps.toFixed(2)} plain steps` : "";
+  if (reason?.rule === "cannot_pay") {
+    const drafts = reason.tokens - 1;
+    return `Speculation never started: even if ${drafts === 1 ? "the 1 draft was" : `all ${drafts} drafts were`} accepted, ` +
+      `a pass would make ${cost} on this machine, so every token was decoded plainly.`;
+  }
+  const at = `Speculation switched itself off from token ${summary.switchedOff + 1}`;
+  if (reason?.rule === "low_acceptance") return `${at}: its passes had made ${cost}, too few drafts accepted for it to pay.`;
+  return `${at}: too few drafts were accepted for it to pay.`;
 }
 
 /** The summary in words (the page's line under the run's numbers). */
 export function summaryWords(summary) {
+  if (summary.reason?.rule === "cannot_pay") return switchOffWords(summary);
   const rate = summary.rate === null ? "nothing was drafted" : `acceptance rate ${(summary.rate * 100).toFixed(1)}%`;
   const passes = `${summary.verifications} verification pass${summary.verifications === 1 ? "" : "es"}`;
-  const off = summary.switchedOff === null ? "" : ` Speculation switched itself off from token ${summary.switchedOff + 1}: too few drafts were accepted for it to pay.`;
+  const off = summary.switchedOff === null ? "" : ` ${switchOffWords(summary)}`;
   return `${summary.drafted} drafted, ${summary.accepted} accepted in ${passes}: ${rate}.${off}`;
 }
 

@@ -1,12 +1,15 @@
 """Speculative runs in the batch scheduler, on the tiny model: each verifies its drafts in a call of
 its own while the other runs decode, gives outputs distributed exactly as the plain chain's (a
 chi-square test of many seeded runs, batched with plain neighbours), leaves its neighbours' outputs
-as they are without it, rolls its slot back past rejected drafts, and stops drafting when its
-drafts are mostly rejected."""
+as they are without it, rolls its slot back past rejected drafts, stops drafting when its
+drafts are mostly rejected (unless it asks to keep drafting), and never starts when its draft
+cannot pay."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +18,8 @@ from inference.batching.scheduler import Scheduler
 from inference.decoding.generation import Finished, GenerationRequest, TokenStep, Verification, run
 from inference.decoding.loop_params import LoopParams, SpeculativeParams
 from inference.sampling import SamplingParams
-from inference.speculative.switch_off import SWITCH_OFF_AFTER, pass_cost
+from inference.speculative import DraftSources
+from inference.speculative.switch_off import SWITCH_OFF_AFTER, SwitchedOff, cannot_pay, pass_cost
 from tests.inference.speculative.conftest import COLOURS
 from tests.inference.speculative.test_loop_tiny import RUNS, chi_square, exact_path_probabilities
 from tests.inference.speculative.test_loop_tiny import request as colour_request
@@ -149,6 +153,8 @@ def assert_switched_off(items: list) -> None:
         )
 
     assert holds(verifications) and not holds(verifications[:-1])
+    made, cost = sum(v.accepted + 1 for v in verifications), sum(pass_cost(len(v.drafted) + 1) for v in verifications)
+    assert totals.reason == SwitchedOff("low_acceptance", made, round(cost, 2))
     assert verifications[-1].index + verifications[-1].accepted + 1 == at  # plain from the token after the last pass
     assert not any(item.drafted for item in items if isinstance(item, TokenStep) and item.index >= at)
 
@@ -162,3 +168,34 @@ def test_low_acceptance_switches_speculation_off_in_the_batch_and_the_run_goes_o
     listeners = [Listener(scattered(tiny_runtime, seed=2)), Listener(request("Once upon a time", max_tokens=70))]
     drain_together(scheduler, listeners)
     assert_switched_off(listeners[0].items)
+
+
+def test_keep_drafting_is_never_switched_off_solo_or_batched(tiny_runtime):
+    kept = scattered(tiny_runtime, seed=1)
+    kept = replace(kept, speculative=replace(kept.speculative, switch_off=False))
+    scheduler = Scheduler(tiny_runtime, max_batch=4)
+    batched = Listener(kept)
+    drain_together(scheduler, [batched, Listener(request("Once upon a time", max_tokens=70))])
+    for items in (list(run(tiny_runtime, kept)), batched.items):
+        totals = items[-1].speculative
+        assert (totals.switched_off_at, totals.reason) == (None, None) and len(items[-1].first.token_ids) == 60
+        assert totals.verifications + totals.accepted == 59  # every token after the first came from a verification pass
+        assert totals.accepted < totals.drafted // 4  # what the rule would have stopped
+
+
+def test_a_draft_that_cannot_pay_never_drafts_in_the_batch_and_one_kept_drafting_does(tiny_runtime, colours):
+    drafts = DraftSources(tiny_runtime, Path("models"), lambda directory: tiny_runtime)  # the tiny model as `fast`
+    greedy = colour_request(colours, max_tokens=20, temperature=0.0)
+    off = Listener(replace(greedy, speculative=SpeculativeParams("fast", 4)))
+    kept = Listener(replace(greedy, speculative=SpeculativeParams("fast", 4, switch_off=False)))
+    drain_together(
+        Scheduler(tiny_runtime, max_batch=4, drafts=drafts), [off, kept, Listener(request("Once upon a time", max_tokens=30))]
+    )
+    solo = [i.token_id for i in run(tiny_runtime, replace(greedy, speculative=None)) if isinstance(i, TokenStep)]
+    assert not any(isinstance(i, Verification) for i in off.items)
+    assert off.items[-1].speculative.reason == cannot_pay("fast", 4) is not None
+    assert off.items[-1].speculative.switched_off_at == 0
+    assert sum(isinstance(i, Verification) for i in kept.items) == kept.items[-1].speculative.verifications > 0
+    assert kept.items[-1].speculative.accepted == kept.items[-1].speculative.drafted  # the draft is the model itself
+    for listener in (off, kept):
+        assert [token for _, token in token_ids(listener.items)] == solo

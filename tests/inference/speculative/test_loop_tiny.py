@@ -53,6 +53,9 @@ def request(colours, seed=None, k=2, max_tokens=TOKENS, temperature=1.0, **loop)
         ({"k": 2.0}, "speculative.k"),
         ({"k": True}, "speculative.k"),
         ({"depth": 2}, "speculative.depth"),
+        ({"switch_off": 0}, "speculative.switch_off"),
+        ({"switch_off": None}, "speculative.switch_off"),
+        ({"switch_off": "false"}, "speculative.switch_off"),
         ("prompt_lookup", "speculative"),
     ],
 )
@@ -64,9 +67,12 @@ def test_bad_speculative_values_are_refused_by_field(value, field):
 
 def test_the_parameter_reads_its_defaults_and_null():
     assert SpeculativeParams.from_value(None) is None
-    assert SpeculativeParams.from_value({"k": 8}) == SpeculativeParams("prompt_lookup", 8)
+    assert SpeculativeParams.from_value({"k": 8}) == SpeculativeParams("prompt_lookup", 8, switch_off=True)
+    assert SpeculativeParams.from_value({"switch_off": False}) == SpeculativeParams("prompt_lookup", 4, switch_off=False)
+    assert SpeculativeParams("fast", 2, switch_off=False).to_dict() == {"draft": "fast", "k": 2, "switch_off": False}
     facts = SpeculativeParams.field_facts()
     assert (facts["k"]["low"], facts["k"]["high"], facts["draft"]["choices"]) == (1, 8, ["prompt_lookup", "fast"])
+    assert facts["switch_off"] == {"kind": "boolean", "default": True}
 
 
 @pytest.mark.parametrize("loop", [{"n": 2}, {"num_beams": 2}])

@@ -1,7 +1,8 @@
 """Speculative runs over a real websocket on the real model (docs/websocket-api.md): the
 ``verification`` events come before their step's tokens and agree with the tokens' ``drafted``
 flags, ``done.speculative`` sums them up, greedy output is the plain run's, the run is saved with
-its parameter, flags and records, and bad values are refused by field."""
+its parameter, flags and records, and bad values are refused by field. The ``fast`` draft cannot
+pay on this machine: it never drafts and ``done`` says why, unless the run keeps drafting."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from asgiref.sync import sync_to_async
 
 from inference.decoding.loop_params import DRAFT_MODELS
 from inference.model_dir import default_model_dir
+from inference.speculative.switch_off import cannot_pay
 from playground.runs.models import Run
 from playground.runs.schema import parse_export, run_export
 from tests.communicator import connect
@@ -64,13 +66,13 @@ async def test_a_speculative_greedy_run_gives_the_plain_tokens_with_its_records(
     params = {**PLAIN, "speculative": {"draft": "prompt_lookup", "k": 4}}
     await communicator.send_json_to({**frame, "request_id": "spec", "params": params})
     events = await events_until_end(communicator, "spec")
-    assert events[0]["params"]["speculative"] == {"draft": "prompt_lookup", "k": 4}
+    assert events[0]["params"]["speculative"] == {"draft": "prompt_lookup", "k": 4, "switch_off": True}
     tokens, totals = check_speculative_events(events)
     assert tokens == [e["id"] for e in plain if e["type"] == "token"]
-    assert totals["accepted"] >= 8 and totals["switched_off_at"] is None  # lookup pays on code
+    assert totals["accepted"] >= 8 and totals["switched_off_at"] is None and totals["reason"] is None  # lookup pays on code
     await communicator.disconnect()
     saved = (await sync_to_async(lambda: run_export(Run.objects.get(pk=events[-1]["run_id"])))())["run"]
-    assert saved["request"]["params"]["speculative"] == {"draft": "prompt_lookup", "k": 4}
+    assert saved["request"]["params"]["speculative"] == {"draft": "prompt_lookup", "k": 4, "switch_off": True}
     sent = [e for e in events if e["type"] in ("token", "verification")]
     assert [t["drafted"] for t in saved["tokens"]] == [e["drafted"] for e in sent if e["type"] == "token"]
     envelope = ("type", "request_id")
@@ -89,6 +91,8 @@ async def test_a_speculative_greedy_run_gives_the_plain_tokens_with_its_records(
         ({"speculative": {"k": "4"}}, "params.speculative.k"),
         ({"speculative": {"draft": "oracle"}}, "params.speculative.draft"),
         ({"speculative": {"depth": 2}}, "params.speculative.depth"),
+        ({"speculative": {"switch_off": 0}}, "params.speculative.switch_off"),
+        ({"speculative": {"switch_off": "false"}}, "params.speculative.switch_off"),
         ({"speculative": "prompt_lookup"}, "params.speculative"),
         ({"speculative": {"k": 2}, "n": 2}, "params.speculative"),
         ({"speculative": {"k": 2}, "num_beams": 2}, "params.speculative"),
@@ -108,16 +112,32 @@ FAST_BUILT = (default_model_dir().parent / DRAFT_MODELS["fast"] / "manifest.json
     not FAST_BUILT,
     reason="the fast draft model is not built (python -m inference.modelbuild --variant fast --model-dir .models/smollm2-135m-instruct-fast, ~3 min)",
 )
-async def test_the_fast_draft_model_drafts_and_greedy_output_is_the_plain_runs():
+async def test_the_fast_draft_model_cannot_pay_but_drafts_when_kept_and_greedy_output_is_the_plain_runs():
     communicator = await connect()
     frame = {"type": "generate", "prompt": "Once upon a time, in a village by the sea,", "top_n": 3}
     await communicator.send_json_to({**frame, "request_id": "plain", "params": {**PLAIN, "max_tokens": 24}})
     plain = [e["id"] for e in await events_until_end(communicator, "plain") if e["type"] == "token"]
     params = {**PLAIN, "max_tokens": 24, "speculative": {"draft": "fast", "k": 3}}
-    await communicator.send_json_to({**frame, "request_id": "fast", "params": params})
-    events = await events_until_end(communicator, "fast")
+    await communicator.send_json_to({**frame, "request_id": "off", "params": params})
+    events = await events_until_end(communicator, "off")
+    assert not any(e["type"] == "verification" for e in events)
+    assert [e["id"] for e in events if e["type"] == "token"] == plain
+    reason = cannot_pay("fast", 3)
+    assert events[-1]["speculative"] == {
+        "drafted": 0,
+        "accepted": 0,
+        "verifications": 0,
+        "switched_off_at": 0,
+        "reason": {"rule": "cannot_pay", "tokens": 4, "steps": reason.steps},
+    }
+    kept = {**params, "speculative": {"draft": "fast", "k": 3, "switch_off": False}}
+    await communicator.send_json_to({**frame, "request_id": "kept", "params": kept})
+    events = await events_until_end(communicator, "kept")
+    assert events[0]["params"]["speculative"] == kept["speculative"]
     verifications = [e for e in events if e["type"] == "verification"]
     assert verifications and all(len(v["drafted"]) == 3 or v["index"] + len(v["drafted"]) >= 24 for v in verifications)
     assert [e["id"] for e in events if e["type"] == "token"] == plain
-    assert events[-1]["speculative"]["accepted"] > 0
+    assert events[-1]["speculative"]["accepted"] > 0 and events[-1]["speculative"]["reason"] is None
     await communicator.disconnect()
+    saved = (await sync_to_async(lambda: run_export(Run.objects.get(pk=events[-1]["run_id"])))())["run"]
+    assert saved["request"]["params"]["speculative"] == kept["speculative"]  # replay and /r/<id> keep drafting

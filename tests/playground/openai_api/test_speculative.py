@@ -23,7 +23,7 @@ def test_both_endpoints_take_speculative_and_give_the_plain_output(api_server, m
     assert fast.choices[0].text == plain.choices[0].text
     extension = fast.model_extra["playground"]
     totals = extension["speculative"]
-    assert extension["params"]["speculative"] == SPECULATIVE["speculative"]
+    assert extension["params"]["speculative"] == SPECULATIVE["speculative"] | {"switch_off": True}
     assert totals["accepted"] > 0 and totals["verifications"] > 0
     assert sum(t["drafted"] for t in fast.choices[0].model_extra["playground"]["tokens"]) == totals["accepted"]
     streamed = client.completions.create(prompt=CODE, stream=True, **common, extra_body=SPECULATIVE)
@@ -37,7 +37,12 @@ def test_both_endpoints_take_speculative_and_give_the_plain_output(api_server, m
 
 @pytest.mark.parametrize(
     ("speculative", "extra", "param"),
-    [({"k": 9}, {}, "speculative.k"), ({"draft": "oracle"}, {}, "speculative.draft"), ({"k": 2}, {"n": 2}, "speculative")],
+    [
+        ({"k": 9}, {}, "speculative.k"),
+        ({"draft": "oracle"}, {}, "speculative.draft"),
+        ({"switch_off": "no"}, {}, "speculative.switch_off"),
+        ({"k": 2}, {"n": 2}, "speculative"),
+    ],
 )
 def test_bad_speculative_values_are_refused_by_field(api_server, model_id, speculative, extra, param):
     client = openai.OpenAI(base_url=api_server.url + "/v1", api_key="unused", max_retries=0, timeout=120)

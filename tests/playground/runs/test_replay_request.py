@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from inference.decoding.loop_params import SpeculativeParams
 from playground.edge import frames
 from tests.js import module_url, run_js
 
@@ -52,3 +53,11 @@ def test_replay_sends_the_request_the_run_was_made_with(request_fields, chat, pr
         assert "prompt" not in body and "system" not in body
         assert request.chat.to_list() == chat
         assert request.chat.continue_final_message is run["request"]["continue_final_message"]
+
+
+def test_replay_keeps_a_speculative_runs_switch_off():
+    kept = {"draft": "fast", "k": 3, "switch_off": False}  # a run that kept drafting, as its params were saved
+    run = export_request(prompt="Once", mode="completion", params=PARAMS | {"speculative": kept})
+    (body,) = run_js(REPLAY, [{"run": run, "seed": str(PARAMS["seed"])}])
+    job = frames.parse_client_frame(json.dumps({"type": "generate", "request_id": "r", **body}))
+    assert job.request.speculative == SpeculativeParams("fast", 3, switch_off=False)

@@ -314,16 +314,18 @@ def key_prefix(key: np.ndarray, p: np.ndarray, target: float) -> np.ndarray:
 def top_positions(logits: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` largest logits, largest first, ties: lower position first.
 
-    A large set is first cut at the ``k``-th largest of its blocks' maxima (blocks of
+    A large set is first cut at the ``k``-th largest of its groups' maxima (``blocks`` groups of
     ``_TOP_BLOCK``): at least ``k`` logits reach it, so the ``k`` largest and every tie of the
     ``k``-th are among those that do, usually a few dozen (one pass instead of a partition of the
-    whole vocabulary, ~2 ms at 262k)."""
+    whole vocabulary, ~2 ms at 262k). Any grouping would do; a group is every ``blocks``-th
+    position (a column of ``[_TOP_BLOCK, blocks]``), so the maxima are one elementwise maximum
+    down the rows, which vectorizes (half the time of a row's maximum per block at 262k)."""
     n = len(logits)
     if k >= n:
         return np.argsort(-logits, kind="stable")
     blocks = n // _TOP_BLOCK
     if blocks >= max(k, 64):
-        maxima = logits[: blocks * _TOP_BLOCK].reshape(blocks, _TOP_BLOCK).max(axis=1)  # [blocks]
+        maxima = logits[: blocks * _TOP_BLOCK].reshape(_TOP_BLOCK, blocks).max(axis=0)  # [blocks]
         v = np.partition(maxima, blocks - k)[blocks - k]  # the k-th largest block maximum
         sel = np.flatnonzero(logits >= v)
         if len(sel) <= 4096:

@@ -95,7 +95,7 @@ class Softmax:
         e = self.e
         own = e[pos]
         if len(e) <= _PREFIX_SORT_LIMIT or own < _HEAD_FRACTION:
-            return float(np.sum(e, where=e > own)) + float(np.sum(e[:pos], where=e[:pos] == own))
+            return float(e.sum(where=e > own)) + float(e[:pos].sum(where=e[:pos] == own))
         head = self.head
         values = e[head]
         return sum_at(e, head[values > own]) + sum_at(e, head[(values == own) & (head < pos)])
@@ -196,6 +196,8 @@ class Candidates:
         return pos[hit], hit
 
     def position(self, token: int) -> int | None:
+        if self.full:
+            return int(token)
         pos, _ = self.positions(np.array([token]))
         return int(pos[0]) if len(pos) else None
 

@@ -150,7 +150,8 @@ class TokenLookup:
                     removed[i] = name
                 pending &= present
                 ids = kept
-        return tuple(Alternative(int(t), float(r), float(f), by) for t, r, f, by in zip(tokens, raw_probs, final_probs, removed))
+        # tolist: the same ints and floats as int() and float() of each element, in one call per array
+        return tuple(map(Alternative, tokens.tolist(), raw_probs.tolist(), final_probs.tolist(), removed))
 
     @staticmethod
     def _probs(cand: Candidates, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

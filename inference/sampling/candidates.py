@@ -19,6 +19,7 @@ _EXP_FAST_FLOOR = -708.0
 # Sorting a whole vocabulary costs milliseconds; searches first try a head of the likeliest tokens.
 _HEAD_FRACTION = 2.0**-6
 _PREFIX_SORT_LIMIT = 4096  # up to this many tokens a search sorts them all (no head, no bands)
+_HEAD_SUM_LIMIT = 1024  # Softmax.ahead: a larger head (a flat distribution) is summed by numpy's passes
 _LOGIT_LADDER = (2.0, 8.0, 32.0)
 _TOP_BLOCK = 256  # top_positions: block size of the maxima that bound the k largest
 _MANTISSA_BITS = 52  # float64
@@ -94,7 +95,7 @@ class Softmax:
         sums are taken over the head's tokens alone (``sum_at``) instead of two passes over ``e``."""
         e = self.e
         own = e[pos]
-        if len(e) <= _PREFIX_SORT_LIMIT or own < _HEAD_FRACTION:
+        if len(e) <= _PREFIX_SORT_LIMIT or own < _HEAD_FRACTION or len(self.head) > _HEAD_SUM_LIMIT:
             return float(e.sum(where=e > own)) + float(e[:pos].sum(where=e[:pos] == own))
         head = self.head
         values = e[head]
@@ -105,10 +106,14 @@ def sum_at(e: np.ndarray, positions: np.ndarray) -> float:
     """``np.sum(e, where=mask)`` for the mask true at ``positions`` (ascending) alone, the same float
     without a pass over ``e``: numpy's masked sum adds the plain sum of each run of consecutive true
     entries, in order, starting from 0 (tests hold it to numpy's own, bit for bit)."""
-    total = 0.0
-    if len(positions):
-        for run in np.split(positions, np.flatnonzero(np.diff(positions) != 1) + 1):
-            total += float(e[run[0]]) if len(run) == 1 else float(np.sum(e[run[0] : run[-1] + 1]))
+    at, values = positions.tolist(), e[positions].tolist()  # a few dozen at most: plain Python is quickest
+    total, i = 0.0, 0
+    while i < len(at):
+        j = i
+        while j + 1 < len(at) and at[j + 1] == at[j] + 1:
+            j += 1
+        total += values[i] if i == j else float(e[at[i] : at[j] + 1].sum())
+        i = j + 1
     return total
 
 

@@ -106,7 +106,7 @@ def sum_at(e: np.ndarray, positions: np.ndarray) -> float:
     """``np.sum(e, where=mask)`` for the mask true at ``positions`` (ascending) alone, the same float
     without a pass over ``e``: numpy's masked sum adds the plain sum of each run of consecutive true
     entries, in order, starting from 0 (tests hold it to numpy's own, bit for bit)."""
-    at, values = positions.tolist(), e[positions].tolist()  # a few dozen at most: plain Python is quickest
+    at, values = positions.tolist(), e[positions].tolist()  # at most _HEAD_SUM_LIMIT: plain Python beats np.split
     total, i = 0.0, 0
     while i < len(at):
         j = i

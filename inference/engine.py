@@ -38,6 +38,11 @@ log = logging.getLogger(__name__)
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
 
+# logits_to_keep's two usual values, made once (read-only: the binding only reads them)
+_LOGITS_TO_KEEP = {keep: np.array(keep, dtype=np.int64) for keep in (0, 1)}
+for _keep in _LOGITS_TO_KEEP.values():
+    _keep.flags.writeable = False
+
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -224,7 +229,10 @@ class Decoder:
         width = int(totals.max())
         if width > past.capacity or first_row + rows > past.batch_size:
             raise ValueError(f"rows {first_row}..{first_row + rows} up to {width} positions do not fit the cache")
-        attention_mask = (np.arange(width, dtype=np.int64)[None, :] < totals[:, None]).astype(np.int64)  # [R, T]
+        if rows == 1:  # one row (every step of a single run): its mask is all ones
+            attention_mask = np.ones((1, width), dtype=np.int64)  # [1, T]
+        else:
+            attention_mask = (np.arange(width, dtype=np.int64)[None, :] < totals[:, None]).astype(np.int64)  # [R, T]
         position_ids = past_lengths[:, None] + np.arange(length, dtype=np.int64)[None, :]  # [R, S]
         logits = self._forward(
             np.ascontiguousarray(input_ids, dtype=np.int64),
@@ -251,7 +259,8 @@ class Decoder:
         binding.bind_cpu_input("input_ids", input_ids)
         binding.bind_cpu_input("attention_mask", attention_mask)
         binding.bind_cpu_input("position_ids", position_ids)
-        binding.bind_cpu_input("logits_to_keep", np.array(logits_to_keep, dtype=np.int64))
+        keep = _LOGITS_TO_KEEP.get(logits_to_keep)
+        binding.bind_cpu_input("logits_to_keep", np.array(logits_to_keep, dtype=np.int64) if keep is None else keep)
         rows, length = input_ids.shape
         kept = min(logits_to_keep, length) if logits_to_keep else length
         logits = np.empty((rows, kept, self.shape.vocab_size), dtype=np.float32)  # [R, kept, V], a new array each run
@@ -265,9 +274,9 @@ class Decoder:
         the 2 × layers cache bindings are made once per cache, not once per token. The binding lives
         with the cache: a cache serves one run at a time, and no binding outlives its buffers."""
         kept = holder.binding
-        same = kept is not None and kept[0] is self.session and len(kept[1]) == len(cache)
-        if same and all(a is b for a, b in zip(kept[1], cache)):  # type: ignore[index]
-            return kept[2]  # type: ignore[index]
+        # list == compares item by item by identity first (OrtValues define no other equality): one C loop
+        if kept is not None and kept[0] is self.session and kept[1] == cache:
+            return kept[2]
         binding = self.session.io_binding()
         for past_name, present_name, value in zip(self._past_names, self._present_names, cache):
             binding.bind_ortvalue_input(past_name, value)

@@ -18,6 +18,8 @@ LOGIT_LIMIT = 1e300
 _EXP_FAST_FLOOR = -708.0
 # Sorting a whole vocabulary costs milliseconds; searches first try a head of the likeliest tokens.
 _HEAD_FRACTION = 2.0**-6
+_PREFIX_SORT_LIMIT = 4096  # up to this many tokens a search sorts them all (no head, no bands)
+_HEAD_SUM_LIMIT = 1024  # Softmax.ahead: a larger head (a flat distribution) is summed by numpy's passes
 _LOGIT_LADDER = (2.0, 8.0, 32.0)
 _TOP_BLOCK = 256  # top_positions: block size of the maxima that bound the k largest
 _MANTISSA_BITS = 52  # float64
@@ -31,13 +33,23 @@ def frozen(a: np.ndarray) -> np.ndarray:
 
 class Softmax:
     """Probabilities of a logit vector, computed once: ``p = e / z``, ``e = exp(logit - max)``.
-    The entropy and ``p`` itself are computed on first use (most candidate sets need neither)."""
+    The entropy, ``p`` itself and ``head`` are computed on first use (most candidate sets need none).
 
-    __slots__ = ("d", "e", "z", "log_z", "_entropy", "_p")
+    ``extremes``: the logits' (max, min) when the caller already has them (the chain reads both off
+    the model's float32 logits to check them): the same floats a pass over ``logits`` would give,
+    so two passes are spared and nothing changes. ``e``'s largest value is exactly 1 (exp(0))."""
 
-    def __init__(self, logits: np.ndarray) -> None:
-        d = logits - logits.max()  # <= 0; -inf only if logits spanned more than the float range
-        if len(d) and float(d.min()) < _EXP_FAST_FLOOR:  # one pass instead of a mask and any()
+    __slots__ = ("d", "e", "z", "log_z", "_entropy", "_p", "_head")
+
+    def __init__(self, logits: np.ndarray, extremes: tuple[float, float] | None = None) -> None:
+        if extremes is None:
+            d = logits - logits.max()  # <= 0; -inf only if logits spanned more than the float range
+            lowest = float(d.min()) if len(d) else 0.0
+        else:
+            top, low = extremes
+            d = logits - top
+            lowest = low - top  # rounding is monotone: min(fl(l - top)) = fl(min(l) - top), no pass
+        if lowest < _EXP_FAST_FLOOR:  # one pass instead of a mask and any()
             low = d < _EXP_FAST_FLOOR
             d = np.maximum(d, -1e4)  # exp underflows to 0 long before; avoids 0 * -inf below
             e = np.exp(np.maximum(d, _EXP_FAST_FLOOR))
@@ -50,6 +62,7 @@ class Softmax:
         self.log_z = float(np.log(self.z))
         self._entropy: float | None = None
         self._p: np.ndarray | None = None
+        self._head: np.ndarray | None = None
 
     @property
     def entropy(self) -> float:
@@ -66,6 +79,43 @@ class Softmax:
             self._p = frozen(self.e / self.z)
         return self._p
 
+    @property
+    def head(self) -> np.ndarray:
+        """Positions (ascending) of the likeliest tokens, e >= 2**-6 (``_HEAD_FRACTION`` of the
+        largest, which is 1): where ``prob_prefix`` looks first, found once for the pick, top-p and
+        the draw interval. Every token more likely than one of them is among them."""
+        if self._head is None:
+            self._head = frozen(np.flatnonzero(self.e >= _HEAD_FRACTION))
+        return self._head
+
+    def ahead(self, pos: int) -> float:
+        """The sum of ``e`` over the tokens ahead of position ``pos`` in pick order (e descending,
+        ties lower position first): ``np.sum(e, where=e > own) + np.sum(e[:pos], where=e[:pos] ==
+        own)``, the very float. When ``pos`` is in the head, so is every token ahead of it, and the
+        sums are taken over the head's tokens alone (``sum_at``) instead of two passes over ``e``."""
+        e = self.e
+        own = e[pos]
+        if len(e) <= _PREFIX_SORT_LIMIT or own < _HEAD_FRACTION or len(self.head) > _HEAD_SUM_LIMIT:
+            return float(e.sum(where=e > own)) + float(e[:pos].sum(where=e[:pos] == own))
+        head = self.head
+        values = e[head]
+        return sum_at(e, head[values > own]) + sum_at(e, head[(values == own) & (head < pos)])
+
+
+def sum_at(e: np.ndarray, positions: np.ndarray) -> float:
+    """``np.sum(e, where=mask)`` for the mask true at ``positions`` (ascending) alone, the same float
+    without a pass over ``e``: numpy's masked sum adds the plain sum of each run of consecutive true
+    entries, in order, starting from 0 (tests hold it to numpy's own, bit for bit)."""
+    at, values = positions.tolist(), e[positions].tolist()  # at most _HEAD_SUM_LIMIT: plain Python beats np.split
+    total, i = 0.0, 0
+    while i < len(at):
+        j = i
+        while j + 1 < len(at) and at[j + 1] == at[j] + 1:
+            j += 1
+        total += values[i] if i == j else float(e[at[i] : at[j] + 1].sum())
+        i = j + 1
+    return total
+
 
 class Candidates:
     """Token ids (ascending, unique) still in the running and their logits (float64).
@@ -75,15 +125,18 @@ class Candidates:
     built the first time ``logits`` is read. A run of such stages thus copies the vocabulary's
     logits once, where the next stage reads them, instead of once per stage."""
 
-    __slots__ = ("ids", "vocab_size", "_logits", "_base", "_edits", "_soft")
+    __slots__ = ("ids", "vocab_size", "_logits", "_base", "_edits", "_soft", "_extremes")
 
-    def __init__(self, ids: np.ndarray, logits: np.ndarray, vocab_size: int) -> None:
+    def __init__(self, ids: np.ndarray, logits: np.ndarray, vocab_size: int, extremes: tuple[float, float] | None = None) -> None:
+        """``extremes``: (max, min) of ``logits`` when the caller knows them (``Softmax`` then
+        makes no pass for them)."""
         self.ids = ids
         self.vocab_size = vocab_size
         self._logits: np.ndarray | None = frozen(logits)
         self._base: Candidates | None = None  # while unbuilt: a built set with the same ids
         self._edits: tuple[tuple[np.ndarray, np.ndarray], ...] = ()  # (unique positions ascending, their values), oldest first
         self._soft: Softmax | None = None
+        self._extremes = extremes
 
     @property
     def logits(self) -> np.ndarray:
@@ -117,7 +170,7 @@ class Candidates:
         values = np.clip(np.asarray(values, dtype=np.float64), -LOGIT_LIMIT, LOGIT_LIMIT)
         edit = (pos[order], values[order])
         out = Candidates.__new__(Candidates)
-        out.ids, out.vocab_size, out._logits, out._soft = self.ids, self.vocab_size, None, None
+        out.ids, out.vocab_size, out._logits, out._soft, out._extremes = self.ids, self.vocab_size, None, None, None
         if self._logits is None:  # unbuilt itself: share its base, one more edit
             out._base, out._edits = self._base, (*self._edits, edit)
         else:
@@ -135,7 +188,7 @@ class Candidates:
     @property
     def softmax(self) -> Softmax:
         if self._soft is None:
-            self._soft = Softmax(self.logits)
+            self._soft = Softmax(self.logits, self._extremes)
         return self._soft
 
     def positions(self, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -148,6 +201,8 @@ class Candidates:
         return pos[hit], hit
 
     def position(self, token: int) -> int | None:
+        if self.full:
+            return int(token)
         pos, _ = self.positions(np.array([token]))
         return int(pos[0]) if len(pos) else None
 
@@ -183,7 +238,9 @@ def _stable_order(key: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return sel[np.argsort(key[sel], kind="stable")]
 
 
-def prob_prefix(w: np.ndarray, target: float, strict: bool, last_only: bool = False) -> np.ndarray | None:
+def prob_prefix(
+    w: np.ndarray, target: float, strict: bool, last_only: bool = False, soft: Softmax | None = None
+) -> np.ndarray | None:
     """The tokens of the order "weight descending, ties lower position first" up to and including
     the first where the running sum of ``w`` reaches ``target`` (``> target`` if ``strict``, else
     ``>= target``); that crossing token comes last. None if the sum never gets there.
@@ -195,11 +252,13 @@ def prob_prefix(w: np.ndarray, target: float, strict: bool, last_only: bool = Fa
     sorted. Tokens of earlier bands all come before it in the order, whatever their own order.
     ``last_only``: the crossing token may come alone (the pick reads nothing else), sparing the
     pass that lists the earlier bands' tokens.
+    ``soft``: the ``Softmax`` whose ``e`` is ``w``: its largest value (1) and its ``head`` are
+    known, which spares the passes that find them.
     """
     n = len(w)
-    if n > 4096:
-        top = float(w.max())
-        head = np.flatnonzero(w >= top * _HEAD_FRACTION)
+    if n > _PREFIX_SORT_LIMIT:
+        top = float(w.max()) if soft is None else 1.0
+        head = np.flatnonzero(w >= top * _HEAD_FRACTION) if soft is None else soft.head
         mass = float(w[head].sum())
         if mass > target if strict else mass >= target:
             found = _prefix_in(head[np.argsort(-w[head], kind="stable")], w, target, strict)
@@ -262,16 +321,18 @@ def key_prefix(key: np.ndarray, p: np.ndarray, target: float) -> np.ndarray:
 def top_positions(logits: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` largest logits, largest first, ties: lower position first.
 
-    A large set is first cut at the ``k``-th largest of its blocks' maxima (blocks of
+    A large set is first cut at the ``k``-th largest of its groups' maxima (``blocks`` groups of
     ``_TOP_BLOCK``): at least ``k`` logits reach it, so the ``k`` largest and every tie of the
     ``k``-th are among those that do, usually a few dozen (one pass instead of a partition of the
-    whole vocabulary, ~2 ms at 262k)."""
+    whole vocabulary, ~2 ms at 262k). Any grouping would do; a group is every ``blocks``-th
+    position (a column of ``[_TOP_BLOCK, blocks]``), so the maxima are one elementwise maximum
+    down the rows, which vectorizes (half the time of a row's maximum per block at 262k)."""
     n = len(logits)
     if k >= n:
         return np.argsort(-logits, kind="stable")
     blocks = n // _TOP_BLOCK
     if blocks >= max(k, 64):
-        maxima = logits[: blocks * _TOP_BLOCK].reshape(blocks, _TOP_BLOCK).max(axis=1)  # [blocks]
+        maxima = logits[: blocks * _TOP_BLOCK].reshape(_TOP_BLOCK, blocks).max(axis=0)  # [blocks]
         v = np.partition(maxima, blocks - k)[blocks - k]  # the k-th largest block maximum
         sel = np.flatnonzero(logits >= v)
         if len(sel) <= 4096:

@@ -132,21 +132,25 @@ class SamplerChain:
         if low == -np.inf:  # tokens the model itself rules out are never candidates
             keep = np.isfinite(values)
             return Candidates(frozen(self._ids[keep]), values[keep], vocab)
-        return Candidates(self._ids, values, vocab)
+        if top > LOGIT_LIMIT or low < -LOGIT_LIMIT:
+            return Candidates(self._ids, values, vocab)
+        return Candidates(self._ids, values, vocab, extremes=(top, low))  # unclipped: the softmax needs no pass for them
 
     def _trace(self, raw, outputs, top_n, token, draw, watch=()) -> StepTrace:
         if not isinstance(top_n, int) or isinstance(top_n, bool) or top_n < 0:
             raise ValueError(f"top_n must be an integer >= 0; got {top_n!r}")
         lookup = TokenLookup(raw, outputs)
         final = lookup.final
-        top = raw.ids[top_positions(raw.logits, top_n)] if top_n > 0 else ()
-        chosen = None if token is None else lookup.describe(token)
+        top = raw.ids[top_positions(raw.logits, top_n)] if top_n > 0 else raw.ids[:0]
+        # the chosen token and the alternatives described in one vectorized lookup (``describe``'s numbers)
+        described = lookup.describe_many(top if token is None else np.concatenate(([token], top)))
+        chosen = None if token is None else described[0]
         return StepTrace(
             token=token,
             draw=draw,
             raw_prob=None if chosen is None else chosen.raw_prob,
             prob=None if chosen is None else chosen.prob,
-            alternatives=lookup.describe_many(top),
+            alternatives=described if token is None else described[1:],
             chosen=chosen,
             draw_interval=None if token is None else lookup.draw_interval(token),
             stages=tuple(StageCount(name, len(out)) for name, out in outputs),
@@ -163,7 +167,7 @@ def pick(final: Candidates, u: float) -> int:
     whose cumulative probability exceeds u. If rounding keeps the total at or below u, the last
     token with nonzero probability."""
     soft = final.softmax  # cumulative sums of e = p * z, compared with u * z: no [V] division
-    head = prob_prefix(soft.e, u * soft.z, strict=True, last_only=True)
+    head = prob_prefix(soft.e, u * soft.z, strict=True, last_only=True, soft=soft)
     if head is None:
         order = np.argsort(-soft.e, kind="stable")
         head = order[soft.e[order] > 0]

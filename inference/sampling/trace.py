@@ -107,9 +107,8 @@ class TokenLookup:
         soft = final.softmax
         if pos is None or soft.e[pos] == 0:
             return None
-        e = soft.e
-        own = e[pos]
-        ahead = float(np.sum(e, where=e > own)) + float(np.sum(e[:pos], where=e[:pos] == own))  # ids ascend
+        own = soft.e[pos]
+        ahead = soft.ahead(pos)
         return ahead / soft.z, min(1.0, (ahead + own) / soft.z)
 
     def watch(self, tokens: Sequence[int]) -> tuple[Watched, ...]:
@@ -139,7 +138,7 @@ class TokenLookup:
         if len(bad):
             raise ValueError(f"token id must be in [0, {self.raw.vocab_size - 1}]; got {int(bad[0])}")
         raw_probs, in_raw = self._probs(self.raw, tokens)
-        final_probs, _ = self._probs(self.final, tokens)
+        final_probs = raw_probs if self.final is self.raw else self._probs(self.final, tokens)[0]  # no stage: the same set
         removed: list[str | None] = [None] * len(tokens)
         pending = in_raw.copy()  # in the running so far (never-candidates are removed by nobody)
         ids = self.raw.ids
@@ -151,7 +150,8 @@ class TokenLookup:
                     removed[i] = name
                 pending &= present
                 ids = kept
-        return tuple(Alternative(int(t), float(r), float(f), by) for t, r, f, by in zip(tokens, raw_probs, final_probs, removed))
+        # tolist: the same ints and floats as int() and float() of each element, in one call per array
+        return tuple(map(Alternative, tokens.tolist(), raw_probs.tolist(), final_probs.tolist(), removed))
 
     @staticmethod
     def _probs(cand: Candidates, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -50,7 +50,7 @@ class TopP(Stage):
 
     def apply(self, cand: Candidates, ctx: StepContext) -> Candidates:
         soft = cand.softmax
-        head = prob_prefix(soft.e, self.top_p * soft.z, strict=False)
+        head = prob_prefix(soft.e, self.top_p * soft.z, strict=False, soft=soft)
         return cand if head is None else cand.keep_positions(head)
 
 

@@ -11,18 +11,15 @@ import numpy as np
 import pytest
 
 from inference.engine import KVCache, SlidingWindow
-from inference.modelbuild import Progress
-from inference.modelbuild.tiny_gemma import SLIDING_WINDOW, build_tiny_gemma
-from inference.runtime import load_runtime
+from inference.modelbuild.tiny_gemma import SLIDING_WINDOW
 
 # float32 rounding only (a shifted buffer sums the same window from other offsets; a step vs a prefill): < 1e-6 seen
 TOL = {"rtol": 0, "atol": 5e-6}
 
 
 @pytest.fixture(scope="module")
-def decoder(tmp_path_factory):
-    model_dir = build_tiny_gemma(tmp_path_factory.mktemp("models") / "tiny-gemma", progress=Progress())
-    return load_runtime(model_dir, intra_op_threads=1).decoder
+def decoder(tiny_gemma_runtime):
+    return tiny_gemma_runtime.decoder
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,9 @@ prompt prefills in chunks, beams reorder shifted rows, and each run gives what i
 from __future__ import annotations
 
 from inference.batching.scheduler import Scheduler
+from inference.decoding.generation import GenerationRequest, TokenStep, Verification, run
+from inference.decoding.loop_params import LoopParams, SpeculativeParams
+from inference.sampling import SamplingParams
 from tests.inference.batching.test_scheduler import Listener, assert_same_as_alone, drain, request, submit_all
 from tests.inference.helpers import collect_beams
 
@@ -54,3 +57,25 @@ def test_beams_reorder_shifted_rows(tiny_gemma_runtime):
     _, alone_steps, alone = collect_beams(tiny_gemma_runtime, beams.request)
     assert [h.token_ids for h in beams.items[-1].beams] == [h.token_ids for h in alone.beams]
     assert_same_as_alone(tiny_gemma_runtime, other)
+
+
+def test_speculative_runs_roll_back_shifted_rows(tiny_gemma_runtime):
+    """Prompt lookup drafts up to 8 tokens on a repetitive prompt; its verify steps shift the row
+    and rejected drafts roll it back by length, batched and solo: the greedy tokens of the plain run."""
+
+    def greedy(speculative: SpeculativeParams | None) -> GenerationRequest:
+        loop = LoopParams(max_tokens=40, ignore_eos=True)
+        text = "the cat is the cat is the cat is the"
+        return GenerationRequest(text, sampling=SamplingParams(temperature=0.0), loop=loop, speculative=speculative)
+
+    plain = [i.token_id for i in run(tiny_gemma_runtime, greedy(None)) if isinstance(i, TokenStep)]
+    solo = list(run(tiny_gemma_runtime, greedy(SpeculativeParams(k=8))))
+    scheduler = Scheduler(tiny_gemma_runtime, max_batch=4)
+    batched, neighbour = Listener(greedy(SpeculativeParams(k=8))), Listener(request("Once upon a time", max_tokens=45))
+    submit_all(scheduler, [neighbour, batched])
+    drain(scheduler, [neighbour, batched])
+    for items in (solo, batched.items):
+        assert [i.token_id for i in items if isinstance(i, TokenStep)] == plain
+        verifications = [i for i in items if isinstance(i, Verification)]
+        assert any(v.accepted < len(v.drafted) for v in verifications)  # some drafts were rejected: rollbacks happened
+    assert_same_as_alone(tiny_gemma_runtime, neighbour)

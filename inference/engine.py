@@ -478,6 +478,11 @@ class DecodeState:
     def length(self) -> int:
         return int(self.ids.shape[1])
 
+    @property
+    def past(self) -> KVCache:
+        """The cache (replaced when it grows or a deep rewind feeds the ids again)."""
+        return self._past
+
     def append_tokens(self, new_ids: np.ndarray | Sequence[int], all_logits: bool = False) -> np.ndarray:
         """Feeds ``new_ids`` ([S] for every row, or [B, S]) and returns the next logits [B, V] float32
         (with ``all_logits``, the logits after each of the S positions: [B, S, V], e.g. to score a prompt)."""

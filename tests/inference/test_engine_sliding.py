@@ -53,9 +53,9 @@ def test_a_long_decode_with_shifts_gives_the_unbounded_caches_logits(decoder, id
     offsets = set()
     for t in range(3, ids.shape[1]):
         got.append(state.append_tokens(ids[0, t : t + 1])[0])
-        offsets.add(int(state._past.offsets[0]))
+        offsets.add(int(state.past.offsets[0]))
     np.testing.assert_allclose(np.stack(got), expected[2:], **TOL)
-    assert state._past.sliding_capacity == 16 and state._past.capacity == KVCache.MIN_CAPACITY
+    assert state.past.sliding_capacity == 16 and state.past.capacity == KVCache.MIN_CAPACITY
     assert len(offsets) > 10  # it did shift, many times
 
 
@@ -63,10 +63,10 @@ def test_a_long_prompt_grows_the_sliding_buffers_for_its_step_only(decoder, ids)
     expected = reference_logits(decoder, ids[:1])[0]
     state = decoder.new_state()
     got = [state.append_tokens(ids[0, :50])[0]]
-    assert state._past.sliding_capacity == 50  # the prompt's step needed all of them
+    assert state.past.sliding_capacity == 50  # the prompt's step needed all of them
     for t in range(50, 60):
         got.append(state.append_tokens(ids[0, t : t + 1])[0])
-    assert state._past.sliding_capacity == 16 and state._past.offsets[0] > 0  # back to its size after a shift
+    assert state.past.sliding_capacity == 16 and state.past.offsets[0] > 0  # back to its size after a shift
     np.testing.assert_allclose(np.stack(got), expected[49:60], **TOL)
 
 
@@ -110,14 +110,14 @@ def test_truncate_across_a_shift(decoder, ids):
     state = decoder.new_state()
     state.append_tokens(ids[0, :40])
     state.append_tokens(ids[0, 40:41])
-    past = state._past
+    past = state.past
     state.truncate(39)  # the margin: keep 9 > window - 1 = 7
-    assert state._past is past
+    assert state.past is past
     np.testing.assert_allclose(state.append_tokens(ids[0, 39:40])[0], expected[39], **TOL)
     state.append_tokens(ids[0, 40:60])
-    assert not state._past.holds(30)
+    assert not state.past.holds(30)
     state.truncate(30)
-    assert state._past is not past and state.length == 30
+    assert state.past is not past and state.length == 30
     got = [state.append_tokens(ids[0, t : t + 1])[0] for t in range(30, 50)]
     np.testing.assert_allclose(np.stack(got), expected[30:50], **TOL)
 
@@ -167,9 +167,9 @@ def test_the_sliding_buffers_take_less_memory_at_length(decoder, ids):
     state.append_tokens(ids[0, 100:101])
     whole = unbounded(decoder, 1)
     decoder.run(ids[:1, :101], whole, 0)
-    assert state._past.nbytes < whole.nbytes
+    assert state.past.nbytes < whole.nbytes
     per_position = decoder.shape.kv_heads * decoder.shape.head_dim * 4 * 2  # bytes, keys and values
-    assert state._past.nbytes == per_position * (state._past.capacity + 2 * state._past.sliding_capacity)
+    assert state.past.nbytes == per_position * (state.past.capacity + 2 * state.past.sliding_capacity)
 
 
 def test_a_model_without_sliding_layers_keeps_one_capacity(tiny_runtime):

@@ -21,6 +21,11 @@ attention mask is right-padded (row ``b``: ones for its own total length, zeros 
 each row at its own place. ``Decoder.run_rows`` runs a contiguous range of a cache's rows this way
 (an ``OrtValue`` over a first-axis slice of a C-contiguous buffer shares its memory), which is how
 one request's prompt is prefilled on its own slot while the others' caches stay untouched.
+
+A graph whose sliding-window layers read ``sliding_attention_mask`` (Gemma: ``SlidingWindow``, from
+its metadata) gets buffers of ``window + slack`` positions on those layers, per row the last
+positions only (``KVCache.sliding_lengths`` shifts a row that would overflow), and that mask,
+right-padded to each row's positions there; the global layers' buffers hold every position as above.
 """
 
 from __future__ import annotations

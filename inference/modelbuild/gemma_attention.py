@@ -26,10 +26,14 @@ projections keep their names (``lossless.convert`` maps them to ``attn_q``, ``at
 
 The graph gains a ``position_ids`` input ``[B, S]`` (the export derived positions from the mask)
 and takes the layout the engine feeds SmolLM2's (``attention.py``): ``seqlens_k`` and
-``total_sequence_length`` from ``attention_mask``, the cache ``[B, kv_heads, P(+S), head_dim]`` on
-every layer, one buffer bound as past and present. The sliding layers' cache still holds every
-position (the kernel skips what lies before the window); see docs/model.md for what a cache that
-stops at the window would take.
+``total_sequence_length`` from ``attention_mask`` on the global layers, the cache
+``[B, kv_heads, P(+S), head_dim]``, one buffer bound as past and present. The sliding layers read
+their own lengths from a second input, ``sliding_attention_mask`` ``[B, P' + S]`` (``P'``: the
+positions their buffers hold), so that their buffers can stop at the window (the engine's
+``KVCache`` keeps the last positions there and shifts them; the rotary angle comes from
+``position_ids``, not from the buffer's length, and keys are cached rotated, so a shifted buffer
+needs no re-rotation). A caller whose buffers hold every position feeds it ``attention_mask``.
+The graph's ``metadata_props`` record ``sliding_window`` and ``sliding_layers`` for the engine.
 """
 
 from __future__ import annotations

@@ -188,9 +188,10 @@ class KVCache:
     def sliding_lengths(self, first_row: int, past_lengths: np.ndarray, length: int) -> np.ndarray | None:
         """Makes room in the sliding buffers of rows ``first_row ..`` (of ``past_lengths`` [R] cached
         positions each) for ``length`` more, and returns the positions each holds there [R] (None
-        without sliding layers). A row that would overflow is shifted to its last ``keep`` positions;
-        the buffers grow only for a step longer than what a shifted row leaves (a long prompt), and go
-        back to their size once a step over every row fits it. Call before ``views``: buffers may be replaced."""
+        without sliding layers). A row that would overflow is shifted to its last ``keep`` positions
+        (fewer for a long step, down to ``window - 1``); the buffers grow only for a step longer than
+        what a shifted row leaves (a prompt's chunk of more than ``capacity - window + 1`` tokens), and
+        go back to their size once a step over every row fits it. Call before ``views``: buffers may be replaced."""
         if self.sliding is None:
             return None
         past_lengths = np.asarray(past_lengths, dtype=np.int64)  # [R]
@@ -203,7 +204,9 @@ class KVCache:
                 f"starts at positions {self.offsets[rows].tolist()} (rewound past what a shift dropped: feed them again)"
             )
         held = past_lengths - self.offsets[rows]  # [R]
-        capacity, keep = self.sliding_capacity, self.sliding.keep
+        capacity = self.sliding_capacity
+        # a long step (a prompt's chunk) keeps less of the margin, down to the window, before the buffers grow
+        keep = max(self.sliding.window - 1, min(self.sliding.keep, capacity - length))
         over = held + length > capacity
         for row, n in zip(rows[over], held[over]):
             kept = min(int(n), keep)

@@ -231,7 +231,9 @@ class KVCache:
         if self.device != "cpu":
             raise NotImplementedError("copying rows of the cache needs host buffers (the CPU provider)")
         target, source = np.asarray(targets, dtype=np.int64), np.asarray(sources, dtype=np.int64)
-        sliding_length = min(self.sliding_capacity, max(0, length - int(self.offsets[source].min(initial=0))))
+        if len(source) == 0:
+            return
+        sliding_length = min(self.sliding_capacity, max(0, length - int(self.offsets[source].min())))  # the most any holds
         for buffer, sliding in zip(self.buffers, self._is_sliding):
             n = sliding_length if sliding else length
             buffer[target, :, :n] = buffer[source, :, :n]  # the right side is a copy: no aliasing
@@ -242,10 +244,10 @@ class KVCache:
         ``keep`` of them in the sliding buffers when they hold fewer)."""
         if self.device != "cpu" or source.device != "cpu":
             raise NotImplementedError("copying rows of the cache needs host buffers (the CPU provider)")
-        spans = []  # per row: (first index in source's sliding buffers, count, the target's offset)
-        for row, length in enumerate(lengths):
+        spans = []  # per row with sliding layers: (first index in source's sliding buffers, count, the target's offset)
+        for row, length in enumerate(lengths if self.sliding is not None else ()):
             held = length - int(source.offsets[row])
-            kept = held if held <= self.sliding_capacity else (0 if self.sliding is None else self.sliding.keep)
+            kept = held if held <= self.sliding_capacity else self.sliding.keep
             spans.append((held - kept, kept, length - kept))
         for buffer, other, sliding in zip(self.buffers, source.buffers, self._is_sliding):
             for row, (target, length) in enumerate(zip(targets, lengths)):

@@ -21,6 +21,11 @@ attention mask is right-padded (row ``b``: ones for its own total length, zeros 
 each row at its own place. ``Decoder.run_rows`` runs a contiguous range of a cache's rows this way
 (an ``OrtValue`` over a first-axis slice of a C-contiguous buffer shares its memory), which is how
 one request's prompt is prefilled on its own slot while the others' caches stay untouched.
+
+A graph whose sliding-window layers read ``sliding_attention_mask`` (Gemma: ``SlidingWindow``, from
+its metadata) gets buffers of ``window + slack`` positions on those layers, per row the last
+positions only (``KVCache.sliding_lengths`` shifts a row that would overflow), and that mask,
+right-padded to each row's positions there; the global layers' buffers hold every position as above.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+
+from inference.model_dir import SLIDING_LAYERS_KEY, SLIDING_MASK, SLIDING_WINDOW_KEY
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +70,73 @@ def choose_providers(requested: Sequence[str]) -> list[str]:
     return [*chosen, CPU]
 
 
+@dataclass(frozen=True)
+class SlidingWindow:
+    """The layers whose attention sees a sliding window, and how their cache buffers are sized.
+
+    A sliding layer's query attends to the ``window`` positions ending at its own, so before a
+    position ``p`` is fed its buffers need only positions ``p - window + 1 .. p - 1``. They hold
+    ``capacity`` positions; when a step would not fit, a row's buffers are shifted to keep their
+    last ``keep`` positions (``window - 1`` and a margin that a short rewind can fall back on).
+    Keys are rotated (from ``position_ids``) before they are cached, so a shift moves them as they are.
+    """
+
+    layers: frozenset[int]
+    window: int
+    capacity: int
+    keep: int
+
+    def __post_init__(self) -> None:
+        if not self.window - 1 <= self.keep < self.capacity:
+            raise ValueError(f"sliding window {self.window}: keep {self.keep} must lie in [window - 1, capacity {self.capacity})")
+
+    @classmethod
+    def sized(cls, layers: Sequence[int], window: int, slack: int | None = None) -> SlidingWindow:
+        """Buffers of ``window + slack`` positions (slack: half a window, at least 8 by default)
+        that keep ``window - 1 + slack // 4`` after a shift: one shift every ``3/4 slack + 1`` steps."""
+        slack = max(window // 2, 8) if slack is None else slack
+        return cls(frozenset(layers), window, window + slack, window - 1 + slack // 4)
+
+    @classmethod
+    def of_session(cls, session: ort.InferenceSession) -> SlidingWindow | None:
+        """What ``inference.modelbuild.gemma_attention`` records in the graph (``metadata_props``
+        ``sliding_window``, ``sliding_layers``) when its sliding layers read ``sliding_attention_mask``."""
+        if SLIDING_MASK not in {i.name for i in session.get_inputs()}:
+            return None
+        meta = session.get_modelmeta().custom_metadata_map
+        if SLIDING_WINDOW_KEY not in meta or SLIDING_LAYERS_KEY not in meta:
+            raise ValueError(
+                f"the graph takes {SLIDING_MASK} but its metadata has no {SLIDING_WINDOW_KEY} / {SLIDING_LAYERS_KEY}"
+            )
+        return cls.sized([int(i) for i in meta[SLIDING_LAYERS_KEY].split(",")], int(meta[SLIDING_WINDOW_KEY]))
+
+
 class KVCache:
     """The key and value buffers of every layer, ``[B, kv_heads, capacity, head_dim]`` float32 each,
-    in ``past_key_values.*`` order; the first ``length`` positions of every row hold the cache."""
+    in ``past_key_values.*`` order; the first ``length`` positions of every row hold the cache.
+
+    With a ``SlidingWindow``, the sliding layers' buffers are ``[B, kv_heads, sliding capacity,
+    head_dim]`` and index ``j`` of row ``b`` holds position ``offsets[b] + j``: row ``b`` of length
+    ``L`` has ``L - offsets[b]`` positions there (``sliding_lengths``), of which the last
+    ``window - 1`` are all the next query reads. Lengths stay the callers' (the cache's rows do not
+    know theirs): a row is rolled back by feeding it from a shorter length, as long as that length
+    still finds its window (``holds``)."""
 
     MIN_CAPACITY = 256
 
-    def __init__(self, shape: ModelShape, batch_size: int, capacity: int, device: str) -> None:
+    def __init__(
+        self, shape: ModelShape, batch_size: int, capacity: int, device: str, sliding: SlidingWindow | None = None
+    ) -> None:
         self.shape = shape
         self.device = device
-        self.buffers = [self._zeros(batch_size, capacity) for _ in range(2 * shape.num_layers)]
+        self.sliding = sliding
+        self._is_sliding = [sliding is not None and i // 2 in sliding.layers for i in range(2 * shape.num_layers)]
+        sliding_capacity = 0 if sliding is None else sliding.capacity
+        self.buffers = [
+            self._zeros(batch_size, sliding_capacity if s else capacity) for s in self._is_sliding
+        ]  # [B, kv_heads, C, head_dim] each
         self.values = [self._wrap(buffer) for buffer in self.buffers]
+        self.offsets = np.zeros(batch_size, dtype=np.int64)  # [B]: the position at index 0 of each row's sliding buffers
         # a session's IOBinding with some of these values bound as past and present, kept between
         # runs by ``Decoder._binding``: (session, the values bound, the binding)
         self.binding: tuple[ort.InferenceSession, list[ort.OrtValue], ort.IOBinding] | None = None
@@ -85,7 +148,20 @@ class KVCache:
 
     @property
     def capacity(self) -> int:
-        return int(self.buffers[0].shape[2])
+        """Positions the global layers' buffers hold (every layer's, without sliding ones)."""
+        return int(self.buffers[self._first(False)].shape[2])
+
+    @property
+    def sliding_capacity(self) -> int:
+        """Positions the sliding layers' buffers hold (0 without sliding layers)."""
+        return 0 if self.sliding is None else int(self.buffers[self._first(True)].shape[2])
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(buffer.nbytes) for buffer in self.buffers)
+
+    def _first(self, sliding: bool) -> int:
+        return next((i for i, s in enumerate(self._is_sliding) if s == sliding), 0)
 
     def _zeros(self, batch_size: int, capacity: int) -> np.ndarray:
         return np.zeros((batch_size, self.shape.kv_heads, capacity, self.shape.head_dim), dtype=np.float32)
@@ -107,28 +183,94 @@ class KVCache:
             self._views = ((begin, end), [self._wrap(buffer[begin:end]) for buffer in self.buffers])
         return self._views[1]
 
+    def holds(self, length: int) -> bool:
+        """Whether every row fed from ``length`` cached positions finds each position its window reads
+        (always without sliding layers; not once a shift dropped one that a rewind to ``length`` needs)."""
+        if self.sliding is None or length == 0:
+            return True
+        return bool((self.offsets <= max(0, length - self.sliding.window + 1)).all())
+
+    def sliding_lengths(self, first_row: int, past_lengths: np.ndarray, length: int) -> np.ndarray | None:
+        """Makes room in the sliding buffers of rows ``first_row ..`` (of ``past_lengths`` [R] cached
+        positions each) for ``length`` more, and returns the positions each holds there [R] (None
+        without sliding layers). A row that would overflow is shifted to its last ``keep`` positions
+        (fewer for a long step, down to ``window - 1``); the buffers grow only for a step longer than
+        what a shifted row leaves (a prompt's chunk of more than ``capacity - window + 1`` tokens), and
+        go back to their size once a step over every row fits it. Call before ``views``: buffers may be replaced."""
+        if self.sliding is None:
+            return None
+        past_lengths = np.asarray(past_lengths, dtype=np.int64)  # [R]
+        rows = np.arange(first_row, first_row + len(past_lengths))
+        self.offsets[rows[past_lengths == 0]] = 0  # a fresh row (a slot taken anew)
+        needed_from = np.maximum(past_lengths - self.sliding.window + 1, 0)  # [R]: the first position the next query reads
+        if (self.offsets[rows] > needed_from).any():
+            raise ValueError(
+                f"rows {first_row}..{first_row + len(rows)} at lengths {past_lengths.tolist()}: their sliding-window cache "
+                f"starts at positions {self.offsets[rows].tolist()} (rewound past what a shift dropped: feed them again)"
+            )
+        held = past_lengths - self.offsets[rows]  # [R]
+        capacity = self.sliding_capacity
+        # a long step (a prompt's chunk) keeps less of the margin, down to the window, before the buffers grow
+        keep = max(self.sliding.window - 1, min(self.sliding.keep, capacity - length))
+        over = held + length > capacity
+        for row, n in zip(rows[over], held[over]):
+            kept = min(int(n), keep)
+            self._shift(int(row), int(n) - kept, kept)
+        held = past_lengths - self.offsets[rows]
+        needed = int(held.max()) + length
+        whole = first_row == 0 and len(rows) == self.batch_size
+        if needed > capacity or (whole and capacity > self.sliding.capacity >= needed):
+            self._replace_sliding(max(needed, self.sliding.capacity))
+        return held
+
+    def _shift(self, row: int, start: int, count: int) -> None:
+        """Row ``row``'s sliding positions at indices ``start .. start + count`` move to the front."""
+        for buffer, sliding in zip(self.buffers, self._is_sliding):
+            if sliding:
+                buffer[row, :, :count] = buffer[row, :, start : start + count].copy()
+        self.offsets[row] += start
+
     def copy_rows(self, targets: Sequence[int], sources: Sequence[int], length: int) -> None:
-        """Rows ``targets`` get the first ``length`` positions of rows ``sources`` (read before any is written)."""
+        """Rows ``targets`` get the first ``length`` positions of rows ``sources`` (read before any is written),
+        each source being ``length`` long (the sliding buffers' rows are copied with their offsets)."""
         if self.device != "cpu":
             raise NotImplementedError("copying rows of the cache needs host buffers (the CPU provider)")
         target, source = np.asarray(targets, dtype=np.int64), np.asarray(sources, dtype=np.int64)
-        for buffer in self.buffers:
-            buffer[target, :, :length] = buffer[source, :, :length]  # the right side is a copy: no aliasing
+        if len(source) == 0:
+            return
+        sliding_length = min(self.sliding_capacity, max(0, length - int(self.offsets[source].min())))  # the most any holds
+        for buffer, sliding in zip(self.buffers, self._is_sliding):
+            n = sliding_length if sliding else length
+            buffer[target, :, :n] = buffer[source, :, :n]  # the right side is a copy: no aliasing
+        self.offsets[target] = self.offsets[source]
 
     def take_rows(self, source: KVCache, targets: Sequence[int], lengths: Sequence[int]) -> None:
-        """Row ``targets[i]`` gets the first ``lengths[i]`` positions of ``source``'s row ``i``."""
+        """Row ``targets[i]`` gets the first ``lengths[i]`` positions of ``source``'s row ``i`` (the last
+        ``keep`` of them in the sliding buffers when they hold fewer)."""
         if self.device != "cpu" or source.device != "cpu":
             raise NotImplementedError("copying rows of the cache needs host buffers (the CPU provider)")
-        for buffer, other in zip(self.buffers, source.buffers):
+        spans = []  # per row with sliding layers: (first index in source's sliding buffers, count, the target's offset)
+        for row, length in enumerate(lengths if self.sliding is not None else ()):
+            held = length - int(source.offsets[row])
+            kept = held if held <= self.sliding_capacity else self.sliding.keep
+            spans.append((held - kept, kept, length - kept))
+        for buffer, other, sliding in zip(self.buffers, source.buffers, self._is_sliding):
             for row, (target, length) in enumerate(zip(targets, lengths)):
-                buffer[target, :, :length] = other[row, :, :length]
+                if sliding:
+                    start, kept, _ = spans[row]
+                    buffer[target, :, :kept] = other[row, :, start : start + kept]
+                else:
+                    buffer[target, :, :length] = other[row, :, :length]
+        for target, (_, _, offset) in zip(targets, spans):
+            self.offsets[target] = offset
 
     def reserve(self, needed: int, length: int) -> None:
-        """Room for ``needed`` positions, keeping the first ``length``: grows to max(needed, 2 × capacity)."""
+        """Room for ``needed`` positions, keeping the first ``length``: grows to max(needed, 2 × capacity)
+        (the global layers' buffers; the sliding ones make room in ``sliding_lengths``)."""
         if needed <= self.capacity:
             return
         capacity = min(max(needed, 2 * self.capacity, self.MIN_CAPACITY), self.shape.context_window)
-        self._replace(lambda old: old[:, :, :length], capacity)
+        self._replace(slice(None), length, capacity)
 
     def reorder(self, index: np.ndarray, length: int) -> None:
         """Rows ``index`` (repeats allowed) become the batch, each with its cache (in place when the
@@ -136,16 +278,28 @@ class KVCache:
         if len(index) == self.batch_size and self.device == "cpu":
             self.copy_rows(range(self.batch_size), index, length)
             return
-        self._replace(lambda old: old[index, :, :length], self.capacity, batch_size=len(index))
+        self._replace(index, length, self.capacity)
+        self.offsets = self.offsets[index]
 
-    def _replace(self, kept, capacity: int, batch_size: int | None = None) -> None:
-        batch_size = self.batch_size if batch_size is None else batch_size
+    def _replace(self, rows: np.ndarray | slice, length: int, capacity: int) -> None:
+        """New buffers holding rows ``rows`` of the old ones: the global layers' first ``length``
+        positions in ``capacity``; the sliding layers' all they hold, in buffers of the same size."""
+        sliding_capacity = self.sliding_capacity
+        for i, sliding in enumerate(self._is_sliding):
+            part = self._host(i)[rows] if sliding else self._host(i)[rows, :, :length]  # [B', kv_heads, kept, head_dim]
+            self._put(i, part, sliding_capacity if sliding else capacity)
+
+    def _replace_sliding(self, capacity: int) -> None:
+        """The sliding buffers at ``capacity`` positions, keeping what each row holds (up to that)."""
+        for i, sliding in enumerate(self._is_sliding):
+            if sliding:
+                self._put(i, self._host(i)[:, :, :capacity], capacity)
+
+    def _put(self, index: int, part: np.ndarray, capacity: int) -> None:
         self.binding = self._views = None  # they hold the old buffers
-        for i in range(len(self.buffers)):
-            part = kept(self._host(i))  # [B', kv_heads, length, head_dim]
-            buffer = self._zeros(batch_size, capacity)
-            buffer[:, :, : part.shape[2]] = part
-            self.buffers[i], self.values[i] = buffer, self._wrap(buffer)
+        buffer = self._zeros(part.shape[0], capacity)
+        buffer[:, :, : part.shape[2]] = part  # [B', kv_heads, kept, head_dim]
+        self.buffers[index], self.values[index] = buffer, self._wrap(buffer)
 
 
 class Decoder:
@@ -185,6 +339,7 @@ class Decoder:
                 f"missing inputs {sorted(expected_in - inputs)}, outputs {sorted(expected_out - outputs)}"
             )
         self._device = "cuda" if self.provider == CUDA else "cpu"
+        self.sliding = SlidingWindow.of_session(self.session)
         log.info("decoder loaded from %s on %s with %d intra-op threads", model_path, self.provider, intra_op_threads)
 
     def new_state(self, batch_size: int = 1, use_cache: bool = True) -> DecodeState:
@@ -192,7 +347,7 @@ class Decoder:
 
     def empty_past(self, batch_size: int, capacity: int = KVCache.MIN_CAPACITY) -> KVCache:
         """An empty cache with room for ``capacity`` positions (it grows when needed)."""
-        return KVCache(self.shape, batch_size, min(capacity, self.shape.context_window), self._device)
+        return KVCache(self.shape, batch_size, min(capacity, self.shape.context_window), self._device, self.sliding)
 
     def run(
         self,
@@ -229,11 +384,9 @@ class Decoder:
         width = int(totals.max())
         if width > past.capacity or first_row + rows > past.batch_size:
             raise ValueError(f"rows {first_row}..{first_row + rows} up to {width} positions do not fit the cache")
-        if rows == 1:  # one row (every step of a single run): its mask is all ones
-            attention_mask = np.ones((1, width), dtype=np.int64)  # [1, T]
-        else:
-            attention_mask = (np.arange(width, dtype=np.int64)[None, :] < totals[:, None]).astype(np.int64)  # [R, T]
+        attention_mask = _right_padded(totals)  # [R, T]
         position_ids = past_lengths[:, None] + np.arange(length, dtype=np.int64)[None, :]  # [R, S]
+        sliding = past.sliding_lengths(first_row, past_lengths, length)  # [R] or None; before views: it may grow them
         logits = self._forward(
             np.ascontiguousarray(input_ids, dtype=np.int64),
             attention_mask,
@@ -241,6 +394,7 @@ class Decoder:
             0 if all_logits else 1,
             past.views(first_row, first_row + rows),
             past,
+            None if sliding is None else _right_padded(sliding + length),
         )  # [R, 1 or S, V]
         return logits if all_logits else logits[:, -1, :]
 
@@ -252,6 +406,7 @@ class Decoder:
         logits_to_keep: int,  # 0: every position
         cache: list[ort.OrtValue],  # each layer's buffer, bound as past and present alike
         holder: KVCache,  # the cache they are (views of): it keeps the binding between runs
+        sliding_mask: np.ndarray | None = None,  # [R, T'] int64: the sliding layers' own lengths, when it has them
     ) -> np.ndarray:
         """One session run; returns the logits [R, kept positions, V]. Keys and values are appended
         in place: the same buffer serves as past and present."""
@@ -261,6 +416,8 @@ class Decoder:
         binding.bind_cpu_input("position_ids", position_ids)
         keep = _LOGITS_TO_KEEP.get(logits_to_keep)
         binding.bind_cpu_input("logits_to_keep", np.array(logits_to_keep, dtype=np.int64) if keep is None else keep)
+        if sliding_mask is not None:
+            binding.bind_cpu_input(SLIDING_MASK, sliding_mask)
         rows, length = input_ids.shape
         kept = min(logits_to_keep, length) if logits_to_keep else length
         logits = np.empty((rows, kept, self.shape.vocab_size), dtype=np.float32)  # [R, kept, V], a new array each run
@@ -308,8 +465,10 @@ class Decoder:
         attention_mask = (np.arange(width, dtype=np.int64)[None, :] < lengths[:, None]).astype(np.int64)  # [G, S]
         position_ids = np.broadcast_to(np.arange(width, dtype=np.int64), input_ids.shape).copy()  # [G, S]
         scratch = self.empty_past(len(prompts), capacity=max(width, KVCache.MIN_CAPACITY))
+        fresh = scratch.sliding_lengths(0, np.zeros(len(prompts), dtype=np.int64), width)  # zeros, or None
         # [G, keep, V]: positions width - keep .. width - 1 of every row
-        logits = self._forward(input_ids, attention_mask, position_ids, keep, scratch.values, scratch)
+        sliding_mask = None if fresh is None else attention_mask  # nothing before: the same lengths
+        logits = self._forward(input_ids, attention_mask, position_ids, keep, scratch.values, scratch, sliding_mask)
         into.take_rows(scratch, targets, lengths.tolist())
         if all_logits:
             return logits
@@ -335,6 +494,11 @@ class DecodeState:
     def length(self) -> int:
         return int(self.ids.shape[1])
 
+    @property
+    def past(self) -> KVCache:
+        """The cache (replaced when it grows or a deep rewind feeds the ids again)."""
+        return self._past
+
     def append_tokens(self, new_ids: np.ndarray | Sequence[int], all_logits: bool = False) -> np.ndarray:
         """Feeds ``new_ids`` ([S] for every row, or [B, S]) and returns the next logits [B, V] float32
         (with ``all_logits``, the logits after each of the S positions: [B, S, V], e.g. to score a prompt)."""
@@ -358,10 +522,16 @@ class DecodeState:
 
     def truncate(self, length: int) -> None:
         """Forgets every position after the first ``length``: speculative decoding's rollback past
-        rejected drafts. The cache keeps its buffers; the next call writes over what lay beyond."""
+        rejected drafts. The cache keeps its buffers; the next call writes over what lay beyond.
+        A rewind deeper than the sliding layers' buffers keep (a shift dropped positions the window
+        at ``length`` reads) feeds the first ``length`` ids again into a fresh cache."""
         if not 0 <= length <= self.length:
             raise ValueError(f"cannot truncate {self.length} positions to {length}")
         self.ids = self.ids[:, :length]
+        if self.use_cache and not self._past.holds(length):
+            self._past = self.decoder.empty_past(self.batch_size, length)
+            if length:
+                self.decoder.run(self.ids, self._past, 0)
 
     def reorder(self, rows: Sequence[int]) -> None:
         """Keeps the given rows (with repeats) as the new batch: beam search's cache shuffle."""
@@ -372,3 +542,10 @@ class DecodeState:
             self._past.reorder(index, self.length)
         else:
             self._past = self.decoder.empty_past(self.batch_size)
+
+
+def _right_padded(lengths: np.ndarray) -> np.ndarray:
+    """An attention mask [R, max(lengths)] int64: row ``r`` has ones for its first ``lengths[r]`` positions."""
+    if len(lengths) == 1:  # one row (every step of a single run): all ones
+        return np.ones((1, int(lengths[0])), dtype=np.int64)
+    return (np.arange(int(lengths.max()), dtype=np.int64)[None, :] < lengths[:, None]).astype(np.int64)

@@ -26,6 +26,12 @@ GENERATION_CONFIG_FILE = "generation_config.json"
 CHAT_TEMPLATE_FILE = "chat_template.jinja"  # present when the source carries a chat template
 MANIFEST_FILE = "manifest.json"  # written last: a directory without it is not a model
 
+# The decoder graph's contract for models with sliding-window layers (Gemma): those layers read their
+# cache lengths from a mask of their own, and the graph's metadata_props say which layers and how far.
+SLIDING_MASK = "sliding_attention_mask"  # [B, positions the sliding buffers hold + new] int64
+SLIDING_WINDOW_KEY = "sliding_window"  # metadata_props: positions a sliding layer's query attends to, itself included
+SLIDING_LAYERS_KEY = "sliding_layers"  # metadata_props: the sliding layers' indices, comma-separated
+
 
 class ModelNotBuiltError(FileNotFoundError):
     """The model directory has no manifest: the model has not been built there (yet)."""

@@ -21,3 +21,13 @@ def tiny_runtime() -> Runtime:
     from inference.modelbuild import Progress, build_tiny_model, default_tiny_dir
 
     return load_runtime(build_tiny_model(default_tiny_dir(), progress=Progress()), (CPU,), intra_op_threads=1)
+
+
+@pytest.fixture(scope="session")
+def tiny_gemma_runtime(tmp_path_factory) -> Runtime:
+    """A tiny randomly initialised Gemma 3 (sliding window 8) built through Gemma's recipe (~20 s)."""
+    from inference.modelbuild import Progress
+    from inference.modelbuild.tiny_gemma import build_tiny_gemma
+
+    model_dir = build_tiny_gemma(tmp_path_factory.mktemp("models") / "tiny-gemma", progress=Progress())
+    return load_runtime(model_dir, (CPU,), intra_op_threads=1)

@@ -13,7 +13,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from inference.model_dir import MODEL_FILE, TOKENIZER_FILE, read_manifest
+from inference.model_dir import MODEL_FILE, SLIDING_MASK, TOKENIZER_FILE, read_manifest
 
 
 class BareSession:
@@ -48,6 +48,8 @@ class BareSession:
             feed["position_ids"] = np.arange(done, done + len(ids), dtype=np.int64)[None, :]  # [1, n]
         if "logits_to_keep" in self.inputs:
             feed["logits_to_keep"] = np.array(1, np.int64)
+        if SLIDING_MASK in self.inputs:  # the sliding layers' buffers hold every position here, as the others'
+            feed[SLIDING_MASK] = feed["attention_mask"]
         out = dict(zip(self.output_names, self.session.run(None, feed)))
         return int(out["logits"][0, -1].argmax()), {p: out[p.replace("past_key_values", "present")] for p in self.past_names}
 

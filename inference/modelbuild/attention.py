@@ -171,18 +171,22 @@ def rotary_tables(inv_freq: np.ndarray, max_positions: int) -> tuple[np.ndarray,
     return np.cos(angles.astype(np.float64)).astype(np.float32), np.sin(angles.astype(np.float64)).astype(np.float32)
 
 
-def sequence_lengths() -> tuple[list[Any], list[Any]]:
-    """The nodes and initializers computing GroupQueryAttention's ``seqlens_k`` (``SEQLENS``: per row,
-    ``ReduceSum(attention_mask) - 1`` as int32) and ``total_sequence_length`` (``TOTAL``: the mask's width)."""
+def sequence_lengths(mask: str = "attention_mask", prefix: str = "/gqa") -> tuple[list[Any], list[Any]]:
+    """The nodes and initializers computing GroupQueryAttention's ``seqlens_k`` (``{prefix}/seqlens_k``:
+    per row, ``ReduceSum(mask) - 1`` as int32) and ``total_sequence_length`` (``{prefix}/total_sequence_length``:
+    the mask's width) from the graph input ``mask`` [B, T]; by default ``SEQLENS`` and ``TOTAL`` from
+    ``attention_mask``. The constants are the shared ``/gqa/axis_1``, ``/gqa/axis_0`` and ``/gqa/one``
+    (given again by a second call: the caller keeps one of each)."""
     from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
+    p = prefix
     nodes = [
-        helper.make_node("ReduceSum", ["attention_mask", "/gqa/axis_1"], ["/gqa/mask_sum"], name="/gqa/ReduceSum", keepdims=0),
-        helper.make_node("Sub", ["/gqa/mask_sum", "/gqa/one"], ["/gqa/seqlens_k_64"], name="/gqa/Sub"),
-        helper.make_node("Cast", ["/gqa/seqlens_k_64"], [SEQLENS], name="/gqa/Cast", to=6),
-        helper.make_node("Shape", ["attention_mask"], ["/gqa/mask_width"], name="/gqa/Shape", start=1, end=2),
-        helper.make_node("Squeeze", ["/gqa/mask_width", "/gqa/axis_0"], ["/gqa/total_64"], name="/gqa/Squeeze"),
-        helper.make_node("Cast", ["/gqa/total_64"], [TOTAL], name="/gqa/Cast_1", to=6),
+        helper.make_node("ReduceSum", [mask, "/gqa/axis_1"], [f"{p}/mask_sum"], name=f"{p}/ReduceSum", keepdims=0),
+        helper.make_node("Sub", [f"{p}/mask_sum", "/gqa/one"], [f"{p}/seqlens_k_64"], name=f"{p}/Sub"),
+        helper.make_node("Cast", [f"{p}/seqlens_k_64"], [f"{p}/seqlens_k"], name=f"{p}/Cast", to=6),
+        helper.make_node("Shape", [mask], [f"{p}/mask_width"], name=f"{p}/Shape", start=1, end=2),
+        helper.make_node("Squeeze", [f"{p}/mask_width", "/gqa/axis_0"], [f"{p}/total_64"], name=f"{p}/Squeeze"),
+        helper.make_node("Cast", [f"{p}/total_64"], [f"{p}/total_sequence_length"], name=f"{p}/Cast_1", to=6),
     ]
     inits = [
         numpy_helper.from_array(np.array([1], np.int64), "/gqa/axis_1"),

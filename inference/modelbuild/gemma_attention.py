@@ -26,10 +26,14 @@ projections keep their names (``lossless.convert`` maps them to ``attn_q``, ``at
 
 The graph gains a ``position_ids`` input ``[B, S]`` (the export derived positions from the mask)
 and takes the layout the engine feeds SmolLM2's (``attention.py``): ``seqlens_k`` and
-``total_sequence_length`` from ``attention_mask``, the cache ``[B, kv_heads, P(+S), head_dim]`` on
-every layer, one buffer bound as past and present. The sliding layers' cache still holds every
-position (the kernel skips what lies before the window); see docs/model.md for what a cache that
-stops at the window would take.
+``total_sequence_length`` from ``attention_mask`` on the global layers, the cache
+``[B, kv_heads, P(+S), head_dim]``, one buffer bound as past and present. The sliding layers read
+their own lengths from a second input, ``sliding_attention_mask`` ``[B, P' + S]`` (``P'``: the
+positions their buffers hold), so that their buffers can stop at the window (the engine's
+``KVCache`` keeps the last positions there and shifts them; the rotary angle comes from
+``position_ids``, not from the buffer's length, and keys are cached rotated, so a shifted buffer
+needs no re-rotation). A caller whose buffers hold every position feeds it ``attention_mask``.
+The graph's ``metadata_props`` record ``sliding_window`` and ``sliding_layers`` for the engine.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from inference.model_dir import SLIDING_LAYERS_KEY, SLIDING_MASK, SLIDING_WINDOW_KEY
 from inference.modelbuild.attention import (
     MS_DOMAIN,
     SEQLENS,
@@ -59,6 +64,9 @@ TABLES = {
     for kind, name in (("full_attention", "global"), ("sliding_attention", "local"))
 }
 POSITION_IDS = "position_ids"
+# The sliding layers' own lengths: their cache buffers hold the last positions only (the engine's
+# ``KVCache``), so their ``seqlens_k`` and ``total_sequence_length`` come from a mask of their own.
+SLIDING_PREFIX = "/gqa/sliding"
 
 
 def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
@@ -88,6 +96,9 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
             consumers.setdefault(x, []).append(n)
 
     new_nodes, new_inits = sequence_lengths()
+    sliding_layers = [i for i, kind in enumerate(layer_types) if kind == "sliding_attention"]
+    if sliding_layers:
+        new_nodes += sequence_lengths(SLIDING_MASK, SLIDING_PREFIX)[0]  # the same constants
     for kind in sorted(set(layer_types)):
         rotary = ROTARY[kind]
         scaling_users = (f"{rotary}/Mul_1", f"{rotary}/Mul_2")
@@ -148,10 +159,13 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
             flat.append(f"{base}/flat")
         cos, sin = TABLES[kind]
         sliding = {"local_window_size": window} if kind == "sliding_attention" else {}
+        seqlens, total = (
+            (f"{SLIDING_PREFIX}/seqlens_k", f"{SLIDING_PREFIX}/total_sequence_length") if sliding else (SEQLENS, TOTAL)
+        )
         new_nodes.append(
             helper.make_node(
                 "GroupQueryAttention",
-                [*flat, projections[2].output[0], past_k, past_v, SEQLENS, TOTAL, cos, sin, POSITION_IDS],
+                [*flat, projections[2].output[0], past_k, past_v, seqlens, total, cos, sin, POSITION_IDS],
                 [attn_out, present_k, present_v],
                 name=f"{p}/gqa/GroupQueryAttention",
                 domain=MS_DOMAIN,
@@ -168,8 +182,21 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
         ids = next(i for i in graph.input if i.name == "input_ids")
         dims = [d.dim_param or d.dim_value for d in ids.type.tensor_type.shape.dim]  # [batch_size, sequence_length]
         graph.input.append(helper.make_tensor_value_info(POSITION_IDS, TensorProto.INT64, dims))
+    if sliding_layers and SLIDING_MASK not in graph_inputs:
+        mask = next(i for i in graph.input if i.name == "attention_mask")
+        batch = mask.type.tensor_type.shape.dim[0]
+        dims = [batch.dim_param or batch.dim_value, "sliding_past_sequence_length + sequence_length"]
+        graph.input.append(helper.make_tensor_value_info(SLIDING_MASK, TensorProto.INT64, dims))
+        helper.set_model_props(
+            model,
+            {
+                **{p.key: p.value for p in model.metadata_props},
+                SLIDING_WINDOW_KEY: str(window),
+                SLIDING_LAYERS_KEY: ",".join(map(str, sliding_layers)),
+            },
+        )
     kept = [n for n in graph.node if n.name not in replaced]
-    available = graph_inputs | {POSITION_IDS} | set(inits) | {i.name for i in new_inits}
+    available = graph_inputs | {POSITION_IDS, SLIDING_MASK} | set(inits) | {i.name for i in new_inits}
     del graph.node[:]
     graph.node.extend(topological(kept + new_nodes, available))
     graph.initializer.extend(new_inits)
@@ -180,11 +207,14 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
         "method": "QK-norm as SimplifiedLayerNormalization over head_dim, then GroupQueryAttention (com.microsoft, "
         "rotary inside) per layer, replacing the export's attention; position_ids as an input",
         "layers": layers,
-        "sliding_layers": [i for i, kind in enumerate(layer_types) if kind == "sliding_attention"],
+        "sliding_layers": sliding_layers,
         "local_window_size": window,
+        "sliding_attention_mask": SLIDING_MASK if sliding_layers else None,
         "rotary_tables": {kind: TABLES[kind][0].rsplit("/", 2)[1] for kind in sorted(set(layer_types))},
         "rotary_table_positions": config["max_position_embeddings"],
-        "cache": "every layer the same [B, kv_heads, capacity, head_dim] buffer (the sliding layers' kernel skips what lies before the window)",
+        "cache": "global layers: [B, kv_heads, capacity, head_dim] holding every position (seqlens_k from attention_mask); "
+        "sliding layers: buffers of their own length holding the last positions only (seqlens_k from sliding_attention_mask; "
+        "keys are rotated from position_ids before they are cached)",
         "nodes_before": nodes_before,
         "nodes_after": len(graph.node),
     }

@@ -42,6 +42,9 @@ class ModelRecipe:
     quality_text_start: int
     quality_prompt_starts: dict[str, tuple[int, ...]]
     verify_prompt: str = recipe.VERIFY_PROMPT
+    # Whether the decoder takes ``sliding_attention_mask``: its sliding-window layers' own cache lengths
+    # (``gemma_attention``), so that the engine's buffers for them stop at the window.
+    sliding_mask: bool = False
 
 
 SMOLLM2 = ModelRecipe(
@@ -79,7 +82,7 @@ GEMMA = ModelRecipe(
     key="gemma-3-270m",
     model_name="gemma-3-270m",
     dir_name="gemma-3-270m",
-    recipe_version=6,
+    recipe_version=7,  # 7: the sliding layers read sliding_attention_mask (their cache stops at the window)
     license="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
     # The norms first (onnxruntime.transformers' fusions need the standard operators); the head
     # slice before the GGUF step: the split head is a sum of terms.
@@ -92,6 +95,7 @@ GEMMA = ModelRecipe(
     stop_tokens=("<end_of_turn>",),
     quality_text_start=2,  # <bos>
     quality_prompt_starts={"none": (), "bos": (2,)},
+    sliding_mask=True,
 )
 
 RECIPES: dict[str, ModelRecipe] = {r.key: r for r in (SMOLLM2, GEMMA)}

@@ -213,6 +213,7 @@ def _build(
                     shapes,
                     config.get("bos_token_id"),
                     position_ids=source.recipe.position_ids,
+                    sliding_mask=source.recipe.sliding_mask,
                     prompt=source.recipe.verify_prompt,
                 )
         with timer.step("install", "write the manifest and move the model into place"):

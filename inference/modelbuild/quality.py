@@ -93,6 +93,8 @@ def step(session, ids: list[int], past: dict[str, np.ndarray]) -> tuple[np.ndarr
         feed["position_ids"] = np.arange(done, done + len(ids), dtype=np.int64)[None, :]  # [1, n]
     if "logits_to_keep" in inputs:
         feed["logits_to_keep"] = np.array(0, np.int64)  # every position
+    if md.SLIDING_MASK in inputs:  # Gemma's sliding layers: their buffers hold every position here, as the others'
+        feed[md.SLIDING_MASK] = feed["attention_mask"]
     names = [o.name for o in session.get_outputs()]
     out = dict(zip(names, session.run(None, feed)))
     return out["logits"][0], {p: out[p.replace("past_key_values", "present")] for p in past}

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
+from .. import model_dir as md
 from . import attention, gelu, gemma_attention, head, lossless, mlp, norms, recipe
 from .models import SMOLLM2, ModelRecipe
 
@@ -285,13 +286,16 @@ def verify_onnx(
     bos_token_id: int | None,
     *,
     position_ids: bool = True,
+    sliding_mask: bool = False,
     prompt: str = recipe.VERIFY_PROMPT,
 ) -> dict[str, Any]:
     """Load the model in ONNX Runtime, run prefills and a decode step, and check every shape.
 
     Returns the session's inputs and outputs, and the greedy next token after ``prompt``
     (encoded with no special token), alone and with the BOS prepended, for the manifest.
-    ``position_ids``: whether the graph takes them (Gemma's export derives them from the mask).
+    ``position_ids``: whether the graph takes them (Gemma's export derives them from the mask);
+    ``sliding_mask``: whether it takes ``sliding_attention_mask`` (fed the attention mask here: every
+    layer's cache holds every position).
     Raises ``RuntimeError`` on a missing input or a wrong shape.
     """
     import onnxruntime as ort  # loaded by the verify step only: importing the build API loads no runtime
@@ -303,6 +307,7 @@ def verify_onnx(
     layers, kv_heads, head_dim = shapes["num_layers"], shapes["num_key_value_heads"], shapes["head_dim"]
     past_names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
     expected = {"input_ids", "attention_mask", "logits_to_keep", *past_names} | ({"position_ids"} if position_ids else set())
+    expected |= {md.SLIDING_MASK} if sliding_mask else set()
     if {i.name for i in inputs} != expected:
         raise RuntimeError(f"unexpected ONNX inputs: {sorted({i.name for i in inputs} ^ expected)}")
     output_names = [o.name for o in outputs]
@@ -318,6 +323,8 @@ def verify_onnx(
         }
         if position_ids:
             feed["position_ids"] = np.arange(offset, offset + n, dtype=np.int64)[None, :]
+        if sliding_mask:
+            feed[md.SLIDING_MASK] = feed["attention_mask"]
         result = dict(zip(output_names, session.run(None, feed)))
         logits = result["logits"]
         if logits.shape != (1, keep or n, shapes["vocab_size"]) or not np.isfinite(logits).all():

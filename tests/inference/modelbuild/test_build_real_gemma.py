@@ -107,3 +107,20 @@ def test_greedy_equals_transformers_past_the_window(session, tokenizer, referenc
     ids = tokenizer.encode(MIXED_TEXT * 3).ids[:600]
     assert len(ids) == 600
     assert onnx_greedy(session, ids, NEW_TOKENS) == torch_greedy(reference, ids, NEW_TOKENS)
+
+
+def test_the_engines_cache_that_stops_at_the_window_decodes_as_transformers(gemma_dir, tokenizer, reference):
+    """The engine (``DecodeState``) keeps the sliding layers' buffers at window + slack (768 positions,
+    a shift to the last 575 when a step would overflow): a 700-token prompt and 140 greedy tokens
+    cross a shift and give transformers' tokens."""
+    from inference.runtime import load_runtime
+
+    ids = tokenizer.encode(MIXED_TEXT * 4).ids[:700]
+    state = load_runtime(gemma_dir).decoder.new_state()
+    logits = state.append_tokens(ids)
+    out = []
+    for _ in range(140):
+        out.append(int(logits[0].argmax()))
+        logits = state.append_tokens(out[-1:])
+    assert state.past.sliding_capacity == 768 and state.past.offsets[0] > 0  # it shifted
+    assert out == torch_greedy(reference, ids, 140)

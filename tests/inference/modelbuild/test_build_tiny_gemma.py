@@ -62,6 +62,11 @@ def test_graph_is_fused(tiny_gemma_dir):
     windows = [next((a.i for a in n.attribute if a.name == "local_window_size"), -1) for n in gqa]
     assert windows == [SLIDING_WINDOW, -1, SLIDING_WINDOW]  # sliding, global, sliding
     assert [n.input[7] for n in gqa] == ["/gqa/local/cos_cache", "/gqa/global/cos_cache", "/gqa/local/cos_cache"]
+    # the sliding layers' lengths come from sliding_attention_mask, the global layer's from attention_mask
+    assert [n.input[5] for n in gqa] == ["/gqa/sliding/seqlens_k", "/gqa/seqlens_k", "/gqa/sliding/seqlens_k"]
+    assert md.SLIDING_MASK in {i.name for i in model.graph.input}
+    meta = {p.key: p.value for p in model.metadata_props}
+    assert (meta[md.SLIDING_WINDOW_KEY], meta[md.SLIDING_LAYERS_KEY]) == (str(SLIDING_WINDOW), "0,2")
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     local, global_ = inits["/gqa/local/cos_cache"], inits["/gqa/global/cos_cache"]  # [P, head_dim / 2]
     assert local.shape == global_.shape == (256, 8)
@@ -107,10 +112,10 @@ def test_tokenizer_is_the_gguf_builders(tiny_gemma_dir):
 
 
 def test_the_engine_decodes_the_fused_graph_as_transformers_does(tiny_gemma_dir):
-    """The engine loads the fused Gemma as it loads SmolLM2 (position_ids, one cache buffer bound as past
-    and present, every layer the same capacity): a prefill past the window, then single steps, give
-    transformers' logits at every position; the bench's bare session.run loop picks the same greedy
-    tokens as the engine."""
+    """The engine loads the fused Gemma as it loads SmolLM2 (position_ids, one cache buffer per layer
+    and kind bound as past and present; the sliding layers' stop at window + slack and shift): a
+    prefill past the window, then single steps, give transformers' logits at every position; the
+    bench's bare session.run loop picks the same greedy tokens as the engine."""
     import torch
 
     from inference.bench.bare import BareSession

@@ -9,7 +9,9 @@ PREFILL_CHUNK_BESIDE_DECODE = 128  # prompt tokens a joining run prefills per st
 ADMISSION_WINDOW_S = 0.015
 ADMISSION_WINDOWS_AT_MOST = 6
 # Whether a served decoder's ONNX Runtime threads spin between calls (``PLAYGROUND_INTRA_OP_SPINNING``).
-# Off: between steps (the sampler chains, the events) and while the web side relays the frames, a
-# spinning pool thread holds a core the others need; on the shared 2-core machine 8 websocket
-# streams cost 15.5-17.4 CPU ms a token spinning against 9.4-11.2 not (docs/loadtest.md).
-DEFAULT_SPINNING = False
+# On (ONNX Runtime's own default): on the quiet 2-core machine, one process serving the websocket,
+# spinning gave more tokens/s in every case (8 streams: exact 184 against 154, fast 273 against
+# 221; one stream of fast 76 against 66; docs/loadtest.md, "On a quiet machine"). Off is for a
+# machine whose cores other work shares: there a spinning pool thread holds a core the others need
+# (8 streams cost 15.5-17.4 CPU ms a token spinning against 9.4-11.2 not, at load 7-10).
+DEFAULT_SPINNING = True

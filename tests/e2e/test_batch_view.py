@@ -227,7 +227,11 @@ def test_the_main_page_shows_the_workers_load_when_a_run_is_sent(playground: Pla
                     "type": "generate",
                     "request_id": "busy",
                     "prompt": "Once upon a time",
-                    "params": {"max_tokens": 300, "ignore_eos": True, "temperature": 0},
+                    "params": {
+                        "max_tokens": 4000,
+                        "ignore_eos": True,
+                        "temperature": 0,
+                    },  # cancelled below: decoding whatever the speed
                 }
             )
         )

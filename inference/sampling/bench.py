@@ -8,6 +8,12 @@ faults per step, and the
 grammar stage's cost per token on the served model's vocabulary (``grammar_bench``: mask and whole
 stage, median and p95, per constraint). It raises glibc's malloc thresholds as a worker does
 (``inference/allocator.py``); ``--malloc-defaults`` measures without that.
+
+The made-up logits are harsher than a model's: their broad bulk holds most of the mass, so ~40 % of
+draws at T = 1 land past the head (the tokens within 2^-6 of the top), where the pick searches
+probability bands. ``--model-dir DIR`` (repeatable) also times the chain on that built model's own
+logits at every position of a fixed English text (one prefill), and every report says which share
+of the mass lay past the head.
 """
 
 from __future__ import annotations
@@ -16,12 +22,14 @@ import argparse
 import json
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from inference.allocator import keep_freed_memory
 from inference.sampling import grammar_bench
+from inference.sampling.candidates import Softmax
 from inference.sampling.chain import SamplerChain
 from inference.sampling.params import DEFAULT_ORDER, SamplingParams
 
@@ -59,13 +67,17 @@ def chain_cost_ms(
     seed: int = 0,
     top_n: int = TOP_N,
     clock: Callable[[], float] = time.perf_counter,
+    logits: Sequence[np.ndarray] | None = None,
 ) -> float:
     """Median milliseconds per ``chain.step`` (with ``top_n`` alternatives) over ``steps`` tokens;
     the history grows by the picked token each step, as in a real run. ``clock``: wall time, or
-    ``time.thread_time`` (CPU time, which other work on a shared machine inflates less)."""
+    ``time.thread_time`` (CPU time, which other work on a shared machine inflates less).
+    ``logits``: float32 [V] rows to step on in turn (a model's: ``model_logits``) instead of 16
+    made-up ones of ``vocab_size``."""
     rng = np.random.default_rng(seed)
-    logits = [fake_logits(rng, vocab_size) for _ in range(16)]
-    history = fake_history(rng, vocab_size)
+    if logits is None:
+        logits = made_up_rows(vocab_size, rng)
+    history = fake_history(rng, len(logits[0]))
     chain = SamplerChain(params)
     draws = np.random.default_rng(seed)
     for i in range(5):  # warm-up
@@ -77,6 +89,48 @@ def chain_cost_ms(
         times.append(clock() - start)
         history.append(trace.token)
     return float(np.median(times) * 1e3)
+
+
+def made_up_rows(vocab_size: int, rng: np.random.Generator | None = None) -> list[np.ndarray]:
+    """The 16 rows of made-up logits ``chain_cost_ms`` steps on (``rng``: default seed 0)."""
+    rng = np.random.default_rng(0) if rng is None else rng
+    return [fake_logits(rng, vocab_size) for _ in range(16)]
+
+
+def mass_past_head(logits: Sequence[np.ndarray]) -> float:
+    """The mean share of probability (T = 1) outside the head, the tokens with e >= 2^-6 of the
+    top: how often a draw at the defaults sends the pick searching the tail."""
+    shares = []
+    for row in logits:
+        soft = Softmax(row.astype(np.float64))
+        shares.append(1.0 - float(soft.e[soft.head].sum()) / soft.z)
+    return float(np.mean(shares))
+
+
+#: A fixed English text whose every position's logits ``model_logits`` takes.
+MODEL_TEXT = (
+    "A language model does not write a sentence at once. At every step it gives each token of its "
+    "vocabulary a score, the scores become probabilities, and a sampler picks one token; the token is "
+    "appended to the text and the model scores the next position. Temperature divides the scores "
+    "before they become probabilities, so a low temperature sharpens the distribution and a high one "
+    "flattens it. Top-k keeps only the k most likely tokens, top-p keeps the smallest set whose "
+    "probabilities add up to p, and min-p drops every token far less likely than the best one. "
+    "Penalties lower the scores of tokens that already appeared, which keeps the text from looping. "
+    "With a fixed seed the same settings give the same text, which makes two runs easy to compare. "
+    "The old lighthouse keeper climbed the stairs each evening, lit the lamp and watched the ships "
+    "pass the rocks at the mouth of the harbour, writing their names in a book that nobody read."
+)
+
+
+def model_logits(model_dir: Path, positions: int = 160) -> list[np.ndarray]:
+    """The built model's own float32 logits [V] at the first ``positions`` positions of
+    ``MODEL_TEXT`` (completion mode; one prefill that keeps every position's logits)."""
+    from inference.runtime import load_runtime  # only this option loads a model
+
+    runtime = load_runtime(model_dir)
+    ids = runtime.codec.encode(MODEL_TEXT, "completion")[:positions]
+    rows = runtime.decoder.new_state(1).append_tokens(np.array([ids], dtype=np.int64), all_logits=True)[0]  # [S, V]
+    return [np.ascontiguousarray(row) for row in rows]
 
 
 EVERY_STAGE = dict(
@@ -115,6 +169,10 @@ CASES: dict[str, SamplingParams] = {
 }
 
 
+#: The settings timed on a model's own logits (``--model-dir``).
+MODEL_CASES = ("defaults", "greedy", "temperature_0.7_top_p_0.9", "every_stage")
+
+
 def figures(steps: int = 200, vocab_size: int = VOCAB_SIZE) -> dict[str, float]:
     """Median ms per token for the defaults and for every stage on (for the engine's bench)."""
     return {name: round(chain_cost_ms(CASES[name], vocab_size, steps=steps), 4) for name in ("defaults", "every_stage")}
@@ -130,6 +188,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=200, help="tokens per case (default 200)")
     parser.add_argument("--cpu-clock", action="store_true", help="time each step on the thread's CPU clock, not the wall clock")
     parser.add_argument("--grammar-rounds", type=int, default=20, help="walks of each grammar's text (default 20)")
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="also time the chain on this built model's own logits over a fixed text (repeatable)",
+    )
     args = parser.parse_args(argv)
     raised = False if args.malloc_defaults else keep_freed_memory()
     clock = time.thread_time if args.cpu_clock else time.perf_counter
@@ -141,6 +206,16 @@ def main(argv: list[str] | None = None) -> None:
             before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             cost[name] = round(chain_cost_ms(params, vocab_size, steps=args.steps, clock=clock), 4)
             fault[name] = round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / (args.steps + 5), 1)
+    past_head = {str(v): round(mass_past_head(made_up_rows(v)), 3) for v in VOCAB_SIZES}
+    on_models: dict[str, dict[str, float]] = {}
+    for model_dir in args.model_dir:
+        rows = model_logits(model_dir)
+        on_models[model_dir.name] = {
+            "vocab_size": len(rows[0]),
+            "positions": len(rows),
+            "mass_past_head": round(mass_past_head(rows), 3),
+            **{name: round(chain_cost_ms(CASES[name], steps=args.steps, clock=clock, logits=rows), 4) for name in MODEL_CASES},
+        }
     grammar = grammar_bench.figures(args.grammar_rounds)["constraints"]
     print(
         json.dumps(
@@ -149,6 +224,8 @@ def main(argv: list[str] | None = None) -> None:
                 "clock": "thread CPU time" if args.cpu_clock else "wall",
                 "cost": report,  # by vocabulary size
                 "page_faults_per_step": faults,
+                "mass_past_head": past_head,  # mean share of the made-up logits' mass a draw at T = 1 finds past the head
+                **({"on_model_logits": on_models} if on_models else {}),
                 "grammar_us_per_token": {
                     name: {k: v for k, v in g.items() if k.startswith(("mask", "stage"))} for name, g in grammar.items()
                 },

@@ -23,7 +23,8 @@ _HEAD_SUM_LIMIT = 1024  # Softmax.ahead: a larger head (a flat distribution) is 
 _LOGIT_LADDER = (2.0, 8.0, 32.0)
 _TOP_BLOCK = 256  # top_positions: block size of the maxima that bound the k largest
 _MANTISSA_BITS = 52  # float64
-_TOP_BAND = (int(np.float64(1.0).view(np.int64)) - 1) >> (_MANTISSA_BITS - 2)  # _bands: the band of r = 1
+_BAND_BITS = 4  # _bands: the top mantissa bits that split an octave (16 bands per octave)
+_TOP_BAND = (int(np.float64(1.0).view(np.int64)) - 1) >> (_MANTISSA_BITS - _BAND_BITS)  # _bands: the band of r = 1
 
 
 def frozen(a: np.ndarray) -> np.ndarray:
@@ -39,7 +40,7 @@ class Softmax:
     the model's float32 logits to check them): the same floats a pass over ``logits`` would give,
     so two passes are spared and nothing changes. ``e``'s largest value is exactly 1 (exp(0))."""
 
-    __slots__ = ("d", "e", "z", "log_z", "_entropy", "_p", "_head")
+    __slots__ = ("d", "e", "z", "log_z", "_entropy", "_p", "_head", "_picked")
 
     def __init__(self, logits: np.ndarray, extremes: tuple[float, float] | None = None) -> None:
         if extremes is None:
@@ -63,6 +64,7 @@ class Softmax:
         self._entropy: float | None = None
         self._p: np.ndarray | None = None
         self._head: np.ndarray | None = None
+        self._picked: tuple[int, float] | None = None  # (position, sum ahead of it) from the pick's own search
 
     @property
     def entropy(self) -> float:
@@ -88,11 +90,19 @@ class Softmax:
             self._head = frozen(np.flatnonzero(self.e >= _HEAD_FRACTION))
         return self._head
 
+    def picked(self, pos: int, ahead: float) -> None:
+        """The pick chose position ``pos`` having summed ``ahead`` before it (``crossing``)."""
+        self._picked = (pos, ahead)
+
     def ahead(self, pos: int) -> float:
         """The sum of ``e`` over the tokens ahead of position ``pos`` in pick order (e descending,
-        ties lower position first): ``np.sum(e, where=e > own) + np.sum(e[:pos], where=e[:pos] ==
-        own)``, the very float. When ``pos`` is in the head, so is every token ahead of it, and the
+        ties lower position first). For the picked token, the running sum the pick itself compared
+        the draw with (``picked``): its segment of the draw bar holds the draw by construction, and
+        no pass is made. Otherwise ``np.sum(e, where=e > own) + np.sum(e[:pos], where=e[:pos] ==
+        own)``, the very float; when ``pos`` is in the head, so is every token ahead of it, and the
         sums are taken over the head's tokens alone (``sum_at``) instead of two passes over ``e``."""
+        if self._picked is not None and self._picked[0] == pos:
+            return self._picked[1]
         e = self.e
         own = e[pos]
         if len(e) <= _PREFIX_SORT_LIMIT or own < _HEAD_FRACTION or len(self.head) > _HEAD_SUM_LIMIT:
@@ -181,6 +191,11 @@ class Candidates:
         return len(self.ids)
 
     @property
+    def extremes_known(self) -> bool:
+        """True for a set made with its logits' (max, min): the chain's raw set, unclipped."""
+        return self._extremes is not None
+
+    @property
     def full(self) -> bool:
         """True while no token has been removed: position == token id."""
         return len(self.ids) == self.vocab_size
@@ -223,9 +238,14 @@ class Candidates:
         return Candidates(frozen(self.ids[mask]), self.logits[mask], self.vocab_size)
 
     def keep_positions(self, positions: np.ndarray) -> Candidates:
-        mask = np.zeros(len(self.ids), dtype=bool)
-        mask[positions] = True
-        return self.keep(mask)
+        """``keep`` for the mask true at ``positions`` (unique, any order): the same set, from a
+        gather of those positions instead of passes over a vocabulary-sized mask."""
+        if not len(positions):
+            return self.keep(np.zeros(len(self.ids), dtype=bool))
+        if len(positions) == len(self.ids):
+            return self
+        positions = np.sort(positions)  # ascending: the ids stay ascending
+        return Candidates(frozen(self.ids[positions]), self.logits[positions], self.vocab_size)
 
     def to_full(self, values: np.ndarray, fill: float) -> np.ndarray:
         out = np.full(self.vocab_size, fill, dtype=np.float64)
@@ -247,7 +267,7 @@ def prob_prefix(
     ``w`` is a probability vector or ``Softmax.e`` (then ``target`` is scaled by ``z``).
 
     Large sets avoid a full sort: first the head w >= max/64 is tried; failing that, tokens are
-    put in narrow bands by the binary exponent of w (4 bands per octave, ordered like w), the
+    put in narrow bands by the binary exponent of w (16 bands per octave, ordered like w), the
     band where the running sum crosses the target is found from band sums, and only that band is
     sorted. Tokens of earlier bands all come before it in the order, whatever their own order.
     ``last_only``: the crossing token may come alone (the pick reads nothing else), sparing the
@@ -255,6 +275,20 @@ def prob_prefix(
     ``soft``: the ``Softmax`` whose ``e`` is ``w``: its largest value (1) and its ``head`` are
     known, which spares the passes that find them.
     """
+    found = _search(w, target, strict, last_only, soft)
+    return None if found is None else found[0]
+
+
+def crossing(w: np.ndarray, target: float, strict: bool, soft: Softmax | None = None) -> tuple[int, float] | None:
+    """``prob_prefix``'s crossing token alone: its position and the running sum just before it
+    (the weight of every token ahead of it, as the search accumulated it: the sum the target was
+    compared with). None if the sum never reaches the target."""
+    found = _search(w, target, strict, True, soft)
+    return None if found is None else (int(found[0][-1]), found[1])
+
+
+def _search(w: np.ndarray, target: float, strict: bool, last_only: bool, soft: Softmax | None) -> tuple[np.ndarray, float] | None:
+    """(``prob_prefix``'s positions, the running sum before the last of them) or None."""
     n = len(w)
     if n > _PREFIX_SORT_LIMIT:
         top = float(w.max()) if soft is None else 1.0
@@ -274,29 +308,32 @@ def prob_prefix(
             cum = base + np.cumsum(w[order])
             j = int(np.searchsorted(cum, target, side="right" if strict else "left"))
             if j < len(order):
+                ahead = float(cum[j - 1]) if j else base
                 if last_only:
-                    return order[j : j + 1]
-                return np.concatenate([np.flatnonzero(band < k), order[: j + 1]])
+                    return order[j : j + 1], ahead
+                return np.concatenate([np.flatnonzero(band < k), order[: j + 1]]), ahead
     return _prefix_in(np.argsort(-w, kind="stable"), w, target, strict)
 
 
 def _bands(r: np.ndarray) -> np.ndarray:
-    """Band numbers of ratios ``r`` in [0, 1] (w / max w), 4 per octave, 0 for the largest, ordered
-    like ``r`` descending, zeros after every positive ratio: band ``(1 - e) · 4 + ⌊(1 - m) · 8⌋``
-    for ``r = m · 2^e`` (``np.frexp``, m in [0.5, 1)), i.e. the quarter octaves ``(a, b]``, up to
-    a constant offset. Read off the float's bits (exponent and the top two mantissa bits of
-    ``r``'s predecessor bit pattern), one integer pass instead of frexp's arithmetic. Subnormal
+    """Band numbers of ratios ``r`` in [0, 1] (w / max w), 16 per octave, 0 for the largest, ordered
+    like ``r`` descending, zeros after every positive ratio: band ``(1 - e) · 16 + ⌊(1 - m) · 32⌋``
+    for ``r = m · 2^e`` (``np.frexp``, m in [0.5, 1)), i.e. the sixteenth octaves ``(a, b]``, up
+    to a constant offset. Read off the float's bits (exponent and the top four mantissa bits of
+    ``r``'s predecessor bit pattern), one integer pass instead of frexp's arithmetic. (Narrow
+    bands keep the one band that is sorted small: a few thousand tokens at 262k.) Subnormal
     ratios (below 2**-1022) are banded by their bits, still in order: their weights vanish in any
     running sum holding the largest one, so no sum and no pick changes."""
     bits = r.view(np.int64) - 1  # positive floats order like their bit patterns; 0 → -1
-    bits >>= _MANTISSA_BITS - 2  # exponent and top two mantissa bits of the predecessor: (a, b] bands
+    bits >>= _MANTISSA_BITS - _BAND_BITS  # exponent and top mantissa bits of the predecessor: (a, b] bands
     return np.subtract(_TOP_BAND, bits, out=bits)
 
 
-def _prefix_in(order: np.ndarray, p: np.ndarray, target: float, strict: bool) -> np.ndarray | None:
+def _prefix_in(order: np.ndarray, p: np.ndarray, target: float, strict: bool) -> tuple[np.ndarray, float] | None:
+    """``order``'s positions up to the first where the running sum crosses, and the sum before it."""
     cum = np.cumsum(p[order])
     k = int(np.searchsorted(cum, target, side="right" if strict else "left"))
-    return order[: k + 1] if k < len(order) else None
+    return (order[: k + 1], float(cum[k - 1]) if k else 0.0) if k < len(order) else None
 
 
 def key_prefix(key: np.ndarray, p: np.ndarray, target: float) -> np.ndarray:
@@ -312,10 +349,10 @@ def key_prefix(key: np.ndarray, p: np.ndarray, target: float) -> np.ndarray:
             if float(p[sel].sum()) >= target:
                 found = _prefix_in(_stable_order(key, sel), p, target, strict=False)
                 if found is not None:
-                    return found
+                    return found[0]
     order = np.argsort(key, kind="stable")
     found = _prefix_in(order, p, target, strict=False)
-    return order if found is None else found
+    return order if found is None else found[0]
 
 
 def top_positions(logits: np.ndarray, k: int) -> np.ndarray:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from inference.sampling.candidates import LOGIT_LIMIT, Candidates, frozen, prob_prefix, top_positions
+from inference.sampling.candidates import LOGIT_LIMIT, Candidates, crossing, frozen, top_positions
 from inference.sampling.params import SamplingParams
 from inference.sampling.stages import Stage, StepContext, build_stages
 from inference.sampling.trace import StageCount, StepTrace, TokenLookup
@@ -51,7 +51,7 @@ class SamplerChain:
     def trace(self, logits: np.ndarray, history: Sequence[int] = (), top_n: int = 5, watch: Sequence[int] = ()) -> StepTrace:
         """What each stage would do for these logits, without picking or changing any state."""
         raw, outputs = self._run(logits, history)
-        return self._trace(raw, outputs, top_n, token=None, draw=None, watch=watch)
+        return self._trace(raw, outputs, top_n, token=None, draw=None, watch=watch, model_logits=logits)
 
     def step(
         self,
@@ -77,7 +77,7 @@ class SamplerChain:
             token = int(final.ids[0]) if draw is None else pick(final, draw)
         for stage, (_, out) in zip(self.stages, outputs):
             stage.accept(token, out)
-        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch)
+        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch, model_logits=logits)
 
     def step_with(
         self,
@@ -94,7 +94,7 @@ class SamplerChain:
         token, draw = choose(outputs[-1][1] if outputs else raw)
         for stage, (_, out) in zip(self.stages, outputs):
             stage.accept(token, out)
-        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch)
+        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch, model_logits=logits)
 
     def sample(self, logits: np.ndarray, history: Sequence[int], rng: np.random.Generator) -> int:
         return self.step(logits, history, rng, top_n=0).token  # type: ignore[return-value]
@@ -136,12 +136,12 @@ class SamplerChain:
             return Candidates(self._ids, values, vocab)
         return Candidates(self._ids, values, vocab, extremes=(top, low))  # unclipped: the softmax needs no pass for them
 
-    def _trace(self, raw, outputs, top_n, token, draw, watch=()) -> StepTrace:
+    def _trace(self, raw, outputs, top_n, token, draw, watch=(), model_logits=None) -> StepTrace:
         if not isinstance(top_n, int) or isinstance(top_n, bool) or top_n < 0:
             raise ValueError(f"top_n must be an integer >= 0; got {top_n!r}")
         lookup = TokenLookup(raw, outputs)
         final = lookup.final
-        top = raw.ids[top_positions(raw.logits, top_n)] if top_n > 0 else raw.ids[:0]
+        top = raw.ids[top_positions(_ordered_like(raw, model_logits), top_n)] if top_n > 0 else raw.ids[:0]
         # the chosen token and the alternatives described in one vectorized lookup (``describe``'s numbers)
         described = lookup.describe_many(top if token is None else np.concatenate(([token], top)))
         chosen = None if token is None else described[0]
@@ -162,13 +162,26 @@ class SamplerChain:
         )
 
 
+def _ordered_like(raw: Candidates, model_logits) -> np.ndarray:
+    """An array that orders ``raw``'s tokens as its logits do: the model's own float32 logits when
+    ``raw`` holds every one of them unclipped (float32 to float64 is exact and keeps the order;
+    half the bytes to read), else ``raw.logits``."""
+    x = np.asarray(model_logits) if model_logits is not None else None
+    if x is not None and x.dtype == np.float32 and x.ndim == 1 and raw.full and raw.extremes_known:
+        return x
+    return raw.logits
+
+
 def pick(final: Candidates, u: float) -> int:
     """Inverse CDF: tokens sorted by probability descending (ties: lower id first); the first
     whose cumulative probability exceeds u. If rounding keeps the total at or below u, the last
-    token with nonzero probability."""
+    token with nonzero probability. The running sum ahead of the picked token is kept on the
+    softmax (``Softmax.picked``), so the draw bar's segment is the sum the draw was compared with."""
     soft = final.softmax  # cumulative sums of e = p * z, compared with u * z: no [V] division
-    head = prob_prefix(soft.e, u * soft.z, strict=True, last_only=True, soft=soft)
-    if head is None:
+    found = crossing(soft.e, u * soft.z, strict=True, soft=soft)
+    if found is None:
         order = np.argsort(-soft.e, kind="stable")
-        head = order[soft.e[order] > 0]
-    return int(final.ids[head[-1]])
+        return int(final.ids[order[soft.e[order] > 0][-1]])
+    position, ahead = found
+    soft.picked(position, ahead)
+    return int(final.ids[position])

@@ -14,8 +14,8 @@ from inference.sampling import SamplerChain, SamplingParams
 from ..helpers import collect
 from .helpers import ScriptedRng, logits_for
 
-# A slack of a few float64 roundings: the pick sums the head of the order in one way, the interval
-# in another, and u exactly on a boundary (to 1e-12) has a chance of about 1e-12 per token.
+# A slack of a few float64 roundings: the picked token's segment is the pick's own running sum, but
+# divided by z; a forced token's is summed by another pass.
 ROUNDING = 1e-12
 
 

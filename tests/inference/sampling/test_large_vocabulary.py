@@ -1,6 +1,6 @@
 """The shortcuts that keep the chain cheap at Gemma's 262,144-token vocabulary give what the plain
 computations give: the top positions are a full stable sort's head, and the pick's probability
-bands are the quarter octaves ``np.frexp`` defines, boundaries included."""
+bands are the sixteenth octaves ``np.frexp`` defines, boundaries included."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ GEMMA_VOCAB = 262_144
 def frexp_bands(r: np.ndarray) -> np.ndarray:
     """The bands as ``prob_prefix`` first defined them (from ``np.frexp``)."""
     mantissa, exponent = np.frexp(r)
-    band = (1 - exponent) * 4 + ((1.0 - mantissa) * 8).astype(np.int64)
-    band[r == 0] = 4 * 1100
+    band = (1 - exponent) * 16 + ((1.0 - mantissa) * 32).astype(np.int64)
+    band[r == 0] = 16 * 1100
     return band
 
 
@@ -36,10 +36,10 @@ def test_top_positions_on_a_flat_vocabulary_falls_back_exactly():
     np.testing.assert_array_equal(top_positions(logits, 20), np.argsort(-logits, kind="stable")[:20])
 
 
-def test_bands_are_frexps_quarter_octaves_boundaries_included():
+def test_bands_are_frexps_sixteenth_octaves_boundaries_included():
     rng = np.random.default_rng(0)
     octaves = 2.0 ** -np.arange(0, 1070, dtype=np.float64)  # down to subnormals
-    edges = np.concatenate([octaves * m for m in (1.0, 0.875, 0.75, 0.625, 0.5)])  # exact band edges
+    edges = np.concatenate([octaves * (m / 32) for m in range(16, 33)])  # exact band edges
     near = np.concatenate([np.nextafter(edges, 0.0), np.nextafter(edges, 1.0)])
     r = np.concatenate([edges, near, rng.random(10_000), [0.0, 1.0, 5e-324]])
     r = r[(r >= 0) & (r <= 1)]

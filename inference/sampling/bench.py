@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from inference.allocator import keep_freed_memory
+from inference.runtime import load_runtime
 from inference.sampling import grammar_bench
 from inference.sampling.candidates import Softmax
 from inference.sampling.chain import SamplerChain
@@ -125,8 +126,6 @@ MODEL_TEXT = (
 def model_logits(model_dir: Path, positions: int = 160) -> list[np.ndarray]:
     """The built model's own float32 logits [V] at the first ``positions`` positions of
     ``MODEL_TEXT`` (completion mode; one prefill that keeps every position's logits)."""
-    from inference.runtime import load_runtime  # only this option loads a model
-
     runtime = load_runtime(model_dir)
     ids = runtime.codec.encode(MODEL_TEXT, "completion")[:positions]
     rows = runtime.decoder.new_state(1).append_tokens(np.array([ids], dtype=np.int64), all_logits=True)[0]  # [S, V]

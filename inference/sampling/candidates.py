@@ -44,11 +44,11 @@ class Softmax:
 
     def __init__(self, logits: np.ndarray, extremes: tuple[float, float] | None = None) -> None:
         if extremes is None:
-            d = logits - logits.max()  # <= 0; -inf only if logits spanned more than the float range
+            d = _shifted(logits, logits.max())  # <= 0; -inf only if logits spanned more than the float range
             lowest = float(d.min()) if len(d) else 0.0
         else:
             top, low = extremes
-            d = logits - top
+            d = _shifted(logits, top)
             lowest = low - top  # rounding is monotone: min(fl(l - top)) = fl(min(l) - top), no pass
         if lowest < _EXP_FAST_FLOOR:  # one pass instead of a mask and any()
             low = d < _EXP_FAST_FLOOR
@@ -112,6 +112,17 @@ class Softmax:
         return sum_at(e, head[values > own]) + sum_at(e, head[(values == own) & (head < pos)])
 
 
+def _shifted(logits: np.ndarray, top: float) -> np.ndarray:
+    """float64 ``logits - top``, a new array: for logits of another dtype (the model's float32),
+    converted and shifted in that one array, the same floats as converting first (float32 and
+    integer values up to 2^53 convert exactly)."""
+    if logits.dtype == np.float64:
+        return logits - top
+    d = logits.astype(np.float64)
+    d -= top
+    return d
+
+
 def sum_at(e: np.ndarray, positions: np.ndarray) -> float:
     """``np.sum(e, where=mask)`` for the mask true at ``positions`` (ascending) alone, the same float
     without a pass over ``e``: numpy's masked sum adds the plain sum of each run of consecutive true
@@ -133,9 +144,13 @@ class Candidates:
     A set made by ``shifted`` (a stage that moves a few tokens' logits: logit bias, the penalties,
     DRY) holds its input's set and the moved values instead of a copy of every logit; the array is
     built the first time ``logits`` is read. A run of such stages thus copies the vocabulary's
-    logits once, where the next stage reads them, instead of once per stage."""
+    logits once, where the next stage reads them, instead of once per stage.
 
-    __slots__ = ("ids", "vocab_size", "_logits", "_base", "_edits", "_soft", "_extremes")
+    The chain's raw set (``of_model``) holds the model's own logits (float32, read, never written)
+    and makes their float64 copy only when ``logits`` is first read: the softmax and the pick need
+    none (the softmax converts and shifts them in one array), so at the defaults none is made."""
+
+    __slots__ = ("ids", "vocab_size", "_logits", "_base", "_edits", "_soft", "_extremes", "_source")
 
     def __init__(self, ids: np.ndarray, logits: np.ndarray, vocab_size: int, extremes: tuple[float, float] | None = None) -> None:
         """``extremes``: (max, min) of ``logits`` when the caller knows them (``Softmax`` then
@@ -147,9 +162,22 @@ class Candidates:
         self._edits: tuple[tuple[np.ndarray, np.ndarray], ...] = ()  # (unique positions ascending, their values), oldest first
         self._soft: Softmax | None = None
         self._extremes = extremes
+        self._source: np.ndarray | None = None  # the model's logits, while ``_logits`` is unbuilt (``of_model``)
+
+    @classmethod
+    def of_model(cls, ids: np.ndarray, source: np.ndarray, extremes: tuple[float, float]) -> Candidates:
+        """Every token of the model's logits ``source`` (any float or integer dtype, within
+        +-LOGIT_LIMIT, no -inf: the chain checks), with their (max, min). ``source`` is kept, not
+        copied: the caller must not change it while the set (a step's trace) is in use."""
+        out = cls.__new__(cls)
+        out.ids, out.vocab_size, out._logits, out._base, out._edits = ids, len(source), None, None, ()
+        out._soft, out._extremes, out._source = None, extremes, source
+        return out
 
     @property
     def logits(self) -> np.ndarray:
+        if self._logits is None and self._source is not None:
+            self._logits, self._source = frozen(self._source.astype(np.float64)), None
         if self._logits is None:
             assert self._base is not None
             logits = self._base.logits.copy()
@@ -162,6 +190,8 @@ class Candidates:
         """The logits at positions ``pos`` (a fresh array), without building an unbuilt set's array."""
         if self._logits is not None:
             return self._logits[pos]
+        if self._source is not None:
+            return self._source[pos].astype(np.float64)
         assert self._base is not None
         values = self._base.logits[pos]
         for edited, edits in self._edits:  # positions ascending (``shifted``)
@@ -181,7 +211,8 @@ class Candidates:
         edit = (pos[order], values[order])
         out = Candidates.__new__(Candidates)
         out.ids, out.vocab_size, out._logits, out._soft, out._extremes = self.ids, self.vocab_size, None, None, None
-        if self._logits is None:  # unbuilt itself: share its base, one more edit
+        out._source = None
+        if self._base is not None:  # unbuilt itself: share its base, one more edit
             out._base, out._edits = self._base, (*self._edits, edit)
         else:
             out._base, out._edits = self, (edit,)
@@ -191,9 +222,13 @@ class Candidates:
         return len(self.ids)
 
     @property
-    def extremes_known(self) -> bool:
-        """True for a set made with its logits' (max, min): the chain's raw set, unclipped."""
-        return self._extremes is not None
+    def ordered_values(self) -> np.ndarray:
+        """Values that order the tokens as their logits do: the model's own float32 logits while
+        the set holds them unconverted (float32 to float64 is exact, so the order and the ties are
+        the same; half the bytes to read), else ``logits``."""
+        if self._logits is None and self._source is not None and self._source.dtype == np.float32:
+            return self._source
+        return self.logits
 
     @property
     def full(self) -> bool:
@@ -203,7 +238,7 @@ class Candidates:
     @property
     def softmax(self) -> Softmax:
         if self._soft is None:
-            self._soft = Softmax(self.logits, self._extremes)
+            self._soft = Softmax(self.logits if self._source is None else self._source, self._extremes)
         return self._soft
 
     def positions(self, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -232,10 +267,10 @@ class Candidates:
         """The tokens where ``mask`` is true; if none, the single most likely one (lowest id on ties)."""
         if not mask.any():
             mask = np.zeros(len(self.ids), dtype=bool)
-            mask[int(np.argmax(self.logits))] = True
+            mask[int(np.argmax(self.logits if self._source is None else self._source))] = True
         elif mask.all():
             return self
-        return Candidates(frozen(self.ids[mask]), self.logits[mask], self.vocab_size)
+        return Candidates(frozen(self.ids[mask]), self._values_at(mask), self.vocab_size)
 
     def keep_positions(self, positions: np.ndarray) -> Candidates:
         """``keep`` for the mask true at ``positions`` (unique, any order): the same set, from a
@@ -245,7 +280,14 @@ class Candidates:
         if len(positions) == len(self.ids):
             return self
         positions = np.sort(positions)  # ascending: the ids stay ascending
-        return Candidates(frozen(self.ids[positions]), self.logits[positions], self.vocab_size)
+        return Candidates(frozen(self.ids[positions]), self._values_at(positions), self.vocab_size)
+
+    def _values_at(self, index: np.ndarray) -> np.ndarray:
+        """The float64 logits at ``index`` (positions or a mask), a fresh array; from the model's
+        own logits when the float64 copy is unbuilt (the gather first, then the conversion)."""
+        if self._logits is None and self._source is not None:
+            return self._source[index].astype(np.float64)
+        return self.logits[index]
 
     def to_full(self, values: np.ndarray, fill: float) -> np.ndarray:
         out = np.full(self.vocab_size, fill, dtype=np.float64)

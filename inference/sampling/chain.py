@@ -51,7 +51,7 @@ class SamplerChain:
     def trace(self, logits: np.ndarray, history: Sequence[int] = (), top_n: int = 5, watch: Sequence[int] = ()) -> StepTrace:
         """What each stage would do for these logits, without picking or changing any state."""
         raw, outputs = self._run(logits, history)
-        return self._trace(raw, outputs, top_n, token=None, draw=None, watch=watch, model_logits=logits)
+        return self._trace(raw, outputs, top_n, token=None, draw=None, watch=watch)
 
     def step(
         self,
@@ -77,7 +77,7 @@ class SamplerChain:
             token = int(final.ids[0]) if draw is None else pick(final, draw)
         for stage, (_, out) in zip(self.stages, outputs):
             stage.accept(token, out)
-        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch, model_logits=logits)
+        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch)
 
     def step_with(
         self,
@@ -94,7 +94,7 @@ class SamplerChain:
         token, draw = choose(outputs[-1][1] if outputs else raw)
         for stage, (_, out) in zip(self.stages, outputs):
             stage.accept(token, out)
-        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch, model_logits=logits)
+        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch)
 
     def sample(self, logits: np.ndarray, history: Sequence[int], rng: np.random.Generator) -> int:
         return self.step(logits, history, rng, top_n=0).token  # type: ignore[return-value]
@@ -124,24 +124,25 @@ class SamplerChain:
         vocab = x.size
         if self._ids is None or len(self._ids) != vocab:
             self._ids = frozen(np.arange(vocab, dtype=np.int64))
-        values = x.astype(np.float64)  # always a copy: the caller's array is never touched
         low = float(x.min())
+        if low >= -LOGIT_LIMIT and top <= LOGIT_LIMIT:
+            # the common case: the set reads the model's logits, converting them only where needed
+            return Candidates.of_model(self._ids, x, extremes=(top, low))  # unclipped: the softmax needs no pass for them
+        values = x.astype(np.float64)  # always a copy: the caller's array is never touched
         if top > LOGIT_LIMIT or (low < -LOGIT_LIMIT and low != -np.inf):
             np.clip(values, -LOGIT_LIMIT, LOGIT_LIMIT, out=values)  # keep differences finite
             values[np.isneginf(x)] = -np.inf
         if low == -np.inf:  # tokens the model itself rules out are never candidates
             keep = np.isfinite(values)
             return Candidates(frozen(self._ids[keep]), values[keep], vocab)
-        if top > LOGIT_LIMIT or low < -LOGIT_LIMIT:
-            return Candidates(self._ids, values, vocab)
-        return Candidates(self._ids, values, vocab, extremes=(top, low))  # unclipped: the softmax needs no pass for them
+        return Candidates(self._ids, values, vocab)
 
-    def _trace(self, raw, outputs, top_n, token, draw, watch=(), model_logits=None) -> StepTrace:
+    def _trace(self, raw, outputs, top_n, token, draw, watch=()) -> StepTrace:
         if not isinstance(top_n, int) or isinstance(top_n, bool) or top_n < 0:
             raise ValueError(f"top_n must be an integer >= 0; got {top_n!r}")
         lookup = TokenLookup(raw, outputs)
         final = lookup.final
-        top = raw.ids[top_positions(_ordered_like(raw, model_logits), top_n)] if top_n > 0 else raw.ids[:0]
+        top = raw.ids[top_positions(raw.ordered_values, top_n)] if top_n > 0 else raw.ids[:0]
         # the chosen token and the alternatives described in one vectorized lookup (``describe``'s numbers)
         described = lookup.describe_many(top if token is None else np.concatenate(([token], top)))
         chosen = None if token is None else described[0]
@@ -160,16 +161,6 @@ class SamplerChain:
             lookup=lookup,
             watched=lookup.watch(watch) if len(watch) else (),
         )
-
-
-def _ordered_like(raw: Candidates, model_logits) -> np.ndarray:
-    """An array that orders ``raw``'s tokens as its logits do: the model's own float32 logits when
-    ``raw`` holds every one of them unclipped (float32 to float64 is exact and keeps the order;
-    half the bytes to read), else ``raw.logits``."""
-    x = np.asarray(model_logits) if model_logits is not None else None
-    if x is not None and x.dtype == np.float32 and x.ndim == 1 and raw.full and raw.extremes_known:
-        return x
-    return raw.logits
 
 
 def pick(final: Candidates, u: float) -> int:

@@ -117,7 +117,9 @@ class TokenLookup:
         pass over the raw and the final set per token."""
         described = self.describe_many(np.asarray(tokens, dtype=np.int64))
         return tuple(
-            Watched(a.id, a.raw_prob, a.prob, _rank(self.raw.logits, self.raw, a.id), self._final_rank(a.id), a.removed_by)
+            Watched(
+                a.id, a.raw_prob, a.prob, _rank(self.raw.ordered_values, self.raw, a.id), self._final_rank(a.id), a.removed_by
+            )
             for a in described
         )
 

@@ -132,8 +132,8 @@ INFERENCE = {
     # Execution providers in order of preference; CUDA is used only when asked for and available.
     "EXECUTION_PROVIDERS": os.environ.get("PLAYGROUND_EXECUTION_PROVIDERS", "CPUExecutionProvider").split(","),
     "INTRA_OP_THREADS": int(os.environ.get("PLAYGROUND_INTRA_OP_THREADS", "2")),
-    # Whether those threads spin between decoder calls (1) or sleep (0, the default: they would hold
-    # the cores the web side and the decode loop's Python need; inference/batching/params.py).
+    # Whether those threads spin between decoder calls (1, the default: quickest on a machine of its
+    # own) or sleep (0: for a machine whose cores other work shares; inference/batching/params.py).
     "INTRA_OP_SPINNING": os.environ.get("PLAYGROUND_INTRA_OP_SPINNING", str(int(DEFAULT_SPINNING))) == "1",
     # Run an inference worker inside the server process (the embedded default). Set to 0 when
     # `manage.py runworker inference` processes serve the channel layer instead.

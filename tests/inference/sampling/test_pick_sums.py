@@ -97,3 +97,33 @@ def test_the_alternatives_from_float32_logits_are_those_of_their_float64_copy(n)
     theirs = chain.trace(x.astype(np.float64), [], top_n=40).to_dict()
     assert ours == theirs
     assert [a["id"] for a in ours["alternatives"][:30]] == sorted(a["id"] for a in ours["alternatives"][:30])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_a_set_over_the_models_own_logits_is_the_set_over_their_float64_copy(dtype):
+    rng = np.random.default_rng(11)
+    x = (rng.normal(0.0, 3.0, 5000) * (1 if dtype != np.int32 else 10)).astype(dtype)
+    before = x.copy()
+    ids = np.arange(len(x), dtype=np.int64)
+    top, low = float(x.max()), float(x.min())
+    ours = Candidates.of_model(ids, x, (top, low))
+    theirs = Candidates(ids, x.astype(np.float64), len(x), (top, low))
+    assert ours.softmax.d.tobytes() == theirs.softmax.d.tobytes()
+    assert ours.softmax.e.tobytes() == theirs.softmax.e.tobytes() and ours.softmax.z == theirs.softmax.z
+    assert ours.softmax.entropy == theirs.softmax.entropy
+    positions = rng.choice(len(x), 40, replace=False)
+    np.testing.assert_array_equal(ours.logits_at(positions), theirs.logits[positions])
+    np.testing.assert_array_equal(ours.keep_positions(positions).logits, theirs.keep_positions(positions).logits)
+    np.testing.assert_array_equal(ours.logits, theirs.logits)  # built on first read
+    assert ours.logits.dtype == np.float64 and not ours.logits.flags.writeable
+    np.testing.assert_array_equal(x, before)  # read, never written
+    assert x.flags.writeable
+
+
+def test_at_the_defaults_no_float64_copy_of_the_logits_is_made():
+    x = bulk_and_spikes(np.random.default_rng(5), 262_144)
+    trace = SamplerChain(SamplingParams()).step(x, [], ScriptedRng(0.5), top_n=20, watch=[7])
+    raw = trace.lookup.raw
+    assert raw._logits is None and raw._source is x  # the softmax converted and shifted in one array
+    reference = SamplerChain(SamplingParams()).step(x.astype(np.float64), [], ScriptedRng(0.5), top_n=20, watch=[7])
+    assert trace.to_dict() == reference.to_dict()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inference.sampling.candidates import _bands, prob_prefix, top_positions
+from inference.sampling.candidates import _bands, crossing, prob_prefix, top_positions
 
 GEMMA_VOCAB = 262_144
 
@@ -63,3 +63,24 @@ def test_the_pick_prefix_ends_where_the_sorted_running_sum_crosses(u):
     assert head[-1] == order[crossing]  # the token picked (sums in another order: same token here)
     assert set(head.tolist()) == set(order[: crossing + 1].tolist())
     assert prob_prefix(w, u * w.sum(), strict=True, last_only=True)[-1] == head[-1]
+
+
+@pytest.mark.parametrize("u", [0.7, 0.8, 0.9, 0.99])
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_prefix_past_the_head_is_found_in_the_neck_as_a_full_sort_finds_it(u, strict, monkeypatch):
+    # like a model's: a few likely tokens (the head), a few hundred within 2^-12 of the top holding
+    # most of the rest (the neck) and a deep bulk; the neck's tokens tie in pairs
+    rng = np.random.default_rng(int(u * 100) + strict)
+    w = np.exp(rng.normal(-20.0, 2.0, GEMMA_VOCAB))  # [V] the bulk
+    w[:5] = [1.0, 0.5, 0.3, 0.2, 0.1]
+    neck = rng.choice(np.arange(5, GEMMA_VOCAB), 300, replace=False)
+    w[neck] = np.repeat(rng.uniform(2.0**-11, 2.0**-7, 150), 2)
+    target = u * w.sum()
+    order = np.argsort(-w, kind="stable")
+    cum = np.cumsum(w[order])
+    k = int(np.searchsorted(cum, target, side="right" if strict else "left"))
+    assert 5 <= k < 305  # the crossing lies past the head, in the neck
+    monkeypatch.setattr("inference.sampling.candidates._bands", lambda r: pytest.fail("searched the bands"))
+    np.testing.assert_array_equal(prob_prefix(w, target, strict), order[: k + 1])
+    position, ahead = crossing(w, target, strict)
+    assert position == order[k] and ahead == cum[k - 1]

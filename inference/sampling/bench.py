@@ -6,12 +6,13 @@ trace and its top-20 alternatives, as a run shows them) at SmolLM2's vocabulary 
 temperature last), and for a few single stages that work on the whole vocabulary, with the page
 faults per step, and the
 grammar stage's cost per token on the served model's vocabulary (``grammar_bench``: mask and whole
-stage, median and p95, per constraint). It raises glibc's malloc thresholds as a worker does
-(``inference/allocator.py``); ``--malloc-defaults`` measures without that.
+stage, median and p95, per constraint). Every case is timed in ``--rounds`` interleaved rounds (the
+machine's speed drifts from minute to minute): the median over rounds, its range, and the load
+average. It raises glibc's malloc thresholds as a worker does (``inference/allocator.py``);
+``--malloc-defaults`` measures without that.
 
-The made-up logits are harsher than a model's: their broad bulk holds most of the mass, so ~40 % of
-draws at T = 1 land past the head (the tokens within 2^-6 of the top), where the pick searches
-probability bands. ``--model-dir DIR`` (repeatable) also times the chain on that built model's own
+The made-up logits are harsher than a model's: at 262,144 their broad bulk holds 34 % of the mass
+past the head (the tokens within 2^-6 of the top), where the pick searches further. ``--model-dir DIR`` (repeatable) also times the chain on that built model's own
 logits at every position of a fixed English text (one prefill), and every report says which share
 of the mass lay past the head.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import time
 from collections.abc import Callable, Sequence
@@ -185,6 +187,7 @@ def main(argv: list[str] | None = None) -> None:
         help="leave glibc's malloc thresholds as they are (a worker raises them: inference/allocator.py)",
     )
     parser.add_argument("--steps", type=int, default=200, help="tokens per case (default 200)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every case (default 3): median and range")
     parser.add_argument("--cpu-clock", action="store_true", help="time each step on the thread's CPU clock, not the wall clock")
     parser.add_argument("--grammar-rounds", type=int, default=20, help="walks of each grammar's text (default 20)")
     parser.add_argument(
@@ -195,33 +198,51 @@ def main(argv: list[str] | None = None) -> None:
         help="also time the chain on this built model's own logits over a fixed text (repeatable)",
     )
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be 1 or more")
+    load_before = os.getloadavg()
     raised = False if args.malloc_defaults else keep_freed_memory()
     clock = time.thread_time if args.cpu_clock else time.perf_counter
-    report: dict[str, dict[str, float]] = {}
+    rows_of = {model_dir.name: model_logits(model_dir) for model_dir in args.model_dir}
+    taken: dict[str, dict[str, list[float]]] = {}  # "vocabulary" or model name -> case -> one median per round
     faults: dict[str, dict[str, float]] = {}
-    for vocab_size in VOCAB_SIZES:
-        cost, fault = report.setdefault(str(vocab_size), {}), faults.setdefault(str(vocab_size), {})
-        for name, params in CASES.items():
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            cost[name] = round(chain_cost_ms(params, vocab_size, steps=args.steps, clock=clock), 4)
-            fault[name] = round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / (args.steps + 5), 1)
+    for _ in range(args.rounds):  # interleaved: the machine's speed drifts from minute to minute
+        for vocab_size in VOCAB_SIZES:
+            fault = faults.setdefault(str(vocab_size), {})
+            for name, params in CASES.items():
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                ms = chain_cost_ms(params, vocab_size, steps=args.steps, clock=clock)
+                taken.setdefault(str(vocab_size), {}).setdefault(name, []).append(ms)
+                fault[name] = round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / (args.steps + 5), 1)
+        for model, rows in rows_of.items():
+            for name in MODEL_CASES:
+                ms = chain_cost_ms(CASES[name], steps=args.steps, clock=clock, logits=rows)
+                taken.setdefault(model, {}).setdefault(name, []).append(ms)
+    median = lambda values: round(float(np.median(values)), 4)  # noqa: E731
+    spread = lambda values: [round(min(values), 4), round(max(values), 4)]  # noqa: E731
+    report = {str(v): {name: median(ms) for name, ms in taken[str(v)].items()} for v in VOCAB_SIZES}
+    report_range = {str(v): {name: spread(ms) for name, ms in taken[str(v)].items()} for v in VOCAB_SIZES}
     past_head = {str(v): round(mass_past_head(made_up_rows(v)), 3) for v in VOCAB_SIZES}
-    on_models: dict[str, dict[str, float]] = {}
-    for model_dir in args.model_dir:
-        rows = model_logits(model_dir)
-        on_models[model_dir.name] = {
+    on_models = {
+        model: {
             "vocab_size": len(rows[0]),
             "positions": len(rows),
             "mass_past_head": round(mass_past_head(rows), 3),
-            **{name: round(chain_cost_ms(CASES[name], steps=args.steps, clock=clock, logits=rows), 4) for name in MODEL_CASES},
+            **{name: median(ms) for name, ms in taken[model].items()},
+            "range": {name: spread(ms) for name, ms in taken[model].items()},
         }
+        for model, rows in rows_of.items()
+    }
     grammar = grammar_bench.figures(args.grammar_rounds)["constraints"]
     print(
         json.dumps(
             {
                 "unit": f"ms per token (median of {args.steps}), with the trace and its top-{TOP_N} alternatives",
                 "clock": "thread CPU time" if args.cpu_clock else "wall",
-                "cost": report,  # by vocabulary size
+                "rounds": args.rounds,
+                "cost": report,  # by vocabulary size: the median over rounds
+                "cost_range": report_range,  # [min, max] over rounds
+                "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
                 "page_faults_per_step": faults,
                 "mass_past_head": past_head,  # mean share of the made-up logits' mass a draw at T = 1 finds past the head
                 **({"on_model_logits": on_models} if on_models else {}),

@@ -17,8 +17,9 @@ DYNATEMP_EXPONENT = Number("dynatemp_exponent", 1.0, "default 1", low=0.0)
 
 
 def _only_top(cand: Candidates) -> Candidates:
-    """One-hot on the highest logit, the lowest id among ties (np.argmax takes the first)."""
-    return cand.keep_positions(np.array([int(np.argmax(cand.logits))]))
+    """One-hot on the highest logit, the lowest id among ties (np.argmax takes the first; the
+    values ordered like the logits: the model's float32 ones while no stage has moved them)."""
+    return cand.keep_positions(np.array([int(np.argmax(cand.ordered_values))]))
 
 
 class Temperature(Stage):

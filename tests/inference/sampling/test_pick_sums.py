@@ -120,10 +120,14 @@ def test_a_set_over_the_models_own_logits_is_the_set_over_their_float64_copy(dty
     assert x.flags.writeable
 
 
-def test_at_the_defaults_no_float64_copy_of_the_logits_is_made():
+@pytest.mark.parametrize("params", [SamplingParams(), SamplingParams(temperature=0.0)], ids=["defaults", "greedy"])
+def test_at_the_defaults_and_greedy_no_float64_copy_of_the_logits_is_made(params):
     x = bulk_and_spikes(np.random.default_rng(5), 262_144)
-    trace = SamplerChain(SamplingParams()).step(x, [], ScriptedRng(0.5), top_n=20, watch=[7])
+    x[[9, 4]] = x.max()  # a tie at the top: greedy takes the lower id
+    trace = SamplerChain(params).step(x, [], ScriptedRng(0.5), top_n=20, watch=[7])
     raw = trace.lookup.raw
     assert raw._logits is None and raw._source is x  # the softmax converted and shifted in one array
-    reference = SamplerChain(SamplingParams()).step(x.astype(np.float64), [], ScriptedRng(0.5), top_n=20, watch=[7])
+    reference = SamplerChain(params).step(x.astype(np.float64), [], ScriptedRng(0.5), top_n=20, watch=[7])
     assert trace.to_dict() == reference.to_dict()
+    if params.greedy:
+        assert trace.token == 4

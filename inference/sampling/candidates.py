@@ -227,11 +227,13 @@ class Candidates:
 
     @property
     def ordered_values(self) -> np.ndarray:
-        """Values that order the tokens as their logits do: the model's own float32 logits while
-        the set holds them unconverted (float32 to float64 is exact, so the order and the ties are
-        the same; half the bytes to read), else ``logits``."""
-        if self._logits is None and self._source is not None and self._source.dtype == np.float32:
-            return self._source
+        """Values that order the tokens as their logits do: the model's own logits while the set
+        holds them unconverted and they are floats of at most 64 bits (their conversion to float64
+        is exact, so the order and the ties are the same; float32 reads half the bytes), else
+        ``logits``."""
+        source = self._source
+        if self._logits is None and source is not None and source.dtype.kind == "f" and source.dtype.itemsize <= 8:
+            return source
         return self.logits
 
     @property
@@ -271,7 +273,7 @@ class Candidates:
         """The tokens where ``mask`` is true; if none, the single most likely one (lowest id on ties)."""
         if not mask.any():
             mask = np.zeros(len(self.ids), dtype=bool)
-            mask[int(np.argmax(self.logits if self._source is None else self._source))] = True
+            mask[int(np.argmax(self.ordered_values))] = True
         elif mask.all():
             return self
         return Candidates(frozen(self.ids[mask]), self._values_at(mask), self.vocab_size)

@@ -69,14 +69,28 @@ def test_a_closed_loop_refuses_events():
 
 def test_items_put_without_waking_wait_for_the_flush():
     async def scenario() -> tuple[int, list[str]]:
-        box = outbox()
+        # A box of its own, outside the registry: a decode loop left running by another test calls
+        # flush_outboxes after each of its steps, which would drain a registered box early.
+        box = Outbox(asyncio.get_running_loop())
         queue: asyncio.Queue[str] = asyncio.Queue()
         box.put(queue, "a", wake=False)  # as the decode loop puts its step's events
         box.put(queue, "b", wake=False)
         await asyncio.sleep(0.05)  # the loop runs, but nothing asked it to drain
         waiting = queue.qsize()
-        flush_outboxes()  # the step has ended
+        box.flush()  # the step has ended
         got = [await asyncio.wait_for(queue.get(), 5) for _ in range(2)]
         return waiting, got
 
     assert asyncio.run(scenario()) == (0, ["a", "b"])
+
+
+def test_flush_outboxes_reaches_the_running_loops_box():
+    async def scenario() -> list[str]:
+        box = outbox()
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        box.put(queue, "a", wake=False)
+        box.put(queue, "b", wake=False)
+        threading.Thread(target=flush_outboxes).start()  # the decode loop's thread, after its step
+        return [await asyncio.wait_for(queue.get(), 5) for _ in range(2)]
+
+    assert asyncio.run(scenario()) == ["a", "b"]

@@ -87,11 +87,12 @@ async def test_a_closed_socket_ends_its_requests_in_the_gauges():
     communicator = await connect()
     before = snapshot()
     await communicator.send_json_to(counting("m3", 200))
-    await communicator.send_json_to(counting("m4", 200))  # queued behind m3 on the one worker
+    await communicator.send_json_to(counting("m4", 200))  # beside m3 in the batch, or still waiting for it
     await until(communicator, "m3", "started")
     during = grew(before, snapshot())
+    running, waiting = during.get("playground_streams_running", 0), during.get("playground_requests_waiting", 0)
     assert during["playground_requests_in_flight"] == 2
-    assert during["playground_streams_running"] == 1 and during["playground_requests_waiting"] == 1
+    assert running >= 1 and running + waiting == 2, during
     await communicator.disconnect()
     after = grew(before, snapshot())
     assert not any(gauge in after for gauge in GAUGES), after

@@ -170,7 +170,8 @@ def test_a_killed_worker_is_noticed_its_ids_freed_and_its_partial_run_saved(scal
             waited = time.monotonic() - sent_at
             assert refused["type"] == "error" and refused["error"]["code"] == "no_worker", refused
             assert "runworker" in refused["error"]["message"]
-            assert ACK_TIMEOUT - 0.5 <= waited < ACK_TIMEOUT + 3, waited
+            # after the documented wait; the upper bound is loose (a watch round, a ping, a loaded machine)
+            assert ACK_TIMEOUT - 0.5 <= waited < ACK_TIMEOUT + 6, waited
         scaled_out["worker"], worker_log = stack.start_worker()
         scaled_out["logs"] = (worker_log, scaled_out["logs"][1])
         served = request_events(
@@ -233,7 +234,8 @@ def test_two_workers_share_the_load_and_a_full_worker_leaves_requests_to_the_oth
         waited_from = time.monotonic()
         while time.monotonic() - waited_from < ACK_TIMEOUT + 2:  # past the ack timeout: c still waits
             event = json.loads(ws.recv(timeout=120))
-            assert event["request_id"] != "c", event  # no `no_worker`: the workers are alive, only full
+            # c only waits in line: no `no_worker` (the workers are alive, only full), no start
+            assert event["request_id"] != "c" or event["type"] == "queued", event
             tokens[event["request_id"]] += event["type"] == "token"
         assert tokens["c"] == 0  # neither worker has room for it
         logs = [log.read_text() for _, log in workers]

@@ -113,7 +113,9 @@ async def test_a_silent_worker_loses_its_requests_and_is_told_to_cancel(fast):
     (error,) = connection.delivered
     assert error["type"] == "error" and error["request_id"] == "r" and error["error"]["code"] == WORKER_LOST
     assert "run_id" not in error  # no run was announced
-    assert fast.lease_seconds <= waited < fast.lease_seconds + 3 * fast.watch_interval + 0.3
+    # not before the lease ran out; the upper bound is loose: each stall of a loaded machine's event
+    # loop is added to the lease as well as to the wait (the watchdog does not count it against a worker)
+    assert fast.lease_seconds <= waited < fast.lease_seconds + 3 * fast.watch_interval + 5
     cancel = await asyncio.wait_for(connection.layer.receive("worker!1"), 1)
     assert cancel == {"type": "inference.cancel", "request_id": "r", "reply_channel": "reply!1"}
     assert connection.watchdog.leases == {}
@@ -129,7 +131,9 @@ async def test_heartbeats_keep_a_quiet_request_alive(fast):
         connection.watchdog.heartbeat({"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", token]]})
     assert connection.delivered == []
     connection.watchdog.heartbeat({"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", "other"]]})
-    await asyncio.sleep(fast.lease_seconds + 3 * fast.watch_interval)
+    deadline = time.monotonic() + fast.lease_seconds + 5  # a loaded machine's stalls push the expiry later
+    while not connection.delivered and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
     assert [e["error"]["code"] for e in connection.delivered] == [WORKER_LOST]  # a foreign lease renews nothing
 
 

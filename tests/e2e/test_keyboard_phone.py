@@ -1,6 +1,7 @@
 """The playground by keyboard and on a phone: a skip link puts the output a Tab away; focus never
 falls to the body when a run ends (Generate hands it to the output, Step keeps it); at
-390 px wide Generate brings the status line and the first tokens into view."""
+390 px wide Generate brings the status line and the first tokens into view, and the history lists
+each run as a card."""
 
 from __future__ import annotations
 
@@ -75,3 +76,20 @@ def test_on_a_phone_generate_brings_the_status_and_first_tokens_into_view(playgr
     expect(page.locator("#status")).to_be_in_viewport()
     expect(page.locator("#output .token").first).to_be_in_viewport()
     playground.shot("phone-after-generate")
+
+
+def test_on_a_phone_the_history_lists_each_run_as_a_card_of_named_values(playground: PlaygroundPage):
+    page = playground.page
+    page.set_viewport_size({"width": 390, "height": 844})
+    playground.generate("The capital of France is", max_tokens=4)
+    done = playground.wait_done()
+    page.goto(playground.base_url + "/history")
+    row = page.locator(f"[data-testid=history] tbody tr[data-run-id='{done['run_id']}']")
+    expect(row).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing sideways
+    prompt = row.locator("td").nth(1)
+    # each value under its column's name (the header's own text), not eight columns a letter wide
+    assert prompt.evaluate("td => getComputedStyle(td, '::before').content") == '"Prompt"'
+    assert prompt.bounding_box()["width"] > 300
+    expect(page.locator("[data-testid=history] thead")).not_to_be_in_viewport()
+    playground.shot("phone-history")

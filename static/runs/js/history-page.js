@@ -8,6 +8,9 @@ const body = document.querySelector("[data-testid=history] tbody");
 const status = document.querySelector("[data-testid=history-status]");
 const search = document.getElementById("history-q");
 const compareButton = document.querySelector("[data-action=compare]");
+// Each cell's column name, from the table's own header: a narrow screen shows the rows as cards,
+// each value under its name (runs.css).
+const columnNames = [...document.querySelectorAll("[data-testid=history] thead th")].map((th) => th.textContent);
 let selected = new Set(picked());
 
 function settingsText(params) {
@@ -50,7 +53,7 @@ function row(run) {
     else selected.delete(run.id);
     updateSelection();
   });
-  const selectCell = el("td");
+  const selectCell = el("td", { className: "select" });
   selectCell.append(pick);
   const promptCell = el("td");
   const link = el("a", null, run.prompt.length > 80 ? `${run.prompt.slice(0, 80)}…` : run.prompt);
@@ -94,6 +97,7 @@ function row(run) {
     actions.append(forget);
   }
   tr.append(selectCell, promptCell, model, mode, output, settings, saved, actions);
+  for (const [i, cell] of [...tr.children].entries()) cell.dataset.column = columnNames[i];
   return tr;
 }
 

@@ -1,7 +1,8 @@
-"""The stages in words, made from their declarations: the package docstring's numbered list and the
-stage table of docs/sampling.md (between its two ``stage table`` markers), which
-``python -m inference.sampling.stages --write docs/sampling.md`` rewrites. A test fails when the
-doc's table is not what ``stage_table()`` makes.
+"""The stages in words, made from their declarations: the package docstring's numbered list (in
+``inference/sampling/__init__.py``, between its ``Default order`` paragraph and ``then the final
+pick``) and the stage table of docs/sampling.md (between its two ``stage table`` markers), both
+rewritten by ``python -m inference.sampling.stages --write docs/sampling.md``. A test fails when
+either is not what the declarations make.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import inference.sampling.stages
 from inference.sampling.stages import STAGES
 from inference.sampling.stages.declaration import Clause, Declaration, ParamIs
 
@@ -76,5 +78,29 @@ def write_into(path: Path) -> bool:
     if not old:
         raise SystemExit(f"{path}: no stage table markers ({BEGIN!r} ... {END!r})")
     new = text.replace(old, stage_table())
+    path.write_text(new)
+    return new != text
+
+
+PACKAGE_SOURCE = Path(inference.sampling.stages.__file__).resolve().parents[1] / "__init__.py"
+_LIST_START = "(``stage_table.stage_list()``):\n\n"  # the line before the package docstring's list ends so
+_LIST_END = "    then the final pick"
+
+
+def list_in(text: str) -> str | None:
+    """The numbered stage list the package docstring in ``text`` holds (None: no place for one)."""
+    start = text.find(_LIST_START)
+    end = text.find(_LIST_END, start)
+    return None if start < 0 or end < 0 else text[start + len(_LIST_START) : end]
+
+
+def write_list_into(path: Path = PACKAGE_SOURCE) -> bool:
+    """Puts ``stage_list()`` into the package docstring at ``path``; True if it changed."""
+    text = path.read_text()
+    old = list_in(text)
+    if old is None:
+        raise SystemExit(f"{path}: no stage list (a paragraph ending {_LIST_START!r} ... {_LIST_END!r})")
+    start = text.find(_LIST_START) + len(_LIST_START)
+    new = text[:start] + stage_list() + text[start + len(old) :]
     path.write_text(new)
     return new != text

@@ -1,7 +1,8 @@
-"""Prints the stages' table (docs/sampling.md's), made from their declarations, or rewrites it.
+"""Prints the stages' table (docs/sampling.md's), made from their declarations, or rewrites it and
+the package docstring's numbered list.
 
 python -m inference.sampling.stages                           # print the table
-python -m inference.sampling.stages --write docs/sampling.md  # rewrite the doc's table
+python -m inference.sampling.stages --write docs/sampling.md  # rewrite the doc's table and the docstring's list
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from inference.sampling.stage_table import stage_table, write_into
+from inference.sampling.stage_table import PACKAGE_SOURCE, stage_table, write_into, write_list_into
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -20,6 +21,7 @@ def main(argv: list[str] | None = None) -> None:
         print(stage_table(), end="")
     else:
         print(f"{args.write}: {'updated' if write_into(args.write) else 'already up to date'}")
+        print(f"{PACKAGE_SOURCE}: {'updated' if write_list_into() else 'already up to date'}")
 
 
 if __name__ == "__main__":

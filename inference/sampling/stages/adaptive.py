@@ -102,12 +102,12 @@ XTC_STAGE = Declaration(
     "sometimes remove all top choices but the least likely of them (needs a seed)",
     params=(XTC_PROBABILITY, XTC_THRESHOLD),
     on=(ParamIs("xtc_probability", ">", 0.0),),
-    build=_xtc,
+    builder=_xtc,
 )
 MIROSTAT_STAGE = Declaration(
     MirostatV2,
     "mirostat v2: keep surprise <= mu, then adapt mu to the target tau",
     params=(MIROSTAT, MIROSTAT_TAU, MIROSTAT_ETA),
     on=(ParamIs("mirostat", "==", 2),),
-    build=lambda p, _: MirostatV2(p.mirostat_tau, p.mirostat_eta),
+    builder=lambda p, _: MirostatV2(p.mirostat_tau, p.mirostat_eta),
 )

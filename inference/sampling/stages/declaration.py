@@ -2,7 +2,8 @@
 
 A stage module declares, beside its class, the ``SamplingParams`` fields it reads (``fields.py``:
 name, default, range, what "off" is) and one ``Declaration``: the stage class, what it does in one
-line, those fields, its on-rule (clauses that must all hold) and its builder. ``SamplingParams`` validates with the fields' ``check``; the stage
+line, those fields, its on-rule (clauses that must all hold) and, only where the stage needs more
+than its fields' values in their declared order (a seed, the vocabulary), a builder of its own. ``SamplingParams`` validates with the fields' ``check``; the stage
 classes check their own arguments with the same objects; the default order, ``stage_enabled``, the
 JSON Schema, the docs' stage table and the page's list are all read from the declarations
 (``inference.sampling.stages.STAGES``).
@@ -12,13 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from inference.sampling.stages.base import Stage
 from inference.sampling.stages.fields import Field
 
-if TYPE_CHECKING:  # (for type hints only: params.py reads the declarations)
-    from inference.sampling.params import SamplingParams
+
+class Values(Protocol):
+    """What the declarations read: any object with the fields as attributes (``SamplingParams``)."""
+
+    def __getattr__(self, name: str) -> Any: ...
+
+
+Builder = Callable[[Any, Sequence[str] | None], Stage]  # (values, the vocabulary's token texts or None) -> stage
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "==": lambda a, b: a == b,
@@ -37,8 +44,8 @@ class ParamIs:
     op: str
     value: Any = None
 
-    def holds(self, params: SamplingParams) -> bool:
-        return _OPS[self.op](getattr(params, self.param), self.value)
+    def holds(self, values: Values) -> bool:
+        return _OPS[self.op](getattr(values, self.param), self.value)
 
     def to_json(self) -> dict[str, Any]:
         return (
@@ -50,13 +57,18 @@ class ParamIs:
 
 @dataclass(frozen=True)
 class StageIs:
-    """A clause on another stage: whether it is on."""
+    """A clause on another stage, declared before this one: whether that stage is on."""
 
-    stage: str
+    other: Declaration
     on: bool
 
-    def holds(self, params: SamplingParams) -> bool:
-        return params.stage_enabled(self.stage) == self.on
+    @property
+    def stage(self) -> str:
+        """The other stage's name."""
+        return self.other.name
+
+    def holds(self, values: Values) -> bool:
+        return self.other.is_on(values) == self.on
 
     def to_json(self) -> dict[str, Any]:
         return {"stage": self.stage, "on": self.on}
@@ -71,19 +83,26 @@ class Declaration:
 
     ``stage``: its class (``stage.name`` is the stage's name); ``does``: what it does, one line;
     ``params``: the fields it reads; ``on``: the clauses that must all hold for it to be in a chain
-    (its "off" test); ``build(params, token_texts)``: the stage for those params;
-    ``ends_chain``: when it holds, no stage after this one runs (greedy temperature)."""
+    (its "off" test); ``builder``: only for a stage whose ``__init__`` takes more or other than
+    its fields' values in ``params`` order; ``ends_chain``: when it holds, no stage after this one
+    runs (greedy temperature)."""
 
     stage: type[Stage]
     does: str
     params: tuple[Field, ...]
     on: tuple[Clause, ...]
-    build: Callable[[SamplingParams, Sequence[str] | None], Stage]
+    builder: Builder | None = None
     ends_chain: ParamIs | None = None
 
     @property
     def name(self) -> str:
         return self.stage.name
 
-    def is_on(self, params: SamplingParams) -> bool:
-        return all(clause.holds(params) for clause in self.on)
+    def is_on(self, values: Values) -> bool:
+        return all(clause.holds(values) for clause in self.on)
+
+    def build(self, values: Values, token_texts: Sequence[str] | None = None) -> Stage:
+        """The stage for ``values``: ``stage(*fields' values)`` unless the declaration has a builder."""
+        if self.builder is not None:
+            return self.builder(values, token_texts)
+        return self.stage(*(getattr(values, f.name) for f in self.params))

@@ -274,5 +274,5 @@ GRAMMAR_STAGE = Declaration(
     "remove every token the JSON Schema / regex / choice forbids here",
     params=(GRAMMAR,),
     on=(ParamIs("grammar", "nonempty"),),
-    build=_grammar,
+    builder=_grammar,
 )

@@ -97,26 +97,22 @@ LOGIT_BIAS_STAGE = Declaration(
     "logit += bias[id]",
     params=(LOGIT_BIAS,),
     on=(ParamIs("logit_bias", "nonempty"),),
-    build=lambda p, _: LogitBias(p.logit_bias),
 )
 REPETITION_PENALTY_STAGE = Declaration(
     RepetitionPenalty,
     "CTRL: a seen token's logit / penalty if > 0, x penalty if <= 0",
     params=(REPETITION_PENALTY, PENALTY_WINDOW),
     on=(ParamIs("repetition_penalty", "!=", 1.0),),
-    build=lambda p, _: RepetitionPenalty(p.repetition_penalty, p.penalty_window),
 )
 FREQUENCY_PENALTY_STAGE = Declaration(
     FrequencyPenalty,
     "logit -= count x value",
     params=(FREQUENCY_PENALTY, PENALTY_WINDOW),
     on=(ParamIs("frequency_penalty", "!=", 0.0),),
-    build=lambda p, _: FrequencyPenalty(p.frequency_penalty, p.penalty_window),
 )
 PRESENCE_PENALTY_STAGE = Declaration(
     PresencePenalty,
     "logit -= value if count > 0",
     params=(PRESENCE_PENALTY, PENALTY_WINDOW),
     on=(ParamIs("presence_penalty", "!=", 0.0),),
-    build=lambda p, _: PresencePenalty(p.presence_penalty, p.penalty_window),
 )

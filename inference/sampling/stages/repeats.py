@@ -130,12 +130,11 @@ DRY_STAGE = Declaration(
     "penalize tokens that would extend a repeated sequence",
     params=(DRY_MULTIPLIER, DRY_BASE, DRY_ALLOWED_LENGTH, DRY_PENALTY_LAST_N, DRY_SEQUENCE_BREAKERS),
     on=(ParamIs("dry_multiplier", ">", 0.0), ParamIs("dry_penalty_last_n", "!=", 0)),
-    build=_dry,
+    builder=_dry,
 )
 NO_REPEAT_NGRAM_STAGE = Declaration(
     NoRepeatNgram,
     "remove tokens that would repeat an n-gram",
     params=(NO_REPEAT_NGRAM_SIZE,),
     on=(ParamIs("no_repeat_ngram_size", ">", 0),),
-    build=lambda p, _: NoRepeatNgram(p.no_repeat_ngram_size),
 )

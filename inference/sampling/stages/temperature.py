@@ -73,18 +73,16 @@ class DynamicTemperature(Stage):
         return cand.with_logits(cand.logits / t)
 
 
-TEMPERATURE_STAGE = Declaration(
-    Temperature,
-    "logit / T (T = 0: one-hot on the top token)",
-    params=(TEMPERATURE,),
-    on=(ParamIs("temperature", "!=", 1.0), StageIs("dynamic_temperature", on=False)),
-    build=lambda p, _: Temperature(p.temperature),
-    ends_chain=ParamIs("temperature", "==", 0.0),
-)
 DYNAMIC_TEMPERATURE_STAGE = Declaration(
     DynamicTemperature,
     "entropy-scaled T, instead of temperature when dynatemp_range > 0",
     params=(TEMPERATURE, DYNATEMP_RANGE, DYNATEMP_EXPONENT),
     on=(ParamIs("dynatemp_range", ">", 0.0), ParamIs("temperature", ">", 0.0)),
-    build=lambda p, _: DynamicTemperature(p.temperature, p.dynatemp_range, p.dynatemp_exponent),
+)
+TEMPERATURE_STAGE = Declaration(
+    Temperature,
+    "logit / T (T = 0: one-hot on the top token)",
+    params=(TEMPERATURE,),
+    on=(ParamIs("temperature", "!=", 1.0), StageIs(DYNAMIC_TEMPERATURE_STAGE, on=False)),
+    ends_chain=ParamIs("temperature", "==", 0.0),
 )

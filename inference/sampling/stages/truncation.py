@@ -144,39 +144,30 @@ TOP_N_SIGMA_STAGE = Declaration(
     "keep logit >= max - n x sigma",
     params=(TOP_N_SIGMA,),
     on=(ParamIs("top_n_sigma", ">", 0.0),),
-    build=lambda p, _: TopNSigma(p.top_n_sigma),
 )
-TOP_K_STAGE = Declaration(
-    TopK, "keep the k most likely", params=(TOP_K,), on=(ParamIs("top_k", ">", 0),), build=lambda p, _: TopK(p.top_k)
-)
+TOP_K_STAGE = Declaration(TopK, "keep the k most likely", params=(TOP_K,), on=(ParamIs("top_k", ">", 0),))
 TOP_P_STAGE = Declaration(
     TopP,
     "keep the smallest prefix with cumulative probability >= top_p",
     params=(TOP_P,),
     on=(ParamIs("top_p", "<", 1.0),),
-    build=lambda p, _: TopP(p.top_p),
 )
-MIN_P_STAGE = Declaration(
-    MinP, "keep p >= min_p x p_max", params=(MIN_P,), on=(ParamIs("min_p", ">", 0.0),), build=lambda p, _: MinP(p.min_p)
-)
+MIN_P_STAGE = Declaration(MinP, "keep p >= min_p x p_max", params=(MIN_P,), on=(ParamIs("min_p", ">", 0.0),))
 TYPICAL_P_STAGE = Declaration(
     TypicalP,
     "locally typical: keep the most typical tokens up to typical_p mass",
     params=(TYPICAL_P,),
     on=(ParamIs("typical_p", "<", 1.0),),
-    build=lambda p, _: TypicalP(p.typical_p),
 )
 EPSILON_CUTOFF_STAGE = Declaration(
     EpsilonCutoff,
     "remove p < epsilon",
     params=(EPSILON_CUTOFF,),
     on=(ParamIs("epsilon_cutoff", ">", 0.0),),
-    build=lambda p, _: EpsilonCutoff(p.epsilon_cutoff),
 )
 ETA_CUTOFF_STAGE = Declaration(
     EtaCutoff,
     "remove p < min(eta, sqrt(eta) exp(-H))",
     params=(ETA_CUTOFF,),
     on=(ParamIs("eta_cutoff", ">", 0.0),),
-    build=lambda p, _: EtaCutoff(p.eta_cutoff),
 )

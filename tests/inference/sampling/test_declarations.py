@@ -4,7 +4,9 @@ what is read from them (the order, the fields' ranges and defaults, the on/off r
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,7 +14,7 @@ import inference.sampling
 from inference.errors import ParamError
 from inference.sampling import DEFAULT_ORDER, STAGES, SamplingParams
 from inference.sampling.params import FIELDS
-from inference.sampling.stage_table import stage_list, stage_table, table_in
+from inference.sampling.stage_table import PACKAGE_SOURCE, list_in, stage_list, stage_table, table_in
 from inference.sampling.stages import STAGE_BY_NAME, build_stages, stage_fields
 from inference.sampling.stages.declaration import Declaration, ParamIs, StageIs
 from inference.sampling.stages.fields import Choice, Field, Integer, Number, Strings, TokenBias
@@ -70,7 +72,7 @@ def test_every_field_is_declared_once_and_is_a_samplingparams_field():
 
 def test_a_field_declared_twice_is_refused():
     again = Number("top_p", 1.0, "1 = off", low=0.0, low_open=True, high=1.0)
-    twice = Declaration(TopP, "again", params=(again,), on=(ParamIs("top_p", "<", 1.0),), build=lambda p, _: TopP(p.top_p))
+    twice = Declaration(TopP, "again", params=(again,), on=(ParamIs("top_p", "<", 1.0),))
     with pytest.raises(TypeError, match="top_p"):
         stage_fields((*STAGES, twice))
 
@@ -82,8 +84,30 @@ def test_every_clause_names_a_field_or_a_stage():
             if isinstance(clause, ParamIs):
                 assert clause.param in FIELDS, (stage.name, clause)
             else:
-                assert isinstance(clause, StageIs) and clause.stage in STAGE_BY_NAME and clause.stage != stage.name
+                assert isinstance(clause, StageIs) and clause.other is STAGE_BY_NAME[clause.stage]
+                assert clause.stage != stage.name
     assert [stage.name for stage in STAGES if stage.ends_chain] == ["temperature"]
+
+
+def test_a_stage_without_a_builder_takes_its_fields_values_in_their_declared_order():
+    """The default build is ``stage(*values)``: the class's parameters are the declared fields."""
+    without = [stage for stage in STAGES if stage.builder is None]
+    assert len(without) >= 12
+    for stage in without:
+        arguments = list(inspect.signature(stage.stage.__init__).parameters)[1:]
+        assert len(arguments) == len(stage.params), stage.name
+    built = STAGE_BY_NAME["repetition_penalty"].build(SamplingParams(repetition_penalty=1.3, penalty_window=7))
+    assert (built.penalty, built.window) == (1.3, 7)
+
+
+def test_the_on_rule_reads_plain_values_without_samplingparams():
+    """The declarations read any object with the fields as attributes: no run-time lean on params.py."""
+    values = SimpleNamespace(**{name: f.default for name, f in FIELDS.items()})
+    assert not any(stage.is_on(values) for stage in STAGES)
+    values.temperature, values.dynatemp_range = 0.7, 0.5
+    assert STAGE_BY_NAME["dynamic_temperature"].is_on(values) and not STAGE_BY_NAME["temperature"].is_on(values)
+    values.dynatemp_range = 0.0
+    assert STAGE_BY_NAME["temperature"].is_on(values)
 
 
 def test_each_builder_builds_its_declared_class_in_the_order():
@@ -156,8 +180,12 @@ def test_field_facts_are_the_declarations():
 
 
 def test_the_package_docstring_lists_the_declared_stages():
-    doc = inference.sampling.__doc__
-    assert stage_list() in doc and "{stages}" not in doc
+    """Written into the source (not filled in on import): a reader of the file sees the list."""
+    assert list_in(PACKAGE_SOURCE.read_text()) == stage_list(), (
+        "inference/sampling/__init__.py's stage list differs from the declarations: run "
+        "`python -m inference.sampling.stages --write docs/sampling.md`"
+    )
+    assert stage_list() in inference.sampling.__doc__
     listed = [line.split()[1] for line in stage_list().splitlines()]
     assert listed == list(DEFAULT_ORDER)
 

@@ -32,6 +32,7 @@ float32; the two agree to ~1 ulp). The scale stays ``1 / sqrt(head_dim)``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,83 @@ class GraphIndex:
         raise FusionError(f"{name} is not a constant")
 
 
+@dataclass(frozen=True)
+class Heads:
+    """The attention's sizes, read from a transformers config."""
+
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+
+    @classmethod
+    def of(cls, config: dict[str, Any]) -> Heads:
+        heads = config["num_attention_heads"]
+        head_dim = config.get("head_dim") or config["hidden_size"] // heads
+        return cls(config["num_hidden_layers"], heads, config.get("num_key_value_heads", heads), head_dim)
+
+
+@dataclass(frozen=True)
+class LayerAttention:
+    """One layer's attention as the export spells it: its q/k/v projections, its o_proj, and the
+    cache's graph inputs and outputs; ``attn_out`` is what o_proj reads (the fused node's output)."""
+
+    i: int
+    projections: tuple[Any, Any, Any]  # the q, k and v MatMul nodes
+    o_proj: Any
+    past: tuple[str, str]  # past_key_values.{i}.key / .value
+    present: tuple[str, str]  # present.{i}.key / .value
+
+    @property
+    def prefix(self) -> str:
+        return PREFIX.format(i=self.i)
+
+    @property
+    def attn_out(self) -> str:
+        return str(self.o_proj.input[0])
+
+    @classmethod
+    def find(cls, graph: Any, index: GraphIndex, i: int, layout: str, constant_weights: bool = False) -> LayerAttention:
+        """Layer ``i``'s nodes; ``FusionError`` naming what is missing when the export does not have
+        ``layout`` (the name of the expected layout, for the message). ``constant_weights``: the
+        projections' weights must be initializers (they are read to be packed)."""
+        p = PREFIX.format(i=i)
+        projections = tuple(index.by_name.get(f"{p}/{x}_proj/MatMul") for x in ("q", "k", "v"))
+        o_proj = index.by_name.get(f"{p}/o_proj/MatMul")
+        past = (f"past_key_values.{i}.key", f"past_key_values.{i}.value")
+        present = (f"present.{i}.key", f"present.{i}.value")
+        graph_inputs = {x.name for x in graph.input}
+        graph_outputs = {x.name for x in graph.output}
+        missing = [
+            f"{x}_proj" for x, n in zip("qkv", projections) if n is None or (constant_weights and n.input[1] not in index.inits)
+        ]
+        missing += [x for x in past if x not in graph_inputs]
+        missing += [x for x in present if x not in graph_outputs or x not in index.producers]
+        if o_proj is None or missing:
+            raise FusionError(f"layer {i}: not {layout} (missing {missing or 'o_proj'})")
+        return cls(i, projections, o_proj, past, present)  # type: ignore[arg-type]
+
+    def replaced(self, index: GraphIndex) -> set[str]:
+        """The names of the export's nodes whose outputs the fused attention produces instead."""
+        return {index.producers[name].name for name in (self.attn_out, *self.present)}
+
+
+def replace_nodes(model: Any, replaced: set[str], new_nodes: list[Any], new_inits: list[Any], available: set[str]) -> None:
+    """Drop the ``replaced`` nodes, add ``new_nodes`` and ``new_inits``, keep the node list
+    topologically sorted (``available``: the graph's inputs and constants, new ones included), drop
+    what nothing reads any more, and import the com.microsoft domain the fused nodes live in."""
+    from onnx import helper  # the build extra: imported by a build only
+
+    graph = model.graph
+    kept = [n for n in graph.node if n.name not in replaced]
+    del graph.node[:]
+    graph.node.extend(topological(kept + new_nodes, available | {i.name for i in new_inits}))
+    graph.initializer.extend(new_inits)
+    drop_unused(model)
+    if not any(o.domain == MS_DOMAIN for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
+
+
 def rotary_inv_freq(index: GraphIndex, expand: str, scaling_users: Sequence[str], head_dim: int) -> np.ndarray:
     """The export's rotary inv_freq [head_dim / 2], read from its ``expand`` node (``Expand(inv_freq
     [1, D/2, 1], …)``), after checking that the attention scaling its ``scaling_users`` multiply by
@@ -92,70 +170,46 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
     graph = model.graph
-    layers = config["num_hidden_layers"]
-    heads = config["num_attention_heads"]
-    kv_heads = config.get("num_key_value_heads", heads)
-    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    shape = Heads.of(config)
     max_positions = config["max_position_embeddings"]
     nodes_before = len(graph.node)
 
     index = GraphIndex(graph)
-    by_name, producers, inits = index.by_name, index.producers, index.inits
-    cos, sin = rotary_tables(rotary_inv_freq(index, INV_FREQ_USER, SCALING_USERS, head_dim), max_positions)
+    cos, sin = rotary_tables(rotary_inv_freq(index, INV_FREQ_USER, SCALING_USERS, shape.head_dim), max_positions)
 
-    graph_inputs = {i.name for i in graph.input}
-    graph_outputs = {o.name for o in graph.output}
     new_nodes, new_inits = sequence_lengths()
     new_inits += [numpy_helper.from_array(cos, COS), numpy_helper.from_array(sin, SIN)]
     replaced: set[str] = set()  # names of nodes whose outputs the fused nodes now produce
-    for i in range(layers):
-        p = PREFIX.format(i=i)
-        projections = [by_name.get(f"{p}/{x}_proj/MatMul") for x in ("q", "k", "v")]
-        o_proj = by_name.get(f"{p}/o_proj/MatMul")
-        past_k, past_v = f"past_key_values.{i}.key", f"past_key_values.{i}.value"
-        present_k, present_v = f"present.{i}.key", f"present.{i}.value"
-        missing = [f"{x}_proj" for x, n in zip("qkv", projections) if n is None or n.input[1] not in inits]
-        missing += [x for x in (past_k, past_v) if x not in graph_inputs]
-        missing += [x for x in (present_k, present_v) if x not in graph_outputs or x not in producers]
-        if o_proj is None or missing:
-            raise FusionError(f"layer {i}: not the expected attention layout (missing {missing or 'o_proj'})")
+    for i in range(shape.layers):
+        layer = LayerAttention.find(graph, index, i, "the expected attention layout", constant_weights=True)
+        projections, p = layer.projections, layer.prefix
         if len({n.input[0] for n in projections}) != 1:
             raise FusionError(f"layer {i}: q, k and v do not project the same input")
-        attn_out = o_proj.input[0]
-        for name in (attn_out, present_k, present_v):
-            replaced.add(producers[name].name)
-        weights = [numpy_helper.to_array(inits[n.input[1]]) for n in projections]  # [K, N_q], [K, N_kv], [K, N_kv]
+        replaced |= layer.replaced(index)
+        weights = [numpy_helper.to_array(index.inits[n.input[1]]) for n in projections]  # [K, N_q], [K, N_kv], [K, N_kv]
         qkv_weight, qkv = f"{p}/qkv_proj/weight", f"{p}/qkv_proj/MatMul_output_0"
         new_inits.append(numpy_helper.from_array(np.concatenate(weights, axis=1), qkv_weight))  # [K, N_q + 2 N_kv]
         new_nodes += [
             helper.make_node("MatMul", [projections[0].input[0], qkv_weight], [qkv], name=f"{p}/qkv_proj/MatMul"),
             helper.make_node(
                 "GroupQueryAttention",
-                [qkv, "", "", past_k, past_v, SEQLENS, TOTAL, COS, SIN, "position_ids"],
-                [attn_out, present_k, present_v],
+                [qkv, "", "", *layer.past, SEQLENS, TOTAL, COS, SIN, "position_ids"],
+                [layer.attn_out, *layer.present],
                 name=f"{p}/gqa/GroupQueryAttention",
                 domain=MS_DOMAIN,
-                num_heads=heads,
-                kv_num_heads=kv_heads,
-                scale=float(1 / np.sqrt(head_dim)),
+                num_heads=shape.heads,
+                kv_num_heads=shape.kv_heads,
+                scale=float(1 / np.sqrt(shape.head_dim)),
                 do_rotary=1,
                 rotary_interleaved=0,
             ),
         ]
 
-    kept = [n for n in graph.node if n.name not in replaced]
-    # Insert the fused nodes right before the first o_proj so the node list stays topologically sorted
-    # (each layer's fused nodes only need q/k/v, which precede its o_proj; the shared ones only inputs).
-    del graph.node[:]
-    graph.node.extend(topological(kept + new_nodes, graph_inputs | set(inits) | {i.name for i in new_inits}))
-    graph.initializer.extend(new_inits)
-    drop_unused(model)
-    if not any(o.domain == MS_DOMAIN for o in model.opset_import):
-        model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
+    replace_nodes(model, replaced, new_nodes, new_inits, {i.name for i in graph.input} | set(index.inits))
     return {
         "method": "q/k/v packed into one MatMul; GroupQueryAttention (com.microsoft, rotary inside) per layer, "
         "replacing the export's attention",
-        "layers": layers,
+        "layers": shape.layers,
         "rotary_table_positions": max_positions,
         "attention_mask": "seqlens_k per row from its sum; the engine passes all-ones rows",
         "nodes_before": nodes_before,

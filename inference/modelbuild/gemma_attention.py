@@ -49,14 +49,14 @@ from inference.modelbuild.attention import (
     TOTAL,
     FusionError,
     GraphIndex,
+    Heads,
+    LayerAttention,
+    replace_nodes,
     rotary_inv_freq,
     rotary_tables,
     sequence_lengths,
-    topological,
 )
-from inference.modelbuild.onnx_graph import drop_unused
 
-PREFIX = "/model/layers.{i}/self_attn"
 # The export's two rotary embeddings, by the layer kind that reads each.
 ROTARY = {"full_attention": "/model/rotary_emb", "sliding_attention": "/model/rotary_emb_local"}
 TABLES = {
@@ -74,10 +74,8 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     from onnx import TensorProto, helper, numpy_helper  # the build extra: imported by a build only
 
     graph = model.graph
-    layers = config["num_hidden_layers"]
-    heads = config["num_attention_heads"]
-    kv_heads = config.get("num_key_value_heads", heads)
-    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    shape = Heads.of(config)
+    layers, heads, kv_heads, head_dim = shape.layers, shape.heads, shape.kv_heads, shape.head_dim
     layer_types = config.get("layer_types")
     window = config.get("sliding_window")
     if not layer_types or len(layer_types) != layers or set(layer_types) - set(ROTARY):
@@ -89,7 +87,7 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     nodes_before = len(graph.node)
 
     index = GraphIndex(graph)
-    by_name, producers, inits = index.by_name, index.producers, index.inits
+    producers = index.producers
     consumers: dict[str, list[Any]] = {}
     for n in graph.node:
         for x in n.input:
@@ -113,27 +111,16 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     ]
 
     graph_inputs = {i.name for i in graph.input}
-    graph_outputs = {o.name for o in graph.output}
     replaced: set[str] = set()  # names of nodes whose outputs the fused nodes now produce
     for i, kind in enumerate(layer_types):
-        p = PREFIX.format(i=i)
-        projections = [by_name.get(f"{p}/{x}_proj/MatMul") for x in ("q", "k", "v")]
-        o_proj = by_name.get(f"{p}/o_proj/MatMul")
-        past_k, past_v = f"past_key_values.{i}.key", f"past_key_values.{i}.value"
-        present_k, present_v = f"present.{i}.key", f"present.{i}.value"
-        missing = [f"{x}_proj" for x, n in zip("qkv", projections) if n is None]
-        missing += [x for x in (past_k, past_v) if x not in graph_inputs]
-        missing += [x for x in (present_k, present_v) if x not in graph_outputs or x not in producers]
-        if o_proj is None or missing:
-            raise FusionError(f"layer {i}: not Gemma's attention layout (missing {missing or 'o_proj'})")
+        layer = LayerAttention.find(graph, index, i, "Gemma's attention layout")
+        projections, p = layer.projections, layer.prefix
         norms = [producers.get(f"{p}/{x}_norm/Mul_1_output_0") for x in ("q", "k")]
         if any(n is None or n.op_type != "SimplifiedLayerNormalization" for n in norms):
             raise FusionError(f"layer {i}: no fused q_norm/k_norm (run norms.fuse first)")
         if rotary_read(norms[0].output[0], consumers, producers) != ROTARY[kind]:
             raise FusionError(f"layer {i} ({kind}) does not rotate q with {ROTARY[kind]}")
-        attn_out = o_proj.input[0]
-        for name in (attn_out, present_k, present_v):
-            replaced.add(producers[name].name)
+        replaced |= layer.replaced(index)
         flat = []
         for x, norm, shape, count in (("q", norms[0], "/gqa/q_heads", heads), ("k", norms[1], "/gqa/kv_heads", kv_heads)):
             base = f"{p}/{x}_norm/gqa"
@@ -165,8 +152,8 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
         new_nodes.append(
             helper.make_node(
                 "GroupQueryAttention",
-                [*flat, projections[2].output[0], past_k, past_v, seqlens, total, cos, sin, POSITION_IDS],
-                [attn_out, present_k, present_v],
+                [*flat, projections[2].output[0], *layer.past, seqlens, total, cos, sin, POSITION_IDS],
+                [layer.attn_out, *layer.present],
                 name=f"{p}/gqa/GroupQueryAttention",
                 domain=MS_DOMAIN,
                 num_heads=heads,
@@ -195,14 +182,7 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
                 SLIDING_LAYERS_KEY: ",".join(map(str, sliding_layers)),
             },
         )
-    kept = [n for n in graph.node if n.name not in replaced]
-    available = graph_inputs | {POSITION_IDS, SLIDING_MASK} | set(inits) | {i.name for i in new_inits}
-    del graph.node[:]
-    graph.node.extend(topological(kept + new_nodes, available))
-    graph.initializer.extend(new_inits)
-    drop_unused(model)
-    if not any(o.domain == MS_DOMAIN for o in model.opset_import):
-        model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
+    replace_nodes(model, replaced, new_nodes, new_inits, graph_inputs | {POSITION_IDS, SLIDING_MASK} | set(index.inits))
     return {
         "method": "QK-norm as SimplifiedLayerNormalization over head_dim, then GroupQueryAttention (com.microsoft, "
         "rotary inside) per layer, replacing the export's attention; position_ids as an input",

@@ -4,13 +4,20 @@ Only sample 0 of each run is compared. The first run is the reference: each othe
 distribution at a position is compared with the first run's there.
 
 The divergence between two runs at a position is the **total variation distance** between their
-final (sampled-with) distributions, ½ Σ |p(t) − q(t)|. Only each step's top-N alternatives are
-stored, so it cannot be computed exactly: over the tokens both runs stored (the set S) the sum gives
-a lower bound, and the probability mass outside S (1 − p(S) in one run, 1 − q(S) in the other)
-bounds the rest, so the true value lies in [lower, lower + ½((1 − p(S)) + (1 − q(S)))]. Both ends
-are reported. Before the first divergence both runs feed the model the same tokens, so their raw
-distributions are identical and any difference is the sampling settings' doing; after it the
-contexts differ and the two distributions are over different next steps.
+final (sampled-with) distributions, ½ Σ |p(t) − q(t)|. It is only compared where both runs had
+fed the model the same tokens (the same prompt and the same tokens before the position: up to
+and including the pair's first divergence); after it each run continues its own text, the two
+distributions are over different next steps and no distance is given (``{"context": "different"}``).
+
+In the same context:
+- **The same settings** (every setting that shapes a step's distribution: the model build, its
+  runtime, the sampler parameters; not the seed, the lengths, stop strings or ``top_n``): the two
+  distributions are one function of one model output, so the distance is exactly 0 — given as
+  ``lower = upper = 0`` with ``same_settings: true`` once the stored alternatives agree.
+- **Different settings**: only each step's top-N alternatives are stored, so the distance is a
+  range. Over the tokens both runs stored (the set S) ½ Σ_S |p − q| is exact; the mass outside S
+  (1 − p(S) in one run, 1 − q(S) in the other) adds at least ½ |p(S̄) − q(S̄)| and at most
+  ½ (p(S̄) + q(S̄)). Both ends are reported: a wide range means the lists hold little of the mass.
 """
 
 from __future__ import annotations
@@ -27,9 +34,10 @@ METRIC = {
     "name": "total_variation",
     "over": "final (sampled-with) probabilities of the top-N alternatives both runs stored",
     "description": (
-        "Total variation distance ½·Σ|p−q| between the runs' final distributions at a position. "
-        "Only the top-N alternatives are stored, so it is given as a range: `lower` sums over the "
-        "tokens both runs stored, `upper` adds the mass neither list accounts for."
+        "Total variation distance ½·Σ|p−q| between the runs' final distributions at a position, "
+        "given only where both runs had the same tokens before it. With the same settings it is "
+        "exactly 0. With different settings only the top-N alternatives are stored, so it is a "
+        "range: `lower` counts the stored tokens, `upper` adds the mass the lists leave out."
     ),
 }
 
@@ -38,12 +46,37 @@ METRIC = {
 REQUEST_KEYS = ("prompt", "mode", "system", "top_n", "use_cache")
 MODEL_KEYS = ("name", "manifest_sha256", "onnxruntime_version", "execution_provider")
 
+# Differences (``differing_settings`` names) that leave a step's distribution alone, given the same
+# tokens before it: the context itself (judged by the tokens), how many tokens and alternatives are
+# kept, when to stop, how many samples or beams. The seed is one too, unless XTC draws with it.
+NOT_SHAPING = frozenset(
+    {
+        "prompt",
+        "mode",
+        "system",
+        "messages",
+        "continue_final_message",
+        "top_n",
+        "params.max_tokens",
+        "params.stop",
+        "params.n",
+        "params.num_beams",
+        "params.length_penalty",
+    }
+)
+# Stored probabilities of two runs with the same settings and context may differ by float rounding
+# (another batch's shapes): up to this much summed difference they are read as the same.
+SAME_TOLERANCE = 1e-4
+
 
 def compare(runs: Sequence[Run]) -> dict[str, Any]:
     columns = [sample_rows(run.tokens) for run in runs]
     length = max((len(c) for c in columns), default=0)
     same_prompt = len({tuple(map(tuple, r.prompt_tokens)) for r in runs}) == 1
     first_divergence = _first_divergence(columns) if same_prompt else 0
+    # per other run: the last position at which it and run 1 share a context (-1: none)
+    shared_until = [_shared_context(runs[0], columns[0], run, column) for run, column in zip(runs[1:], columns[1:])]
+    same_settings = [not shaping_differences(runs[0], run) for run in runs[1:]]
 
     positions = []
     for i in range(length):
@@ -54,8 +87,12 @@ def compare(runs: Sequence[Run]) -> dict[str, Any]:
                 "index": i,
                 "tokens": [_cell(t) for t in tokens],
                 "same": len(present) == len(tokens) and len({t.id for t in present}) == 1,
-                "same_context": first_divergence is None or i <= first_divergence,
-                "divergence": [None] + [_tv(tokens[0], t) for t in tokens[1:]],
+                "same_context": same_prompt and (first_divergence is None or i <= first_divergence),
+                "divergence": [None]
+                + [
+                    _divergence(tokens[0], t, same_context=i <= until, same_settings=same)
+                    for t, until, same in zip(tokens[1:], shared_until, same_settings)
+                ],
             }
         )
 
@@ -70,6 +107,14 @@ def compare(runs: Sequence[Run]) -> dict[str, Any]:
         "note": seed_note(runs, columns, first_divergence, same_prompt),
         "positions": positions,
     }
+
+
+def shaping_differences(a: Run, b: Run) -> list[str]:
+    """The settings, differing between two runs, that can make their distributions differ at a
+    step both reached through the same tokens."""
+    names = [row["name"] for row in differing_settings([a, b])]
+    xtc = any(r.parameters().get("xtc_probability", 0) for r in (a, b))  # XTC's coin is the seed's
+    return [n for n in names if n not in NOT_SHAPING and (n != "seed" or xtc)]
 
 
 def differing_settings(runs: Sequence[Run]) -> list[dict[str, Any]]:
@@ -135,6 +180,15 @@ def _first_divergence(columns: list[list[TokenRow]]) -> int | None:
     return None
 
 
+def _shared_context(a: Run, a_tokens: list[TokenRow], b: Run, b_tokens: list[TokenRow]) -> int:
+    """The last position at which both runs had fed the model the same tokens: the same prompt and
+    every token before it the same (so through their first divergence); -1 when the prompts differ."""
+    if list(map(tuple, a.prompt_tokens)) != list(map(tuple, b.prompt_tokens)):
+        return -1
+    first = _first_divergence([a_tokens, b_tokens])
+    return max(len(a_tokens), len(b_tokens)) if first is None else first
+
+
 def _shared_draws(columns: list[list[TokenRow]], first: int | None) -> int:
     """How many leading positions every run drew the same (non-null) random number."""
     shared = 0
@@ -160,18 +214,32 @@ def _cell(token: TokenRow | None) -> dict[str, Any] | None:
     }
 
 
-def _tv(a: TokenRow | None, b: TokenRow | None) -> dict[str, float] | None:
-    """Bounds on the total variation between two steps' final distributions, from their top-N lists."""
+def _divergence(a: TokenRow | None, b: TokenRow | None, same_context: bool, same_settings: bool) -> dict[str, Any] | None:
+    """Run 1's step against another run's: null when either has no token there; no number when the
+    tokens before it differ; exactly 0 for the same settings; otherwise bounds from the top-N lists."""
     if a is None or b is None:
         return None
+    if not same_context:
+        return {"context": "different"}
+    lower, upper, shared = _tv_bounds(a, b)
+    same = same_settings and lower <= SAME_TOLERANCE
+    if same:
+        lower = upper = 0.0
+    return {"context": "same", "same_settings": same, "lower": lower, "upper": upper, "shared_tokens": shared}
+
+
+def _tv_bounds(a: TokenRow, b: TokenRow) -> tuple[float, float, int]:
+    """Bounds on the total variation between two steps' final distributions, from their top-N lists:
+    exact over the tokens both stored, and the mass outside them at least ½|p(S̄) − q(S̄)|, at most
+    ½(p(S̄) + q(S̄))."""
     p = {alt.id: alt.prob for alt in a.alternatives}
     q = {alt.id: alt.prob for alt in b.alternatives}
     for token, dist in ((a, p), (b, q)):
         dist.setdefault(token.id, token.prob)  # the chosen token, even when ranked below top N
     shared = p.keys() & q.keys()
-    if not shared:
-        return None
-    lower = 0.5 * sum(abs(p[t] - q[t]) for t in shared)
-    outside = max(0.0, 1 - sum(p[t] for t in shared)) + max(0.0, 1 - sum(q[t] for t in shared))
-    upper = min(1.0, lower + 0.5 * outside)
-    return {"lower": round(lower, 6), "upper": round(upper, 6), "shared_tokens": len(shared)}
+    inside = sum(abs(p[t] - q[t]) for t in shared)
+    p_out = max(0.0, 1 - sum(p[t] for t in shared))
+    q_out = max(0.0, 1 - sum(q[t] for t in shared))
+    lower = 0.5 * (inside + abs(p_out - q_out))
+    upper = min(1.0, 0.5 * (inside + p_out + q_out))
+    return round(lower, 6), round(upper, 6), len(shared)

@@ -216,7 +216,7 @@ def compare_page(request: HttpRequest, ids: str) -> HttpResponse:
     comparison = compare(runs)
     for position in comparison["positions"]:
         position["cells"] = [
-            {"token": token, "prob": _percent(token["prob"]) if token else None, "tv": _range(tv)}
+            {"token": token, "prob": _percent(token["prob"]) if token else None, **_tv_cell(tv)}
             for token, tv in zip(position["tokens"], position["divergence"])
         ]
     return _page(
@@ -228,6 +228,8 @@ def compare_page(request: HttpRequest, ids: str) -> HttpResponse:
             "ids": ids,
             "run_data": [schema.run_to_dict(r) for r in runs],
             "live_url": live_query(runs),
+            "table_columns": 2 * len(runs),  # the position, each run's token and each other run's TV
+            "top_n_text": str(runs[0].top_n) if len({r.top_n for r in runs}) == 1 else "N",
             "conversations": [
                 {"messages": r.conversation(), "continued": r.continue_final_message, "system": r.system, "prompt": r.prompt}
                 for r in runs
@@ -268,10 +270,17 @@ def _percent(p: float) -> str:
     return "0%" if p == 0 else "<0.01%" if p < 0.00005 else f"{p * 100:.2f}%"
 
 
-def _range(tv: dict[str, float] | None) -> str | None:
+def _tv_cell(tv: dict[str, Any] | None) -> dict[str, str | None]:
+    """A TV cell's text and kind: none (no token to compare), other (the tokens before differ: not
+    compared), zero (the same settings in the same context) or a value or range."""
     if tv is None:
-        return None
-    return f"{tv['lower']:.3f}" if tv["upper"] - tv["lower"] < 0.0005 else f"{tv['lower']:.3f}–{tv['upper']:.3f}"
+        return {"tv": None, "tv_kind": "none"}
+    if tv["context"] == "different":
+        return {"tv": None, "tv_kind": "other"}
+    if tv["same_settings"]:
+        return {"tv": "0", "tv_kind": "zero"}
+    exact = tv["upper"] - tv["lower"] < 0.0005
+    return {"tv": f"{tv['lower']:.3f}" if exact else f"{tv['lower']:.3f}–{tv['upper']:.3f}", "tv_kind": "range"}
 
 
 @require_safe

@@ -181,7 +181,8 @@ def test_compare_aligns_marks_divergence_and_lists_only_differing_settings(clien
     assert "settings, not from chance" in comparison["note"]
     positions = comparison["positions"]
     assert [p["same"] for p in positions] == [True, True, False]
-    assert positions[0]["divergence"][1] == {"lower": 0.0, "upper": 0.0, "shared_tokens": 3}
+    same = {"context": "same", "same_settings": False}
+    assert positions[0]["divergence"][1] == same | {"lower": 0.0, "upper": 0.0, "shared_tokens": 3}
     # position 2: ½(|0.5−0.3| + |0.5−0.7| + 0) = 0.2; all mass is in the shared tokens.
     assert positions[2]["divergence"][1]["lower"] == pytest.approx(0.2)
     assert positions[2]["divergence"][1]["upper"] == pytest.approx(0.2)
@@ -200,8 +201,8 @@ def test_tv_bounds_account_for_unstored_mass(db_alias):
 
     result = compare([a, b])
     d = result["positions"][0]["divergence"][1]
-    # shared: |0.7−0.4| + |0.3−0.1| + |0−0.1| = 0.6 → 0.3; outside: 0 + 0.4 → upper 0.5
-    assert d["lower"] == pytest.approx(0.3) and d["upper"] == pytest.approx(0.5)
+    # shared: |0.7−0.4| + |0.3−0.1| + |0−0.1| = 0.6; outside: 0 and 0.4 → lower ½(0.6 + 0.4), upper ½(0.6 + 0.4)
+    assert d["lower"] == pytest.approx(0.5) and d["upper"] == pytest.approx(0.5)
     assert "different seeds" in result["note"]
     assert {"name": "seed", "values": [42, 7]} in result["differing"]
 

@@ -117,7 +117,7 @@ def one_run(
     clock = clocked.last
     return {
         "tokens_per_s": float(finished.decode_tokens_per_s or 0.0),
-        "acceptance": None if totals is None or not totals.drafted else totals.accepted / totals.drafted,
+        "acceptance": None if totals is None or not totals.checked else totals.accepted / totals.checked,
         "tokens_per_pass": len(token_ids) / max(passes, 1),
         "switched_off_at": None if totals is None else totals.switched_off_at,
         "rule": None if totals is None or totals.reason is None else totals.reason.rule,

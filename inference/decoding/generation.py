@@ -45,6 +45,7 @@ import numpy as np
 from inference.chat_template import ChatPrompt
 from inference.decoding.beam import BeamSearch, BeamStep, Hypothesis
 from inference.decoding.loop_params import LoopParams, SpeculativeParams
+from inference.decoding.origin import Origin, PrefixPlan, picked_origin
 from inference.decoding.stopping import StopStringMatcher
 from inference.decoding.surprisal import PromptSurprisal, SurprisalCollector
 from inference.engine import DecodeState
@@ -54,6 +55,7 @@ from inference.runtime import Runtime
 from inference.sampling import SamplerChain, SamplingParams, StepTrace
 from inference.sampling.candidates import Candidates
 from inference.sampling.params import MAX_SEED
+from inference.sampling.stages.grammar import Grammar
 from inference.speculative import Check, Draft, DraftSource, DraftSources, judge
 from inference.speculative.switch_off import SwitchedOff, cannot_pay, draft_cost, low_acceptance, pass_cost
 from inference.text import Mode, Utf8Stream
@@ -84,12 +86,24 @@ class GenerationRequest:
         False  # keep the prefill's logits and report each prompt token's surprisal (``inference.decoding.surprisal``)
     )
     watch: tuple[int, ...] = ()  # token ids each step's trace follows wherever they rank (``StepTrace.watched``)
+    # which prefix tokens the person chose (``inference.decoding.origin``): the last ``typed_tokens``
+    # typed (edit and continue); with ``branched`` the one before them picked as a branch
+    typed_tokens: int = 0
+    branched: bool = False
 
     def __post_init__(self) -> None:
+        try:
+            self.prefix_plan  # noqa: B018 (checks typed_tokens and branched against the prefix)
+        except ValueError as error:
+            raise ParamError("typed_tokens" if "typed" in str(error) else "branched", str(error)) from None
         if self.sampling.grammar is not None and self.loop.num_beams > 1:
             raise ParamError("num_beams", "num_beams must be 1 with a grammar: beam search does not run the sampler chain")
         if self.sampling.grammar is not None and self.loop.ignore_eos:
             raise ParamError("ignore_eos", "ignore_eos must be false with a grammar: the end of sequence is where it is complete")
+
+    @property
+    def prefix_plan(self) -> PrefixPlan:
+        return PrefixPlan(len(self.prefix_tokens), self.typed_tokens, self.branched)
 
     def with_seed(self) -> GenerationRequest:
         """The same request with a seed: the client's, or one drawn now so the run can be replayed."""
@@ -124,6 +138,7 @@ class TokenStep:
     elapsed_ms: float
     forced: bool = False  # taken from the request's prefix_tokens, not picked
     drafted: bool = False  # speculative decoding: a drafted token the model accepted
+    origin: Origin = Origin.SAMPLED  # how it got there (``inference.decoding.origin``)
 
 
 @dataclass(frozen=True)
@@ -148,8 +163,16 @@ class Verification:
 
 @dataclass(frozen=True)
 class SpeculativeTotals:
-    drafted: int  # drafted tokens the model checked (drafts past the end of the sample are not)
-    accepted: int
+    """A speculative run's counts, one definition everywhere (``done.speculative``, the HTTP
+    extension, saved runs, the page): ``drafted`` every token a draft proposed, ``checked`` those the
+    model judged (a step stops judging at its first rejection or at the end of the sample, so the
+    drafts after it are drafted but not checked), ``accepted`` the checked drafts it kept. The
+    acceptance rate is ``accepted`` / ``checked``; each equals the sum over the run's
+    ``Verification`` records (``len(drafted)``, ``len(checks)``, ``accepted``)."""
+
+    drafted: int  # tokens the drafts proposed, checked or not
+    checked: int  # drafted tokens the model judged
+    accepted: int  # checked drafts the model kept
     verifications: int = 0  # decoder passes that verified drafts
     switched_off_at: int | None = None  # the token index from which the run went on plainly (0: it never drafted)
     reason: SwitchedOff | None = None  # why, in the switch-off rule's numbers (``inference.speculative.switch_off``)
@@ -199,6 +222,7 @@ class _Sample:
         self.codec = runtime.codec
         self.loop = request.loop
         self.prefix = request.prefix_tokens
+        self.plan = request.prefix_plan
         self.watch = request.watch
         seed = sample_seed(int(request.sampling.seed), index)  # type: ignore[arg-type]
         self.chain = SamplerChain(replace(request.sampling, seed=seed), token_texts=runtime.codec.token_texts())
@@ -238,6 +262,10 @@ class _Sample:
             text += self._flush()
         self.texts.append(text)
         return token, text, trace
+
+    def origin(self, index: int, trace: StepTrace, drafted: bool = False) -> Origin:
+        """The origin of this sample's token ``index``, traced as ``trace``."""
+        return self.plan.origin(index, trace) if index < len(self.prefix) else picked_origin(trace, drafted)
 
     def _judge(self, draft: int, q: np.ndarray) -> Callable[[Candidates], tuple[int, float | None]]:
         def choose(final: Candidates) -> tuple[int, float | None]:
@@ -350,6 +378,7 @@ class Generation:
         n = self.request.loop.n
         self.rows = self.rows_after_prefill = n
         self.samples = [_Sample(runtime, self.request, i) for i in range(n)]
+        check_prefix_grammar(self.samples[0].chain, self.request.prefix_tokens, runtime.codec.token_text)
         self._filler = min(runtime.codec.eos_ids)  # fed to samples that have ended
         speculative = self.request.speculative
         if speculative is not None and (n > 1 or self.request.loop.num_beams > 1):
@@ -357,7 +386,7 @@ class Generation:
         if speculative is not None and drafter is None:
             drafter = (drafts or DraftSources()).new(speculative, self.request.sampling, self.seed)
         self.drafter: DraftSource | None = None if speculative is None else drafter
-        self.drafted = self.accepted = self.verifications = 0  # speculative totals: drafts checked and accepted, passes
+        self.drafted = self.checked = self.accepted = self.verifications = 0  # speculative totals (``SpeculativeTotals``)
         # where the switch-off rule stopped the drafting, and why: from token 0 when it cannot pay at all
         self.switched_off = (
             None if speculative is None or not speculative.switch_off else cannot_pay(speculative.draft, speculative.k)
@@ -402,6 +431,7 @@ class Generation:
                 trace,
                 elapsed,
                 forced=len(sample.generated) <= len(sample.prefix),
+                origin=sample.origin(len(sample.generated) - 1, trace),
             )
             for sample, token, text, trace in picked
         ]
@@ -448,13 +478,14 @@ class Generation:
         if sample.reason is None and all(check.accepted for check in checks):
             bonus, text, trace = sample.pick(logits[len(draft.tokens)], self.prompt_ids, self.request.top_n)
             picked.append((bonus, text, trace, False))
-        self.drafted += len(checks)
+        self.drafted += len(draft.tokens)
+        self.checked += len(checks)
         self.accepted += sum(check.accepted for check in checks)
         self.verifications += 1
         self._made += len(picked)
         self._cost += pass_cost(len(draft.tokens) + 1) + draft_cost(self.request.speculative.draft, len(draft.tokens))
         if sample.reason is None and self.switched_off_at is None and self.request.speculative.switch_off:
-            self.switched_off = low_acceptance(self.drafted, self._made, self._cost)
+            self.switched_off = low_acceptance(self.checked, self._made, self._cost)
             if self.switched_off is not None:
                 self.switched_off_at = len(sample.generated)  # the tokens from the next one on are plain
         self._pending = None if self.is_done() else [sample.generated[-1]]
@@ -462,7 +493,9 @@ class Generation:
         corrected = None if not checks or checks[-1].accepted else checks[-1].token
         verification = Verification(sample.index, first, draft.tokens, tuple(checks), corrected, bonus)
         steps = [
-            TokenStep(sample.index, first + i, token, text, trace, elapsed, drafted=accepted)
+            TokenStep(
+                sample.index, first + i, token, text, trace, elapsed, drafted=accepted, origin=sample.origin(first + i, trace, accepted)
+            )
             for i, (token, text, trace, accepted) in enumerate(picked)
         ]
         return verification, steps
@@ -489,7 +522,9 @@ class Generation:
         totals = (
             None
             if self.drafter is None
-            else SpeculativeTotals(self.drafted, self.accepted, self.verifications, self.switched_off_at, self.switched_off)
+            else SpeculativeTotals(
+                self.drafted, self.checked, self.accepted, self.verifications, self.switched_off_at, self.switched_off
+            )
         )
         return Finished(
             samples=tuple(sample.result() for sample in self.samples),
@@ -726,6 +761,18 @@ def check_watch(watch: tuple[int, ...], vocab_size: int) -> None:
     for i, token in enumerate(watch):
         if not 0 <= token < vocab_size:
             raise ParamError(f"watch.{i}", f"watch.{i} must be a token id from 0 to {vocab_size - 1}, got {token}")
+
+
+def check_prefix_grammar(chain: SamplerChain, prefix: tuple[int, ...], token_text: Callable[[int], str]) -> None:
+    """A forced prefix must be text the run's grammar allows: the first token it refuses is named
+    before the run starts (a branch on an alternative the grammar removed, an edit it forbids)."""
+    grammar = next((stage for stage in chain.stages if isinstance(stage, Grammar)), None)
+    refused = None if grammar is None or not prefix else grammar.refused_at(prefix)
+    if refused is not None:
+        raise ParamError(
+            f"prefix_tokens.{refused}",
+            f"the grammar does not allow {token_text(prefix[refused])!r} at that point of the text, so it cannot be forced there",
+        )
 
 
 def check_prefix(prefix: tuple[int, ...], vocab_size: int) -> None:

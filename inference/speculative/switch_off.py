@@ -90,13 +90,13 @@ def cannot_pay(draft: str, k: int) -> SwitchedOff | None:
     return SwitchedOff("cannot_pay", tokens, round(steps, 2)) if tokens <= steps else None
 
 
-def low_acceptance(drafted: int, made: int, cost: float) -> SwitchedOff | None:
+def low_acceptance(checked: int, made: int, cost: float) -> SwitchedOff | None:
     """The rule as the run goes (``switch_off``), with its numbers when it holds."""
-    return SwitchedOff("low_acceptance", made, round(cost, 2)) if switch_off(drafted, made, cost) else None
+    return SwitchedOff("low_acceptance", made, round(cost, 2)) if switch_off(checked, made, cost) else None
 
 
-def switch_off(drafted: int, made: int, cost: float) -> bool:
-    """Whether a run stops drafting: ``drafted`` drafts judged so far, its verification passes
+def switch_off(checked: int, made: int, cost: float) -> bool:
+    """Whether a run stops drafting: ``checked`` drafts judged so far, its verification passes
     ``made`` that many tokens at ``cost`` one-token steps (the sum of their ``pass_cost`` and
     ``draft_cost``)."""
-    return drafted >= SWITCH_OFF_AFTER and made < cost
+    return checked >= SWITCH_OFF_AFTER and made < cost

@@ -51,7 +51,7 @@ from playground.runs.errors import SchemaError
 from playground.runs.models import Run
 from playground.runs.stored_params import params_from_stored, stored_params
 from playground.runs.text_check import excerpt
-from playground.runs.token_rows import TokenRow
+from playground.runs.token_rows import TokenRow, load_rows, run_origins
 
 MAX_LISTED = 64  # samples, beams: at most ``n`` / ``num_beams``
 SAMPLE_KEYS = ("sample", "reason", "stop_string", "text", "tail", "completion_tokens")
@@ -62,7 +62,7 @@ PROMPT_TOKEN_KEYS = ("id", "text")
 BEAM_STEP_KEYS = ("index", "beams", "pruned", "finished", "elapsed_ms")
 PROPOSAL_KEYS = ("parent", "id", "token", "logprob", "cum_logprob")
 SPECULATIVE_KEYS = ("totals", "verifications")
-SPECULATIVE_TOTALS_KEYS = ("drafted", "accepted", "verifications", "switched_off_at", "reason")
+SPECULATIVE_TOTALS_KEYS = ("drafted", "checked", "accepted", "verifications", "switched_off_at", "reason")
 SWITCHED_OFF_KEYS = ("rule", "tokens", "steps")
 SWITCH_OFF_RULES = ("cannot_pay", "low_acceptance")
 VERIFICATION_KEYS = ("sample", "index", "drafted", "accepted", "corrected", "bonus")
@@ -198,20 +198,33 @@ def _beam_steps(value: Any, path: str) -> list[Any]:
     return value
 
 
-def _with_reason(value: Any) -> Any:
-    """A speculative record whose totals lack ``reason`` (recorded before the switch-off said why) with it null."""
-    if isinstance(value, dict) and isinstance(value.get("totals"), dict):
-        return value | {"totals": {"reason": None} | value["totals"]}
-    return value
+def _current_totals(value: Any) -> Any:
+    """A speculative record in today's shape, the stored value untouched: totals lacking ``reason``
+    (recorded before the switch-off said why) get it null; totals lacking ``checked`` (recorded when
+    ``drafted`` counted the checked drafts only) get ``checked`` from that old ``drafted`` and
+    ``drafted`` re-counted from the verification records (every drafted token, checked or not)."""
+    if not isinstance(value, dict) or not isinstance(value.get("totals"), dict):
+        return value
+    totals = {"reason": None} | value["totals"]
+    if "checked" not in totals and "drafted" in totals:
+        steps = value.get("verifications")
+        proposed = (
+            [len(s["drafted"]) for s in steps if isinstance(s, dict) and isinstance(s.get("drafted"), list)]
+            if isinstance(steps, list)
+            else []
+        )
+        totals = totals | {"checked": totals["drafted"], "drafted": sum(proposed)}
+    return value | {"totals": totals}
 
 
 def _speculative(value: Any, path: str) -> dict[str, Any]:
-    """A speculative run's record: ``totals`` (``done.speculative``; null when the run failed; a
-    ``reason`` left out reads as null) and its ``verification`` events without their envelope."""
-    data = an_object(_with_reason(value), path, SPECULATIVE_KEYS)
+    """A speculative run's record: ``totals`` (``done.speculative``; null when the run failed; older
+    shapes read as ``_current_totals`` says) and its ``verification`` events without their envelope.
+    The totals are the sums over the verifications (``SpeculativeTotals``' one definition)."""
+    data = an_object(_current_totals(value), path, SPECULATIVE_KEYS)
     if data["totals"] is not None:
         totals = an_object(data["totals"], f"{path}.totals", SPECULATIVE_TOTALS_KEYS)
-        for key in ("drafted", "accepted", "verifications"):
+        for key in ("drafted", "checked", "accepted", "verifications"):
             an_int(totals[key], f"{path}.totals.{key}")
         optional(an_int)(totals["switched_off_at"], f"{path}.totals.switched_off_at")
         if totals["reason"] is not None:
@@ -236,7 +249,24 @@ def _speculative(value: Any, path: str) -> dict[str, Any]:
                 chosen = an_object(step[key], f"{p}.{key}", ("id", "token"))
                 an_int(chosen["id"], f"{p}.{key}.id")
                 a_str(chosen["token"], f"{p}.{key}.token")
+    if data["totals"] is not None:
+        _totals_match(data["totals"], data["verifications"], f"{path}.totals")
     return data
+
+
+def _totals_match(totals: dict[str, Any], verifications: list[dict[str, Any]], path: str) -> None:
+    """The totals count what the verification records show: every drafted token, the checked ones
+    (a verdict, true or false), the accepted ones, one pass per record."""
+    drafts = [d for step in verifications for d in step["drafted"]]
+    counted = {
+        "drafted": len(drafts),
+        "checked": sum(d["accepted"] is not None for d in drafts),
+        "accepted": sum(d["accepted"] is True for d in drafts),
+        "verifications": len(verifications),
+    }
+    for key, count in counted.items():
+        if totals[key] != count:
+            raise SchemaError(f"{path}.{key}", f"must equal the verification records' count, {count}; got {totals[key]}")
 
 
 def _beam_step(data: Any, path: str) -> None:
@@ -309,10 +339,19 @@ PROMPT_TOKENS = Field(
     export=lambda rows: [{"id": token_id, "text": token} for token_id, token in rows],
     store=lambda tokens: [[t["id"], t["text"]] for t in tokens],
 )
-TOKENS = Field(
+@dataclass(frozen=True)
+class TokensField(Field):
+    """The run's tokens; a row saved before origins were gets the one its run implies
+    (``token_rows.run_origins``: the request says which prefix tokens were typed or branched)."""
+
+    def exported(self, run: Run) -> Any:
+        rows = run_origins(load_rows(run.tokens), len(run.prefix_tokens), run.typed_tokens, run.branch_index)
+        return [row.to_event() for row in rows]
+
+
+TOKENS = TokensField(
     "tokens",
     "tokens",
-    export=lambda rows: [TokenRow.from_stored(row).to_event() for row in rows],
     store=lambda events: [TokenRow.from_event(event).to_stored() for event in events],
 )
 RUN = Part(
@@ -333,7 +372,7 @@ RUN = Part(
         TOKENS,
         Field("beam_steps", "beam_steps", _beam_steps),
         Field(
-            "speculative", "speculative", optional(_speculative), export=_with_reason
+            "speculative", "speculative", optional(_speculative), export=_current_totals
         ),  # added later: optional in every version
     ),
 )

@@ -62,6 +62,36 @@ def check_steps_and_marks(page: Page, verifications: list[dict], tokens: list[di
     assert marked == drafted
 
 
+def check_counts(page: Page, totals: dict) -> None:
+    """What the person sees counts as `done.speculative` does (one definition: drafted, checked,
+    accepted): the steps' chips added up, each step's own sentence, and the summary's sentence."""
+    steps = page.locator("#speculative-section .verification")
+    seen = steps.evaluate_all(
+        """els => els.map((step) => {
+          const verdicts = [...step.querySelectorAll(".draft")].map((d) => d.dataset.verdict);
+          return {
+            drafted: verdicts.filter((v) => ["accepted", "rejected", "unjudged"].includes(v)).length,
+            checked: verdicts.filter((v) => v === "accepted" || v === "rejected").length,
+            accepted: verdicts.filter((v) => v === "accepted").length,
+            words: step.querySelector(".verification-words").textContent,
+          };
+        })"""
+    )
+    for step in seen:
+        said = f"{step['drafted']} drafted" + (f" ({step['checked']} checked)" if step["checked"] < step["drafted"] else "")
+        assert f": {said}, " in step["words"], step
+    added = {key: sum(step[key] for step in seen) for key in ("drafted", "checked", "accepted")}
+    assert added | {"verifications": len(seen)} == {key: totals[key] for key in (*added, "verifications")}
+    summary = page.locator("[data-spec-summary]")
+    for key in ("drafted", "checked", "accepted"):
+        expect(summary).to_have_attribute(f"data-{key}", str(totals[key]))
+    drafted = f"{totals['drafted']} drafted" + (
+        f" ({totals['checked']} checked)" if totals["checked"] < totals["drafted"] else ""
+    )
+    expect(summary).to_contain_text(f"{drafted}, {totals['accepted']} accepted in {totals['verifications']} verification passes")
+    expect(summary).to_contain_text(f"acceptance rate {100 * totals['accepted'] / totals['checked']:.1f}%")
+
+
 def test_prompt_lookup_steps_totals_and_compare_without(playground: PlaygroundPage, daphne_server) -> None:
     page = playground.page
     page.get_by_label("Prompt", exact=True).fill(PROMPT)
@@ -90,14 +120,18 @@ def test_prompt_lookup_steps_totals_and_compare_without(playground: PlaygroundPa
     expect(line).to_contain_text("p = 0.00, q = 1.00 → rejected")
     expect(line).to_contain_text(quote_token(rejected["corrected"]["token"]))
 
-    # The totals are the done event's.
+    # The totals are the done event's, counted as the frames show them: every drafted token, the
+    # checked ones, the accepted ones; the page's summary and steps say the same numbers.
     totals = done["speculative"]
-    assert totals["drafted"] == len(judged) and totals["accepted"] == sum(d["accepted"] for d in judged)
-    summary = page.locator("[data-spec-summary]")
-    assert summary.get_attribute("data-drafted") == str(totals["drafted"])
-    assert summary.get_attribute("data-accepted") == str(totals["accepted"])
-    expect(summary).to_contain_text(f"{totals['drafted']} drafted, {totals['accepted']} accepted")
-    expect(summary).to_contain_text(f"acceptance rate {100 * totals['accepted'] / totals['drafted']:.1f}%")
+    drafts = [d for frame in verifications for d in frame["drafted"]]
+    assert (totals["drafted"], totals["checked"], totals["accepted"], totals["verifications"]) == (
+        len(drafts),
+        len(judged),
+        sum(d["accepted"] for d in judged),
+        len(verifications),
+    )
+    assert totals["checked"] < totals["drafted"]  # some drafts came after a rejection: drafted, never checked
+    check_counts(page, totals)
     playground.shot("speculative-steps")
 
     # Compare without: the same request and seed without speculation; greedy gives the same tokens.
@@ -129,7 +163,7 @@ def test_prompt_lookup_steps_totals_and_compare_without(playground: PlaygroundPa
     # The saved run shows the same marks, steps and totals.
     page.goto(f"{daphne_server.url}/r/{done['run_id']}")
     check_steps_and_marks(page, verifications, tokens)
-    expect(page.locator("[data-spec-summary]")).to_have_attribute("data-accepted", str(totals["accepted"]))
+    check_counts(page, totals)
     playground.shot("speculative-saved-run")
 
     # "Open in playground" brings the settings back.

@@ -17,6 +17,11 @@ console.log(JSON.stringify({{
   words: steps.map((step) => s.stepWords(step)),
   summaries: INPUT.totals.map((t) => s.summaryWords(s.speculativeSummary(t))),
   rates: INPUT.totals.map((t) => s.speculativeSummary(t).rate),
+  added: s.stepTotals(steps),
+  issue: (() => {{
+    const issue = INPUT.issue.map((e) => s.verificationStep(e));
+    return {{ words: issue.map((step) => s.stepWords(step)), added: s.stepTotals(issue) }};
+  }})(),
   comparisons: INPUT.pairs.map(([a, b, params]) => {{
     const result = s.compareWithout(a, b, params);
     return {{ result, words: s.comparisonWords(result) }};
@@ -63,11 +68,12 @@ GREEDY_MISS = GREEDY_ALL | {
 }
 
 TOTALS = [
-    {"drafted": 57, "accepted": 41, "verifications": 20, "switched_off_at": None, "reason": None},
-    {"drafted": 10, "accepted": 1, "verifications": 6, "switched_off_at": 14},  # saved before totals said why
-    {"drafted": 0, "accepted": 0, "verifications": 0, "switched_off_at": None, "reason": None},
+    {"drafted": 57, "checked": 57, "accepted": 41, "verifications": 20, "switched_off_at": None, "reason": None},
+    {"drafted": 10, "checked": 10, "accepted": 1, "verifications": 6, "switched_off_at": 14},  # saved before totals said why
+    {"drafted": 0, "checked": 0, "accepted": 0, "verifications": 0, "switched_off_at": None, "reason": None},
     {  # the switch-off rule as it goes: 6 passes of 10 drafts made 7 tokens for 12.4 steps
         "drafted": 10,
+        "checked": 10,
         "accepted": 1,
         "verifications": 6,
         "switched_off_at": 14,
@@ -75,6 +81,7 @@ TOTALS = [
     },
     {  # before the first draft: 4 drafts all accepted would make 5 tokens for 5.65 steps
         "drafted": 0,
+        "checked": 0,
         "accepted": 0,
         "verifications": 0,
         "switched_off_at": 0,
@@ -82,12 +89,25 @@ TOTALS = [
     },
     {
         "drafted": 0,
+        "checked": 0,
         "accepted": 0,
         "verifications": 0,
         "switched_off_at": 0,
         "reason": {"rule": "cannot_pay", "tokens": 2, "steps": 2.6},
     },
+    # issue 30's run: drafts of 1, 4, 4, 4, 4, each step's first rejected (the rest never checked)
+    {"drafted": 17, "checked": 5, "accepted": 0, "verifications": 5, "switched_off_at": None, "reason": None},
 ]
+
+
+def missed_step(index: int, drafts: int) -> dict:
+    """A greedy step whose first draft is rejected: its other drafts are never checked."""
+    drafted = [{"id": 50 + i, "token": f" w{i}", "accepted": None, "p": None, "q": None, "draw": None} for i in range(drafts)]
+    drafted[0] = {"id": 50, "token": " w0", "accepted": False, "p": 0.0, "q": 1.0, "draw": None}
+    return GREEDY_MISS | {"index": index, "drafted": drafted}
+
+
+ISSUE_STEPS = [missed_step(1, 1), missed_step(2, 4), missed_step(3, 4), missed_step(4, 4), missed_step(5, 4)]
 
 
 def run(idx: list[int], rate: float | None) -> dict:
@@ -102,7 +122,7 @@ PAIRS = [
 
 
 def answers() -> dict:
-    return run_js(STEPS, {"events": [SAMPLED, GREEDY_ALL, GREEDY_MISS], "totals": TOTALS, "pairs": PAIRS})
+    return run_js(STEPS, {"events": [SAMPLED, GREEDY_ALL, GREEDY_MISS], "totals": TOTALS, "pairs": PAIRS, "issue": ISSUE_STEPS})
 
 
 def test_a_sampled_step_accepted_rejected_and_unchecked():
@@ -112,7 +132,7 @@ def test_a_sampled_step_accepted_rejected_and_unchecked():
     assert step["checks"][0]["chance"] == 0.82  # min(1, 0.41 / 0.5)
     assert step["checks"][1]["chance"] == 0.25  # 0.2 / 0.8
     assert step["checks"][2]["chance"] is None
-    assert (step["drafted"], step["judged"], step["accepted"], step["tokens"]) == (3, 2, 1, 2)
+    assert (step["drafted"], step["checked"], step["accepted"], step["tokens"]) == (3, 2, 1, 2)
     first, second, third = out["checks"][0]
     assert first == "p = 0.41, q = 0.50 → accepted with probability min(1, p/q) = 0.82 (u = 0.30 < 0.82)"
     assert second == (
@@ -162,6 +182,20 @@ def test_the_runs_totals_in_words():
     )
     assert out["summaries"][5].startswith(
         "Speculation never started: even if the 1 draft was accepted, a pass would make 2 tokens"
+    )
+
+
+def test_the_summary_counts_as_the_steps_do():
+    """One definition: the steps' drafted / checked / accepted added up are the totals, and the summary
+    words them as a step does (issue 30: "5 drafted, 0 accepted" above steps of "4 drafted (1 checked)")."""
+    out = answers()
+    assert out["added"] == {"drafted": 6, "checked": 5, "accepted": 3, "verifications": 3}
+    issue = out["issue"]
+    assert issue["words"][1].startswith("At token 3: 4 drafted (1 checked), 0 accepted, then")
+    assert issue["added"] == {k: TOTALS[-1][k] for k in ("drafted", "checked", "accepted", "verifications")}
+    assert out["rates"][-1] == 0
+    assert out["summaries"][-1] == (
+        "17 drafted (5 checked), 0 accepted in 5 verification passes: acceptance rate 0.0% of the checked drafts."
     )
 
 

@@ -8,6 +8,11 @@
 // after the whole sampler chain, q: the draft's), the first rejected one is replaced by a token
 // drawn from max(0, p − q) normalised, and when every draft is kept the same pass gives one token
 // more (the bonus). The output is distributed exactly as without speculation.
+//
+// One definition of the counts, the server's (`SpeculativeTotals`, docs/speculative.md), in a step,
+// in the run's summary and in `done.speculative` alike: drafted = every token a draft proposed;
+// checked = those the model judged (a step stops at its first rejection, so the drafts after it are
+// drafted, not checked); accepted = the checked ones it kept. The acceptance rate is accepted ÷ checked.
 
 import { quoteToken } from "./format.js";
 
@@ -25,7 +30,7 @@ function tokenOf(value) {
 
 /**
  * A `verification` event (docs/websocket-api.md) as the page's step: {sample, index, checks,
- * drafted, judged, accepted, corrected, bonus, tokens}. Each check: {id, token, p, q, draw,
+ * drafted, checked, accepted, corrected, bonus, tokens}. Each check: {id, token, p, q, draw,
  * verdict, chance}: verdict "accepted", "rejected" or "unjudged" (a draft after the first
  * rejection, never looked at), chance = min(1, p/q), the probability the draft had of being kept;
  * `tokens` is how many tokens the step gives the output (the accepted drafts, then the corrected
@@ -48,7 +53,7 @@ export function verificationStep(event) {
     index: event.index,
     checks,
     drafted: checks.length,
-    judged: checks.filter((c) => c.verdict !== "unjudged").length,
+    checked: checks.filter((c) => c.verdict !== "unjudged").length,
     accepted: event.accepted,
     corrected,
     bonus,
@@ -73,10 +78,15 @@ export function checkWords(check, corrected = null) {
   return `${numbers} → rejected: accepted only with probability ${rule} (${why})${instead}`;
 }
 
+/** "4 drafted (1 checked)", or "4 drafted" when every draft was checked: a step's and the run's. */
+export function draftedWords(counts) {
+  return `${counts.drafted} drafted` + (counts.checked < counts.drafted ? ` (${counts.checked} checked)` : "");
+}
+
 /** The step in one sentence: what was drafted, how much was kept, what the pass added. */
 export function stepWords(step) {
   const at = `At token ${step.index + 1}`;
-  const drafted = `${step.drafted} drafted` + (step.judged < step.drafted ? ` (${step.judged} checked)` : "");
+  const drafted = draftedWords(step);
   let kept;
   if (step.bonus) {
     kept = `all ${step.accepted} accepted, and the same pass gave ${quoteToken(step.bonus.token)} as a bonus`;
@@ -90,18 +100,22 @@ export function stepWords(step) {
 }
 
 /**
- * The run's speculation in numbers: `done.speculative` ({drafted, accepted, verifications,
- * switched_off_at, reason}) as the server counted it, and the acceptance rate. `switchedOff` is the
- * token index from which the run went on without speculation (null: it never did); `reason` why,
- * in the switch-off rule's numbers ({rule, tokens, steps}; null in runs saved before it said).
+ * The run's speculation in numbers: `done.speculative` ({drafted, checked, accepted, verifications,
+ * switched_off_at, reason}) as the server counted it, and the acceptance rate (accepted ÷ checked).
+ * `switchedOff` is the token index from which the run went on without speculation (null: it never
+ * did); `reason` why, in the switch-off rule's numbers ({rule, tokens, steps}; null in runs saved
+ * before it said). A saved run always has `checked` (older records are brought to today's shape
+ * when read); `done` always has it.
  */
 export function speculativeSummary(totals) {
   const drafted = totals?.drafted ?? 0;
+  const checked = totals?.checked ?? 0;
   const accepted = totals?.accepted ?? 0;
   return {
     drafted,
+    checked,
     accepted,
-    rate: drafted > 0 ? accepted / drafted : null,
+    rate: checked > 0 ? accepted / checked : null,
     verifications: totals?.verifications ?? 0,
     switchedOff: totals?.switched_off_at ?? null,
     reason: totals?.reason ?? null,
@@ -123,13 +137,21 @@ export function switchOffWords(summary) {
   return `${at}: too few drafts were accepted for it to pay.`;
 }
 
-/** The summary in words (the page's line under the run's numbers). */
+/** The summary in words (the page's line under the run's numbers): the steps' counts added up. */
 export function summaryWords(summary) {
   if (summary.reason?.rule === "cannot_pay") return switchOffWords(summary);
-  const rate = summary.rate === null ? "nothing was drafted" : `acceptance rate ${(summary.rate * 100).toFixed(1)}%`;
+  const share = summary.checked < summary.drafted ? " of the checked drafts" : "";
+  const rate = summary.rate === null ? "nothing was drafted" : `acceptance rate ${(summary.rate * 100).toFixed(1)}%${share}`;
   const passes = `${summary.verifications} verification pass${summary.verifications === 1 ? "" : "es"}`;
   const off = summary.switchedOff === null ? "" : ` ${switchOffWords(summary)}`;
-  return `${summary.drafted} drafted, ${summary.accepted} accepted in ${passes}: ${rate}.${off}`;
+  return `${draftedWords(summary)}, ${summary.accepted} accepted in ${passes}: ${rate}.${off}`;
+}
+
+/** The steps' counts added up ({drafted, checked, accepted, verifications}): what `done.speculative`
+ *  says for the same run. */
+export function stepTotals(steps) {
+  const sum = (key) => steps.reduce((total, step) => total + step[key], 0);
+  return { drafted: sum("drafted"), checked: sum("checked"), accepted: sum("accepted"), verifications: steps.length };
 }
 
 /** Whether a request samples greedily (temperature 0): then speculation changes no token. */

@@ -23,6 +23,7 @@ export class VerificationView {
     this.list.replaceChildren();
     this.summaryEl.textContent = "";
     delete this.summaryEl.dataset.drafted;
+    delete this.summaryEl.dataset.checked;
     delete this.summaryEl.dataset.accepted;
     this.#counted();
     this.section.toggleAttribute("data-empty", true);
@@ -49,7 +50,8 @@ export class VerificationView {
   add(event) {
     const step = verificationStep(event);
     if (step.sample !== 0) return;
-    const item = el("li", { className: "verification", "data-index": step.index, "data-accepted": step.accepted });
+    const item = el("li", { className: "verification", "data-index": step.index, "data-drafted": step.drafted,
+      "data-checked": step.checked, "data-accepted": step.accepted });
     item.append(el("p", "verification-words", stepWords(step)));
     const row = el("ol", { className: "draft-row", "aria-label": `Drafted for tokens ${step.index + 1} on` });
     const lines = el("ul", "check-lines");
@@ -87,6 +89,7 @@ export class VerificationView {
     const summary = speculativeSummary(totals);
     this.summaryEl.textContent = summaryWords(summary);
     this.summaryEl.dataset.drafted = String(summary.drafted);
+    this.summaryEl.dataset.checked = String(summary.checked);
     this.summaryEl.dataset.accepted = String(summary.accepted);
   }
 

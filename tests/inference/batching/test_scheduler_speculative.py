@@ -52,7 +52,7 @@ def test_speculative_runs_batched_are_distributed_as_the_plain_chains(tiny_runti
         assert listener.error is None
         counts[tuple(token for _, token in token_ids(listener.items))] += 1
         totals = listener.items[-1].speculative
-        rejected += totals.drafted - totals.accepted
+        rejected += totals.checked - totals.accepted
     assert rejected > RUNS // 4  # the rule's both branches ran many times
     chi2, limit = chi_square(counts, expected, RUNS)
     assert chi2 < limit, (chi2, limit)
@@ -144,7 +144,11 @@ def assert_switched_off(items: list) -> None:
     at = totals.switched_off_at
     assert at is not None and len(finished.first.token_ids) == 60
     verifications = [item for item in items if isinstance(item, Verification)]
-    assert (totals.drafted, totals.verifications) == (sum(len(v.checks) for v in verifications), len(verifications))
+    assert (totals.drafted, totals.checked, totals.verifications) == (
+        sum(len(v.drafted) for v in verifications),
+        sum(len(v.checks) for v in verifications),
+        len(verifications),
+    )
 
     def holds(passes: list[Verification]) -> bool:  # switch_off's rule, worked out from the records
         made = sum(v.accepted + 1 for v in passes)
@@ -180,7 +184,7 @@ def test_keep_drafting_is_never_switched_off_solo_or_batched(tiny_runtime):
         totals = items[-1].speculative
         assert (totals.switched_off_at, totals.reason) == (None, None) and len(items[-1].first.token_ids) == 60
         assert totals.verifications + totals.accepted == 59  # every token after the first came from a verification pass
-        assert totals.accepted < totals.drafted // 4  # what the rule would have stopped
+        assert totals.accepted < totals.checked // 4  # what the rule would have stopped
 
 
 def test_a_draft_that_cannot_pay_never_drafts_in_the_batch_and_one_kept_drafting_does(tiny_runtime, colours):
@@ -196,6 +200,6 @@ def test_a_draft_that_cannot_pay_never_drafts_in_the_batch_and_one_kept_drafting
     assert off.items[-1].speculative.reason == cannot_pay("fast", 4) is not None
     assert off.items[-1].speculative.switched_off_at == 0
     assert sum(isinstance(i, Verification) for i in kept.items) == kept.items[-1].speculative.verifications > 0
-    assert kept.items[-1].speculative.accepted == kept.items[-1].speculative.drafted  # the draft is the model itself
+    assert kept.items[-1].speculative.accepted == kept.items[-1].speculative.checked  # the draft is the model itself
     for listener in (off, kept):
         assert [token for _, token in token_ids(listener.items)] == solo

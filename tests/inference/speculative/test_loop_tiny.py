@@ -102,9 +102,11 @@ def test_every_verification_lists_its_checks_and_the_steps_follow_it(tiny_runtim
             assert all(c.accepted for c in verification.checks)
             assert after[len(verification.checks)].token_id == verification.bonus
     totals = items[-1].speculative
-    assert totals.drafted == sum(len(v.checks) for v in verifications)
-    assert totals.accepted == sum(s.drafted for s in steps) > 0
-    assert totals.accepted < totals.drafted  # this setup rejects some drafts: the test sees both kinds
+    # One definition (``SpeculativeTotals``): every drafted token, the checked ones, the accepted ones.
+    assert totals.drafted == sum(len(v.drafted) for v in verifications)
+    assert totals.checked == sum(len(v.checks) for v in verifications)
+    assert totals.accepted == sum(v.accepted for v in verifications) == sum(s.drafted for s in steps) > 0
+    assert totals.accepted < totals.checked < totals.drafted  # rejections, and drafts after them never checked
 
 
 # -- exactness -----------------------------------------------------------------------------------
@@ -149,7 +151,7 @@ def test_speculative_samples_are_distributed_as_the_plain_chains(tiny_runtime, c
     for seed in range(RUNS):
         items = list(run(tiny_runtime, request(colours, seed=10_000 + seed, k=k)))
         counts[tuple(item.token_id for item in items if isinstance(item, TokenStep))] += 1
-        rejected += items[-1].speculative.drafted - items[-1].speculative.accepted
+        rejected += items[-1].speculative.checked - items[-1].speculative.accepted
     assert rejected > RUNS // 4  # the rule's both branches ran many times
     chi2, limit = chi_square(counts, expected, RUNS)
     assert chi2 < limit, (chi2, limit)

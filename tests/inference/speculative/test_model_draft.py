@@ -53,7 +53,7 @@ def test_a_draft_model_with_the_targets_chain_is_always_accepted_when_greedy(tin
     plain = [i.token_id for i in loop.run(tiny_runtime, replace(request, speculative=None)) if isinstance(i, TokenStep)]
     items, finished = drive(tiny_runtime, request, ModelDraft(tiny_runtime.decoder, request.sampling, seed=0))
     assert [i.token_id for i in items if isinstance(i, TokenStep)] == plain
-    assert finished.speculative.accepted == finished.speculative.drafted > 0
+    assert finished.speculative.accepted == finished.speculative.checked > 0
     assert all(c.q == 1.0 for v in items if isinstance(v, Verification) for c in v.checks)  # a point mass on each draft
     drafter = ModelDraft(tiny_runtime.decoder, request.sampling, seed=0)
     assert drafter.propose(tiny_runtime.codec.encode(loop.PROMPT, "completion"), 3).q is None  # said, not written out
@@ -70,7 +70,7 @@ def test_draft_model_samples_are_distributed_as_the_plain_chains(tiny_runtime, c
         items, finished = drive(tiny_runtime, request, drafter)
         assert all(c.q < 1.0 for v in items if isinstance(v, Verification) for c in v.checks)  # q is no point mass
         counts[tuple(i.token_id for i in items if isinstance(i, TokenStep))] += 1
-        rejected += finished.speculative.drafted - finished.speculative.accepted
+        rejected += finished.speculative.checked - finished.speculative.accepted
     assert rejected > RUNS // 10
     chi2, limit = loop.chi_square(counts, expected, RUNS)
     assert chi2 < limit, (chi2, limit)
@@ -93,7 +93,9 @@ def test_a_draft_that_cannot_pay_never_drafts_and_done_says_why(tiny_runtime, co
     items, finished = drive(tiny_runtime, request, drafter)
     assert not any(isinstance(i, Verification) or i.drafted for i in items)
     assert drafter.state.length == 0  # the draft model never read the prompt
-    assert finished.speculative == SpeculativeTotals(0, 0, 0, 0, reason)
+    assert finished.speculative == SpeculativeTotals(
+        drafted=0, checked=0, accepted=0, verifications=0, switched_off_at=0, reason=reason
+    )
     assert finished.speculative.to_dict()["reason"] == {"rule": "cannot_pay", "tokens": 5, "steps": reason.steps}
     assert token_steps(items) == token_steps(loop.run(tiny_runtime, replace(request, speculative=None)))
 
@@ -105,5 +107,5 @@ def test_keep_drafting_watches_a_draft_that_cannot_pay(tiny_runtime, colours):
     totals = finished.speculative
     assert (totals.switched_off_at, totals.reason) == (None, None)
     # every draft accepted (greedy, the draft is the model itself): 1 token, then 4 + 1, 4 + 1 and the last 1 drafted
-    assert (totals.verifications, totals.drafted, totals.accepted) == (len(passes), 9, 9) == (3, 9, 9)
+    assert (totals.verifications, totals.drafted, totals.checked, totals.accepted) == (len(passes), 9, 9, 9) == (3, 9, 9, 9)
     assert token_steps(items) == token_steps(loop.run(tiny_runtime, replace(request, speculative=None)))

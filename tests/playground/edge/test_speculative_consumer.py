@@ -50,7 +50,9 @@ def check_speculative_events(events: list[dict]) -> tuple[list[int], dict]:
             step_tokens = max(0, step_tokens - 1)
             tokens.append(event["id"])
     totals = events[-1]["speculative"]
-    assert totals["drafted"] == sum(sum(d["accepted"] is not None for d in v["drafted"]) for v in verifications)
+    # One definition (SpeculativeTotals): every drafted token, the checked ones, the accepted ones.
+    assert totals["drafted"] == sum(len(v["drafted"]) for v in verifications)
+    assert totals["checked"] == sum(sum(d["accepted"] is not None for d in v["drafted"]) for v in verifications)
     assert totals["accepted"] == sum(v["accepted"] for v in verifications)
     assert totals["verifications"] == len(verifications)
     return tokens, totals
@@ -125,6 +127,7 @@ async def test_the_fast_draft_model_cannot_pay_but_drafts_when_kept_and_greedy_o
     reason = cannot_pay("fast", 3)
     assert events[-1]["speculative"] == {
         "drafted": 0,
+        "checked": 0,
         "accepted": 0,
         "verifications": 0,
         "switched_off_at": 0,

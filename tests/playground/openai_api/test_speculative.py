@@ -25,6 +25,7 @@ def test_both_endpoints_take_speculative_and_give_the_plain_output(api_server, m
     totals = extension["speculative"]
     assert extension["params"]["speculative"] == SPECULATIVE["speculative"] | {"switch_off": True}
     assert totals["accepted"] > 0 and totals["verifications"] > 0
+    assert totals["drafted"] >= totals["checked"] >= totals["accepted"]  # one definition: SpeculativeTotals
     assert sum(t["drafted"] for t in fast.choices[0].model_extra["playground"]["tokens"]) == totals["accepted"]
     streamed = client.completions.create(prompt=CODE, stream=True, **common, extra_body=SPECULATIVE)
     assert "".join(chunk.choices[0].text for chunk in streamed if chunk.choices) == plain.choices[0].text

@@ -21,6 +21,9 @@ if [ ! -f "$stamp" ]; then
   rm -f "$VENV"/.installed-*
   touch "$stamp"
 fi
+# Our own ONNX Runtime kernels (inference/kernels/): built when missing or changed, one line saying
+# what was done; without a compiler or headers the models use ONNX Runtime's MatMulNBits instead.
+"$VENV/bin/python" -m inference.kernels.build || true
 export PATH="$VENV/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # glibc would hand the sampler's vocabulary-sized temporaries back to the kernel every step and

@@ -1,0 +1,56 @@
+"""Where the kernel library is and what it says of itself (standard library only).
+
+``library_path()`` is what a session registers (``SessionOptions.register_custom_ops_library``);
+``describe()`` is what the manifest and the pages report.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+from typing import Any
+
+LIBRARY_NAME = "libplayground_kernels.so"
+KERNELS_DIR = Path(__file__).resolve().parents[2] / ".kernels"  # the repository's ignored build folder
+ENV_LIBRARY = "PLAYGROUND_KERNELS_LIBRARY"  # another build of the library to use instead
+DOMAIN = "playground.kernels"
+OP = "MatMulGguf"
+
+
+def _candidate() -> Path:
+    env = os.environ.get(ENV_LIBRARY)
+    return Path(env) if env else KERNELS_DIR / LIBRARY_NAME
+
+
+def _load(path: Path) -> tuple[str, str]:
+    """The library's version and ISA path; raises OSError or AttributeError when it is not ours."""
+    lib = ctypes.CDLL(str(path))
+    for name in ("playground_kernels_version", "playground_kernels_isa"):
+        getattr(lib, name).restype = ctypes.c_char_p
+    return lib.playground_kernels_version().decode(), lib.playground_kernels_isa().decode()
+
+
+def library_path() -> Path | None:
+    """The library to register, or None when it is not built or cannot be loaded."""
+    path = _candidate()
+    if not path.is_file():
+        return None
+    try:
+        _load(path)
+    except (OSError, AttributeError):
+        return None
+    return path
+
+
+def describe() -> dict[str, Any]:
+    """``{"version", "isa", "path"}``, or ``{"available": False, "why": ...}``."""
+    path = _candidate()
+    if not path.is_file():
+        why = f"{ENV_LIBRARY} names a missing file" if os.environ.get(ENV_LIBRARY) else "not built"
+        return {"available": False, "why": why}
+    try:
+        version, isa = _load(path)
+    except (OSError, AttributeError) as error:
+        return {"available": False, "why": f"cannot load {path.name}: {error}"}
+    return {"version": version, "isa": isa, "path": str(path)}

@@ -1,0 +1,81 @@
+/* The kernel library's shared declarations: the repacked weight layouts, the per-call activations,
+ * the ISA paths and the tile kernels each layout provides.
+ *
+ * Every GGUF format is decoded once, at kernel creation, into one of two layouts ("code widths"):
+ *
+ *   4-bit (Q4_1, Q4_K): w = d * q + m, q in 0..15, d and m per block of 32 k.
+ *   8-bit (Q8_0, Q5_0, Q6_K): w = d * q, q signed int8, d per group of 32 / groups k (groups 1 or 2).
+ *
+ * Columns are taken TILE = 16 at a time (one SIMD lane per column); a tile's blocks are one
+ * sequential stream, block b at tile + b * block_bytes:
+ *
+ *   4-bit block (384 bytes): float d[16], float m[16], uint32 code[4][16]
+ *        code[w][j] holds column j's q[4w + i] in the low nibble of byte i, q[16 + 4w + i] in its
+ *        high nibble (the GGUF's own order of a Q4_1 block's bytes).
+ *   8-bit block (64 * groups + 512 bytes): float d[groups][16], uint32 code[8][16]
+ *        code[w][j] holds column j's q[4w + i] in byte i (group g: words 8g/groups ...).
+ *
+ * Columns past N in the last tile have zero codes and scales.
+ */
+#ifndef PLAYGROUND_KERNELS_H
+#define PLAYGROUND_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { TILE = 16, QK = 32 };
+
+enum isa { ISA_PLAIN, ISA_AVX2, ISA_AVX512, ISA_AVX512VNNI, ISA_COUNT };
+
+/* The activations of one call, prepared once (activations.c) and read by every tile. */
+struct acts {
+    size_t K, nb;        /* nb = K / 32 blocks per row */
+    const float *x;      /* [M, K]: exact mode */
+    const float *sums;   /* [M, nb]: exact: sum of x over each block; fast: dx * sum of xq */
+    const int8_t *xq;    /* [M, K]: fast: round(x / dx) */
+    const float *dx;     /* [M, nb]: fast: max |x| / 127 of each block */
+    const int32_t *isum; /* [M, nb * 2]: fast: sum of xq over each half block of 16 */
+};
+
+/* One tile's outputs for rows [row0, row0 + rows): y points at row0's column 0 of the tile, rows
+ * ldy apart; only the first `cols` (<= 16) columns are written. */
+typedef void tile_fn(const uint8_t *tile, const struct acts *a, size_t row0, size_t rows, float *y, size_t ldy,
+                     size_t cols);
+
+struct layout {
+    int bits;           /* 4 or 8 */
+    int groups;         /* 8-bit only: scales per block of 32 (1, or 2 for Q6_K's groups of 16) */
+    size_t block_bytes; /* bytes of one repacked block of a tile */
+    tile_fn *exact[ISA_COUNT];
+    tile_fn *fast[ISA_COUNT];
+};
+
+/* One GGUF block format: its bytes per block of `block_k` weights and how to read one block of 32. */
+struct format {
+    const char *name;
+    size_t block_k;     /* 32, or 256 for the k-quants */
+    size_t block_bytes; /* GGUF bytes per block_k weights */
+    int bits;           /* the layout it repacks into: 4 or 8 */
+    int groups;         /* 8-bit: scales per 32 */
+    /* Block b (of 32 weights) of one GGUF row: its codes, scale(s) and offset (4-bit only). */
+    void (*decode)(const uint8_t *row, size_t b, int8_t q[QK], float d[2], float *m);
+};
+
+const struct format *format_named(const char *name);
+const char *format_names(void);                 /* "Q4_1, Q8_0, ..." for messages */
+const struct layout *layout_for(int bits, int groups);
+
+/* activations.c */
+void acts_block_sums(const float *x, size_t M, size_t K, float *sums);
+void acts_quantize(const float *x, size_t M, size_t K, int8_t *xq, float *dx, float *sums, int32_t *isum);
+
+/* isa.c: the path kernels created now use (PLAYGROUND_KERNELS_ISA or the best the CPU has);
+ * returns -1 and writes why into `why` when the switch names an unknown path or one the CPU lacks. */
+int isa_select(char *why, size_t why_size);
+int isa_best(void);
+const char *isa_name(int isa);
+
+/* The tile kernels, by layout (tile4.c, tile8.c). */
+extern const struct layout LAYOUT4, LAYOUT8_G1, LAYOUT8_G2;
+
+#endif

@@ -1,0 +1,379 @@
+/* The custom op MatMulGguf in the domain "playground.kernels": Y[..., N] = A[..., K] @ W^T, W the
+ * GGUF's blocks in B[N, K / block_k * block_bytes] (attributes: format, mode, K, N).
+ *
+ * Kernel creation checks everything it can (types, B a constant of the right byte count, the
+ * attributes, the ISA switch) and refuses with a message naming the node; it then repacks B into
+ * column tiles once (kernels.h). Each call prepares the activations once, then runs the tiles on
+ * ONNX Runtime's intra-op threads (KernelContext_ParallelFor). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "onnxruntime_c_api.h"
+
+#define API_VERSION 21
+#define EXPORT __attribute__((visibility("default")))
+#define VERSION "1.0.0"
+
+enum { PANEL = 32 }; /* rows of one work item: a tile's weights are read once per panel */
+
+struct kernel {
+    const OrtApi *api;
+    const struct layout *layout;
+    tile_fn *tile;
+    int fast;
+    size_t K, N, nb, tiles;
+    uint8_t *packed; /* [tiles][nb][layout->block_bytes], 64-byte aligned */
+    char node[160];
+};
+
+static OrtStatus *refuse(const OrtApi *api, const char *node, const char *fmt, ...) {
+    char msg[512];
+    int n = snprintf(msg, sizeof msg, "MatMulGguf node '%s': ", node);
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, args);
+    va_end(args);
+    return api->CreateStatus(ORT_INVALID_ARGUMENT, msg);
+}
+
+/* A string attribute into buf; 0 when present and short enough. */
+static int string_attr(const OrtApi *api, const OrtKernelInfo *info, const char *name, char *buf, size_t size) {
+    size_t needed = 0;
+    OrtStatus *st = api->KernelInfoGetAttribute_string(info, name, NULL, &needed);
+    if (st) {
+        api->ReleaseStatus(st);
+        return -1;
+    }
+    if (needed > size) return -1;
+    st = api->KernelInfoGetAttribute_string(info, name, buf, &needed);
+    if (st) {
+        api->ReleaseStatus(st);
+        return -1;
+    }
+    return 0;
+}
+
+static int int_attr(const OrtApi *api, const OrtKernelInfo *info, const char *name, int64_t *out) {
+    OrtStatus *st = api->KernelInfoGetAttribute_int64(info, name, out);
+    if (st) api->ReleaseStatus(st);
+    return st ? -1 : 0;
+}
+
+static const char *type_name(ONNXTensorElementDataType t) {
+    switch (t) {
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: return "float32";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE: return "float64";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: return "float16";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16: return "bfloat16";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8: return "uint8";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8: return "int8";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32: return "int32";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64: return "int64";
+    default: return "another type";
+    }
+}
+
+/* Input `index`'s element type and (when known) its last dimension (-1: dynamic or unknown). */
+static OrtStatus *input_type(const OrtApi *api, const OrtKernelInfo *info, size_t index,
+                             ONNXTensorElementDataType *type, int64_t *last, size_t *rank) {
+    OrtTypeInfo *ti = NULL;
+    const OrtTensorTypeAndShapeInfo *tensor = NULL;
+    OrtStatus *st = api->KernelInfo_GetInputTypeInfo(info, index, &ti);
+    if (!st) st = api->CastTypeInfoToTensorInfo(ti, &tensor);
+    if (!st && !tensor) st = api->CreateStatus(ORT_INVALID_ARGUMENT, "not a tensor");
+    if (!st) st = api->GetTensorElementType(tensor, type);
+    if (!st) st = api->GetDimensionsCount(tensor, rank);
+    *last = -1;
+    if (!st && *rank > 0 && *rank <= 8) {
+        int64_t dims[8];
+        st = api->GetDimensions(tensor, dims, *rank);
+        if (!st) *last = dims[*rank - 1];
+    }
+    if (ti) api->ReleaseTypeInfo(ti);
+    return st;
+}
+
+/* B's rows, decoded block by block into the layout's tiles (kernels.h). */
+static void repack(const struct format *f, const struct layout *l, const uint8_t *B, size_t row_bytes,
+                   struct kernel *k) {
+    memset(k->packed, 0, k->tiles * k->nb * l->block_bytes);
+    for (size_t t = 0; t < k->tiles; t++)
+        for (size_t b = 0; b < k->nb; b++) {
+            uint8_t *blk = k->packed + (t * k->nb + b) * l->block_bytes;
+            float *d = (float *)blk;
+            uint32_t *code = (uint32_t *)(blk + (l->bits == 4 ? 2 : l->groups) * TILE * 4);
+            for (size_t j = 0; j < TILE && t * TILE + j < k->N; j++) {
+                int8_t q[QK];
+                float scale[2] = {0, 0}, m = 0;
+                f->decode(B + (t * TILE + j) * row_bytes, b, q, scale, &m);
+                if (l->bits == 4) {
+                    d[j] = scale[0];
+                    d[TILE + j] = m;
+                    for (int w = 0; w < 4; w++) {
+                        uint32_t word = 0;
+                        for (int i = 0; i < 4; i++)
+                            word |= (uint32_t)((q[4 * w + i] & 15) | (q[16 + 4 * w + i] & 15) << 4) << (8 * i);
+                        code[w * TILE + j] = word;
+                    }
+                } else {
+                    for (int g = 0; g < l->groups; g++) d[g * TILE + j] = scale[g];
+                    for (int w = 0; w < 8; w++) {
+                        uint32_t word = 0;
+                        for (int i = 0; i < 4; i++) word |= (uint32_t)(uint8_t)q[4 * w + i] << (8 * i);
+                        code[w * TILE + j] = word;
+                    }
+                }
+            }
+        }
+}
+
+static OrtStatus *create(const OrtCustomOp *op, const OrtApi *api, const OrtKernelInfo *info, void **out) {
+    (void)op;
+    char node[160] = "?", format[16], mode[16], why[200];
+    size_t size = sizeof node;
+    OrtStatus *st = api->KernelInfo_GetNodeName(info, node, &size);
+    if (st) {
+        api->ReleaseStatus(st);
+        snprintf(node, sizeof node, "(unnamed)");
+    }
+    if (!node[0]) snprintf(node, sizeof node, "(unnamed)");
+
+    if (string_attr(api, info, "format", format, sizeof format))
+        return refuse(api, node, "needs a string attribute 'format' (one of %s)", format_names());
+    const struct format *f = format_named(format);
+    if (!f) return refuse(api, node, "format '%s' is not supported (one of %s)", format, format_names());
+    if (string_attr(api, info, "mode", mode, sizeof mode) || (strcmp(mode, "exact") && strcmp(mode, "fast")))
+        return refuse(api, node, "needs a string attribute 'mode': \"exact\" or \"fast\"");
+    int64_t K, N;
+    if (int_attr(api, info, "K", &K) || int_attr(api, info, "N", &N))
+        return refuse(api, node, "needs int attributes 'K' and 'N'");
+    if (K <= 0 || N <= 0 || K > (1 << 24) || N > (1 << 24))
+        return refuse(api, node, "K=%lld and N=%lld must be in 1..16777216", (long long)K, (long long)N);
+    if (K % (int64_t)f->block_k)
+        return refuse(api, node, "K=%lld is not a multiple of %s's block of %zu", (long long)K, f->name, f->block_k);
+
+    ONNXTensorElementDataType type;
+    int64_t last;
+    size_t rank;
+    if ((st = input_type(api, info, 0, &type, &last, &rank))) {
+        api->ReleaseStatus(st);
+        return refuse(api, node, "input A is not a tensor");
+    }
+    if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)
+        return refuse(api, node, "input A is %s; it must be float32", type_name(type));
+    if (rank == 0) return refuse(api, node, "input A is a scalar; it must be [..., K=%lld]", (long long)K);
+    if (last >= 0 && last != K)
+        return refuse(api, node, "input A's last dimension is %lld, attribute K is %lld", (long long)last, (long long)K);
+    if ((st = input_type(api, info, 1, &type, &last, &rank))) {
+        api->ReleaseStatus(st);
+        return refuse(api, node, "input B is not a tensor");
+    }
+    if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8)
+        return refuse(api, node, "input B is %s; it must be uint8 (the GGUF's block bytes)", type_name(type));
+
+    int is_constant = 0;
+    const OrtValue *bval = NULL;
+    st = api->KernelInfoGetConstantInput_tensor(info, 1, &is_constant, &bval);
+    if (st) api->ReleaseStatus(st);
+    if (st || !is_constant || !bval) return refuse(api, node, "input B must be a constant initializer");
+    OrtTensorTypeAndShapeInfo *bshape = NULL;
+    int64_t bdims[2] = {0, 0};
+    size_t brank = 0;
+    st = api->GetTensorTypeAndShape(bval, &bshape);
+    if (!st) st = api->GetDimensionsCount(bshape, &brank);
+    if (!st && brank == 2) st = api->GetDimensions(bshape, bdims, 2);
+    if (bshape) api->ReleaseTensorTypeAndShapeInfo(bshape);
+    if (st) {
+        api->ReleaseStatus(st);
+        return refuse(api, node, "cannot read input B's shape");
+    }
+    size_t row_bytes = (size_t)K / f->block_k * f->block_bytes;
+    if (brank != 2 || bdims[0] != N || (size_t)bdims[1] != row_bytes)
+        return refuse(api, node, "input B must be [N=%lld, %zu] bytes of %s blocks for K=%lld; it is %s[%lld, %lld]",
+                      (long long)N, row_bytes, f->name, (long long)K, brank == 2 ? "" : "not 2-D: ",
+                      (long long)bdims[0], (long long)bdims[1]);
+    void *bdata = NULL;
+    if ((st = api->GetTensorMutableData((OrtValue *)bval, &bdata))) {
+        api->ReleaseStatus(st);
+        return refuse(api, node, "cannot read input B's data");
+    }
+
+    int isa = isa_select(why, sizeof why);
+    if (isa < 0) return refuse(api, node, "%s", why);
+
+    struct kernel *k = calloc(1, sizeof *k);
+    if (!k) return refuse(api, node, "out of memory");
+    k->api = api;
+    snprintf(k->node, sizeof k->node, "%s", node);
+    k->layout = layout_for(f->bits, f->groups);
+    k->fast = !strcmp(mode, "fast");
+    k->tile = k->fast ? k->layout->fast[isa] : k->layout->exact[isa];
+    k->K = (size_t)K;
+    k->N = (size_t)N;
+    k->nb = (size_t)K / QK;
+    k->tiles = ((size_t)N + TILE - 1) / TILE;
+    size_t bytes = k->tiles * k->nb * k->layout->block_bytes;
+    k->packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!k->packed) {
+        free(k);
+        return refuse(api, node, "out of memory for %zu bytes of repacked weights", bytes);
+    }
+    repack(f, k->layout, bdata, row_bytes, k);
+    *out = k;
+    return NULL;
+}
+
+struct job {
+    const struct kernel *k;
+    struct acts acts;
+    size_t M;
+    float *y; /* [M, N] */
+};
+
+static void run_item(void *data, size_t item) {
+    const struct job *job = data;
+    const struct kernel *k = job->k;
+    size_t t = item % k->tiles, row0 = item / k->tiles * PANEL;
+    size_t rows = job->M - row0 < PANEL ? job->M - row0 : PANEL;
+    size_t cols = k->N - t * TILE < TILE ? k->N - t * TILE : TILE;
+    k->tile(k->packed + t * k->nb * k->layout->block_bytes, &job->acts, row0, rows, job->y + row0 * k->N + t * TILE,
+            k->N, cols);
+}
+
+static OrtStatus *compute(void *kernel, OrtKernelContext *ctx) {
+    const struct kernel *k = kernel;
+    const OrtApi *api = k->api;
+    const OrtValue *a = NULL;
+    OrtTensorTypeAndShapeInfo *shape = NULL;
+    size_t rank = 0;
+    int64_t dims[16];
+    OrtStatus *st = api->KernelContext_GetInput(ctx, 0, &a);
+    if (!st) st = api->GetTensorTypeAndShape(a, &shape);
+    if (!st) st = api->GetDimensionsCount(shape, &rank);
+    if (!st && (rank == 0 || rank > 16)) st = refuse(api, k->node, "input A has rank %zu (1..16)", rank);
+    if (!st) st = api->GetDimensions(shape, dims, rank);
+    if (shape) api->ReleaseTensorTypeAndShapeInfo(shape);
+    if (st) return st;
+    if (dims[rank - 1] != (int64_t)k->K)
+        return refuse(api, k->node, "input A's last dimension is %lld, attribute K is %zu", (long long)dims[rank - 1], k->K);
+    size_t M = 1;
+    for (size_t i = 0; i + 1 < rank; i++) M *= (size_t)dims[i];
+    dims[rank - 1] = (int64_t)k->N;
+    OrtValue *yval = NULL;
+    const float *x = NULL;
+    float *y = NULL;
+    if ((st = api->KernelContext_GetOutput(ctx, 0, dims, rank, &yval))) return st;
+    if (M == 0) return NULL;
+    if ((st = api->GetTensorMutableData((OrtValue *)a, (void **)&x))) return st;
+    if ((st = api->GetTensorMutableData(yval, (void **)&y))) return st;
+
+    struct job job = {.k = k, .M = M, .y = y, .acts = {.K = k->K, .nb = k->nb, .x = x}};
+    void *scratch;
+    if (k->fast) {
+        scratch = malloc(M * k->K + M * k->nb * (2 * sizeof(float) + 2 * sizeof(int32_t)));
+        if (!scratch) return refuse(api, k->node, "out of memory");
+        float *dx = scratch, *sums = dx + M * k->nb;
+        int32_t *isum = (int32_t *)(sums + M * k->nb);
+        int8_t *xq = (int8_t *)(isum + 2 * M * k->nb);
+        acts_quantize(x, M, k->K, xq, dx, sums, isum);
+        job.acts.xq = xq;
+        job.acts.dx = dx;
+        job.acts.sums = sums;
+        job.acts.isum = isum;
+    } else {
+        scratch = malloc(M * k->nb * sizeof(float));
+        if (!scratch) return refuse(api, k->node, "out of memory");
+        if (k->layout->bits == 4) acts_block_sums(x, M, k->K, scratch);
+        job.acts.sums = scratch;
+    }
+    size_t items = k->tiles * ((M + PANEL - 1) / PANEL);
+    st = api->KernelContext_ParallelFor(ctx, run_item, items, 0, &job);
+    if (st) { /* no thread pool to be had: run the items here */
+        api->ReleaseStatus(st);
+        for (size_t i = 0; i < items; i++) run_item(&job, i);
+    }
+    free(scratch);
+    return NULL;
+}
+
+static void destroy(void *kernel) {
+    struct kernel *k = kernel;
+    if (!k) return;
+    free(k->packed);
+    free(k);
+}
+
+static const char *op_name(const OrtCustomOp *op) { (void)op; return "MatMulGguf"; }
+static const char *op_provider(const OrtCustomOp *op) { (void)op; return "CPUExecutionProvider"; }
+/* A and B take any type so that kernel creation can refuse a wrong one with its own message. */
+static ONNXTensorElementDataType input_type_of(const OrtCustomOp *op, size_t i) {
+    (void)op;
+    (void)i;
+    return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+}
+static size_t input_count(const OrtCustomOp *op) { (void)op; return 2; }
+static ONNXTensorElementDataType output_type_of(const OrtCustomOp *op, size_t i) {
+    (void)op;
+    (void)i;
+    return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+static size_t output_count(const OrtCustomOp *op) { (void)op; return 1; }
+static OrtCustomOpInputOutputCharacteristic required(const OrtCustomOp *op, size_t i) {
+    (void)op;
+    (void)i;
+    return INPUT_OUTPUT_REQUIRED;
+}
+static OrtMemType memory_type(const OrtCustomOp *op, size_t i) { (void)op; (void)i; return OrtMemTypeDefault; }
+static int one(const OrtCustomOp *op) { (void)op; return 1; }
+static int start_version(const OrtCustomOp *op) { (void)op; return 1; }
+static int end_version(const OrtCustomOp *op) { (void)op; return 2147483647; }
+static size_t no_pairs(int **in, int **out) { *in = NULL; *out = NULL; return 0; }
+static void release_pairs(int *in, int *out) { (void)in; (void)out; }
+
+static const OrtCustomOp MATMUL_GGUF = {
+    .version = API_VERSION,
+    .GetName = op_name,
+    .GetExecutionProviderType = op_provider,
+    .GetInputType = input_type_of,
+    .GetInputTypeCount = input_count,
+    .GetOutputType = output_type_of,
+    .GetOutputTypeCount = output_count,
+    .KernelDestroy = destroy,
+    .GetInputCharacteristic = required,
+    .GetOutputCharacteristic = required,
+    .GetInputMemoryType = memory_type,
+    .GetVariadicInputMinArity = one,
+    .GetVariadicInputHomogeneity = one,
+    .GetVariadicOutputMinArity = one,
+    .GetVariadicOutputHomogeneity = one,
+    .CreateKernelV2 = create,
+    .KernelComputeV2 = compute,
+    .GetStartVersion = start_version,
+    .GetEndVersion = end_version,
+    .GetMayInplace = no_pairs,
+    .ReleaseMayInplace = release_pairs,
+    .GetAliasMap = no_pairs,
+    .ReleaseAliasMap = release_pairs,
+};
+
+EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase *base) {
+    const OrtApi *api = base->GetApi(API_VERSION);
+    if (!api) return NULL; /* an ONNX Runtime older than API 21: nothing we can report through */
+    OrtCustomOpDomain *domain = NULL;
+    OrtStatus *st = api->CreateCustomOpDomain("playground.kernels", &domain);
+    if (!st) st = api->CustomOpDomain_Add(domain, (OrtCustomOp *)&MATMUL_GGUF);
+    if (!st) st = api->AddCustomOpDomain(options, domain);
+    /* The domain must outlive every session made from these options: it is kept for the process. */
+    return st;
+}
+
+EXPORT const char *playground_kernels_version(void) { return VERSION; }
+
+EXPORT const char *playground_kernels_isa(void) {
+    char why[200];
+    int isa = isa_select(why, sizeof why);
+    return isa_name(isa < 0 ? isa_best() : isa);
+}

@@ -1,0 +1,51 @@
+"""MatMulGguf against float64 numpy on random blocks of every format: each mode, M = 1, 8 and 128, odd
+N, one and two threads, every ISA path this CPU has (forced through PLAYGROUND_KERNELS_ISA, which
+kernel creation reads)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .conftest import ENV_ISA, ISAS
+from .one_node import FORMATS, Node, block_size, quantized_activations, random_blocks, relative_error, session, weights
+
+ROWS = (1, 8, 128)
+EXACT_TOLERANCE = 2e-6  # an fp32 GEMM on the dequantized weights: max |y - ref| / max |ref|
+MODEL_TOLERANCE = 2e-6  # fast mode against its numpy model (the same int8 activations, float64)
+FLOAT_TOLERANCE = 3e-2  # fast mode against the float reference: the int8 activations' own error
+
+
+def shapes(fmt: str) -> list[tuple[int, int]]:
+    """(K, N): one block and several, N odd and past a tile of 16."""
+    weights_per_block = block_size(fmt)[0]
+    return [(weights_per_block, 37), (3 * weights_per_block if weights_per_block == 32 else 2 * weights_per_block, 19)]
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("mode", ["exact", "fast"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_against_float64(kernels_library, cpu_isas, monkeypatch, fmt, mode, isa) -> None:
+    if isa not in cpu_isas:
+        pytest.skip(f"this CPU has no {isa}")
+    monkeypatch.setenv(ENV_ISA, isa)
+    rng = np.random.default_rng([FORMATS.index(fmt), ISAS.index(isa), mode == "fast"])
+    for k, n in shapes(fmt):
+        raw = random_blocks(fmt, n, k, rng)
+        w = weights(fmt, raw)  # [N, K]
+        node = Node(fmt, mode, k, n, raw)
+        for threads in (1, 2):
+            sess = session(kernels_library, node.model(), threads)
+            for m in ROWS:
+                x = rng.standard_normal((m, k), dtype=np.float32)
+                x[-1, :32] = 0.0 if m > 1 else x[-1, :32]  # a block of zeros (fast mode: scale 0)
+                y = sess.run(None, {"A": x})[0]  # [M, N]
+                assert y.shape == (m, n) and y.dtype == np.float32
+                ref = x.astype(np.float64) @ w.T
+                where = f"{fmt} {mode} {isa} K={k} N={n} M={m} threads={threads}"
+                if mode == "exact":
+                    assert relative_error(y, ref) < EXACT_TOLERANCE, where
+                else:
+                    model = quantized_activations(x) @ w.T
+                    assert relative_error(y, model) < MODEL_TOLERANCE, where
+                    assert relative_error(y, ref) < FLOAT_TOLERANCE, where

@@ -39,6 +39,7 @@ import numpy as np
 import onnxruntime as ort
 
 from inference.model_dir import SLIDING_LAYERS_KEY, SLIDING_MASK, SLIDING_WINDOW_KEY
+from inference.model_kernels import register_beside
 
 log = logging.getLogger(__name__)
 
@@ -324,6 +325,7 @@ class Decoder:
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        register_beside(options, Path(model_path))  # our kernel library, for a model built with it
         self.session = ort.InferenceSession(str(model_path), options, providers=choose_providers(providers))
         self.provider = self.session.get_providers()[0]
         self.shape = shape

@@ -31,6 +31,7 @@ from inference.model_dir import (
     document_start,
     read_manifest,
 )
+from inference.model_kernels import serving_text
 from inference.modelbuild.models import RECIPES, ModelRecipe
 
 MODELS_ENV = "PLAYGROUND_MODELS"
@@ -137,6 +138,7 @@ def describe(model_id: str, model_dir: Path) -> dict[str, Any]:
         "license": entry.license,
         "variant": None,
         "variant_note": None,
+        "kernels": None,
         "vocab_size": None,
         "context_window": None,
         "special_tokens": None,
@@ -150,6 +152,7 @@ def describe(model_id: str, model_dir: Path) -> dict[str, Any]:
     return facts | {
         "variant": variant,
         "variant_note": VARIANT_NOTES.get(str(variant)),
+        "kernels": serving_text(manifest),
         "vocab_size": int(manifest["shapes"]["vocab_size"]),
         "context_window": int(manifest["shapes"]["context_window"]),
         "special_tokens": named_special_tokens(manifest),

@@ -16,6 +16,7 @@ from inference.chat_template import ChatTemplate
 from inference.engine import CPU, Decoder, ModelShape
 from inference.model_catalog import CATALOG, ENTRIES
 from inference.model_dir import CHAT_TEMPLATE_FILE, MANIFEST_FILE, MODEL_FILE, TOKENIZER_FILE, ModelNotBuiltError, document_start
+from inference.model_kernels import serving_text
 from inference.text import TextCodec
 
 
@@ -29,6 +30,7 @@ class ModelInfo:
     execution_provider: str
     onnxruntime_version: str
     context_window: int
+    kernels: str  # which kernels compute its matrix products (model_kernels.serving_text)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -38,6 +40,7 @@ class ModelInfo:
             "execution_provider": self.execution_provider,
             "onnxruntime_version": self.onnxruntime_version,
             "context_window": self.context_window,
+            "kernels": self.kernels,
         }
 
 
@@ -102,5 +105,6 @@ def load_runtime(
         execution_provider=decoder.provider,
         onnxruntime_version=ort.__version__,
         context_window=shape.context_window,
+        kernels=serving_text(manifest),
     )
     return Runtime(decoder, codec, info)

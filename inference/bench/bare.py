@@ -14,6 +14,7 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from inference.model_dir import MODEL_FILE, SLIDING_MASK, TOKENIZER_FILE, read_manifest
+from inference.model_kernels import register_beside
 
 
 class BareSession:
@@ -25,6 +26,7 @@ class BareSession:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        register_beside(options, model_dir / MODEL_FILE)  # our kernel library, for a model built with it
         self.session = ort.InferenceSession(str(model_dir / MODEL_FILE), options, providers=["CPUExecutionProvider"])
         self.name = f"bare {model_dir.name}"
         shapes = read_manifest(model_dir)["shapes"]

@@ -125,6 +125,27 @@ Q6_K_BYTES = 210
 SUPER = 256  # weights per k-quant super-block
 
 
+# Bytes per block and weights per block of each format, as stored in the GGUF.
+BLOCK_BYTES: dict[str, tuple[int, int]] = {
+    "Q4_1": (Q4_1_BYTES, BLOCK),
+    "Q8_0": (Q8_0_BYTES, BLOCK),
+    "Q5_0": (Q5_0_BYTES, BLOCK),
+    "Q4_K": (Q4_K_BYTES, SUPER),
+    "Q6_K": (Q6_K_BYTES, SUPER),
+}
+
+
+def row_bytes(kind: str, k: int) -> int:
+    """The bytes a GGUF row of ``k`` weights of type ``kind`` takes; ``ValueError`` for another type or a
+    ``k`` that is not a whole number of its blocks."""
+    if kind not in BLOCK_BYTES:
+        raise ValueError(f"no block layout known for GGUF type {kind}")
+    size, per_block = BLOCK_BYTES[kind]
+    if k % per_block:
+        raise ValueError(f"{kind} rows hold whole blocks of {per_block} weights; {k} is not a multiple")
+    return k // per_block * size
+
+
 @dataclass(frozen=True)
 class Blocks:
     """A GGUF matrix as ``MatMulNBits`` takes it: ``w = scales * (codes - 2 ** (bits - 1)) + offsets``.

@@ -30,6 +30,15 @@ A packed projection (``qkv_proj``, ``gate_up_proj``: see ``attention.py`` and ``
 its GGUF tensors side by side (``attn_q`` | ``attn_k`` | ``attn_v``, ``ffn_gate`` | ``ffn_up``):
 their blocks are concatenated along the output dimension, still bit for bit.
 
+**With our kernels** (``kernel_formats``: the formats ``inference.kernels`` computes, empty without the
+library) every weight MatMul whose GGUF type the library computes becomes one ``MatMulGguf`` node
+(domain ``playground.kernels``) holding the GGUF's block bytes exactly as stored (``GgufMatrix.raw``,
+rows side by side for a packed projection, q/k rows un-permuted): no offset side path, no
+re-layout. Its ``mode`` follows the MatMul's ``accuracy_level`` in the variant: 0 → ``exact`` (fp32
+activations and accumulation), 4 → ``fast`` (int8 activations per block of 32, llama.cpp's
+arithmetic). The tied head is such a node too (Q8_0) whatever ``gguf_types`` says; the embedding
+``Gather`` stays as ``gguf_types`` makes it.
+
 Before anything is replaced, the GGUF weights, dequantized in numpy, must equal the export's fp32
 initializer exactly (after undoing llama.cpp's q/k row permutation): a mismatch raises, so a wrong
 mapping can never produce a model. Tensors of other GGUF types are left for the caller.
@@ -44,6 +53,9 @@ from typing import Any
 
 import numpy as np
 
+from inference.model_kernels import DOMAIN as KERNELS_DOMAIN
+from inference.model_kernels import OP_TYPE as KERNEL_OP
+from inference.model_kernels import OPSET_VERSION as KERNELS_OPSET
 from inference.modelbuild.onnx_graph import drop_unused
 
 from . import gguf_blocks as gb
@@ -81,6 +93,7 @@ class Conversion:
     left: dict[str, str] = field(default_factory=dict)  # weights left as they were → their GGUF type
     users: dict[str, list[str]] = field(default_factory=dict)  # GGUF tensor(s) → the nodes now holding their blocks
     block_sum_matmuls: list[str] = field(default_factory=list)  # one per distinct input of a Q4_1 MatMul
+    kernel_modes: dict[str, int] = field(default_factory=dict)  # "<GGUF type> <mode>" → MatMulGguf nodes
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -89,7 +102,13 @@ class Conversion:
             "block_sum_matmuls": len(self.block_sum_matmuls),
             "shared_tables": {name: users for name, users in self.users.items() if len(users) > 1},
             "weights_left": dict(self.left),
+            **({"matmul_gguf": dict(sorted(self.kernel_modes.items()))} if self.kernel_modes else {}),
         }
+
+    @property
+    def kernel_ops(self) -> int:
+        """How many ``MatMulGguf`` nodes the graph now holds."""
+        return sum(self.kernel_modes.values())
 
 
 def projection_of(node_name: str) -> str:
@@ -136,6 +155,7 @@ def convert(
     gguf_types: tuple[str, ...] = ("Q4_1", "Q8_0"),
     permuted_qk: bool = True,
     split_8bit: bool = False,
+    kernel_formats: frozenset[str] = frozenset(),
 ) -> Conversion:
     """Replace, in place in the ``onnx.ModelProto`` ``model``, every weight MatMul (and the embedding Gather)
     whose GGUF tensors are all of one of ``gguf_types`` (Q4_1 and/or Q8_0); the others are left as they are.
@@ -146,8 +166,10 @@ def convert(
     ``num_hidden_layers``) whose MatMuls take another level: see :func:`level_of`. ``permuted_qk``:
     the GGUF holds attn_q/attn_k in llama.cpp's rotary-interleaved row order (its llama layout; not
     Gemma's). ``split_8bit``: 8-bit blocks become two 4-bit MatMulNBits and an offset term (exact;
-    ONNX Runtime's 8-bit kernel with fp32 activations dequantizes the whole weight on every call)."""
-    from onnx import helper, numpy_helper  # the build extra: imported by a build only
+    ONNX Runtime's 8-bit kernel with fp32 activations dequantizes the whole weight on every call).
+    ``kernel_formats``: the GGUF types our kernel library computes; MatMuls of those types become
+    ``MatMulGguf`` (see the module docstring), whatever ``gguf_types`` and ``split_8bit`` say."""
+    from onnx import TensorProto, helper, numpy_helper  # the build extra: imported by a build only
 
     levels = accuracy_level if isinstance(accuracy_level, dict) else {kind: accuracy_level for kind in ("Q4_1", "Q8_0")}
     levels = {**dict.fromkeys(KINDS, 0), **levels}  # kinds a variant does not convert need no level
@@ -162,6 +184,9 @@ def convert(
     new_inits: list[Any] = []
     block_sums: dict[str, str] = {}  # input name → its block sums' name
     indicators: set[tuple[int, int]] = set()  # (K, block) of the block indicators made so far
+    kernel_blocks: set[str] = set()  # the raw block initializers made so far
+    packed_blocks: set[str] = set()  # the MatMulNBits B initializers made so far
+    typed = {v.name for v in graph.value_info} | {i.name for i in graph.input} | {o.name for o in graph.output}
     nodes: list[Any] = []
 
     def weight_of(node) -> np.ndarray | None:
@@ -195,6 +220,26 @@ def convert(
         result.block_sum_matmuls.append(f"{base}/MatMul")
         return block_sums[key], [helper.make_node("MatMul", [x, indicator], [block_sums[key]], name=f"{base}/MatMul")]
 
+    def raw_rows(targets: tuple[str, ...], orders: list[np.ndarray], k: int) -> str:
+        """The GGUF tensors' block bytes side by side ``[N, bytes per row]``, rows in ``orders`` (one
+        initializer per tensor set); a row whose byte count is not its blocks' is refused."""
+        key = "+".join(targets)
+        name = f"/gguf/{key}/blocks"
+        rows = []
+        for target, order in zip(targets, orders):
+            matrix = matrices[target]
+            expected = gb.row_bytes(matrix.kind, k)
+            if matrix.raw.ndim != 2 or matrix.raw.shape != (matrix.rows, expected):
+                raise WeightMismatchError(
+                    f"{target}: {matrix.kind} rows of {k} weights take {expected} bytes each, "
+                    f"the GGUF holds {list(matrix.raw.shape)} for {matrix.rows} rows"
+                )
+            rows.append(matrix.raw[order])
+        if name not in kernel_blocks:
+            kernel_blocks.add(name)
+            new_inits.append(numpy_helper.from_array(np.ascontiguousarray(np.concatenate(rows)), name))
+        return name
+
     def packed(targets: tuple[str, ...], orders: list[np.ndarray]) -> tuple[str, gb.Blocks]:
         """The GGUF tensors' packed ``B`` side by side (one initializer per tensor set, shared by its users)
         and their blocks (scales, offsets or None, the weights dequantized for the check)."""
@@ -206,8 +251,9 @@ def convert(
         codes, scales, dequantized = (np.concatenate([getattr(p, a) for p in parts]) for a in ("codes", "scales", "dequantized"))
         offsets = None if parts[0].offsets is None else np.concatenate([p.offsets for p in parts])  # along N
         blocks = gb.Blocks(parts[0].bits, parts[0].block, codes, scales, offsets, dequantized)
-        if key not in result.users:
-            result.users[key] = []
+        result.users.setdefault(key, [])
+        if b_name not in packed_blocks:
+            packed_blocks.add(b_name)
             new_inits.append(numpy_helper.from_array(gb.pack_codes(blocks), b_name))
         return b_name, blocks
 
@@ -216,7 +262,7 @@ def convert(
         found = [matrices.get(t) for t in targets]
         kinds = {m.kind for m in found if m is not None}
         weight = weight_of(node) if targets else None
-        allowed = {"Q8_0"} & set(gguf_types) if node.op_type == "Gather" else set(KINDS) & set(gguf_types)
+        allowed = {"Q8_0"} & set(gguf_types) if node.op_type == "Gather" else set(KINDS) & (set(gguf_types) | kernel_formats)
         if weight is None or None in found or len(kinds) != 1 or not kinds <= allowed:
             if targets:
                 result.left[node.name] = "+".join(m.kind if m else "absent" for m in found)
@@ -235,6 +281,36 @@ def convert(
                     order = gb.unpermute_rows(matrix.rows, count)
             orders.append(order)
         base = node.name.rsplit("/", 1)[0] + "/gguf"
+        if node.op_type == "MatMul" and kind in kernel_formats:
+            parts = [gb.blocks_of(matrices[target]).rows(order) for target, order in zip(targets, orders)]
+            _check_equal(node.name, "+".join(targets), np.concatenate([p.dequantized for p in parts]), weight)
+            level = level_of(node.name, kind, levels, config.get("num_hidden_layers"))
+            mode = "exact" if level == 0 else "fast"
+            nodes.append(
+                helper.make_node(
+                    KERNEL_OP,
+                    [node.input[0], raw_rows(targets, orders, k)],
+                    [node.output[0]],
+                    name=f"{base}/{KERNEL_OP}",
+                    domain=KERNELS_DOMAIN,
+                    format=kind,
+                    mode=mode,
+                    K=k,
+                    N=n,
+                )
+            )
+            # The shapes around it ([.., S, K] → [.., S, N]): ONNX Runtime infers none through a custom op,
+            # and the kernel checks its input's rank and width when the session is made.
+            for name, width in ((node.input[0], k), (node.output[0], n)):
+                if name not in typed:
+                    typed.add(name)
+                    graph.value_info.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, [None, None, width]))
+            result.converted.append(node.name)
+            result.users.setdefault("+".join(targets), []).append(node.name)
+            result.kernel_modes[f"{kind} {mode}"] = result.kernel_modes.get(f"{kind} {mode}", 0) + 1
+            key = f"{kind} {KERNEL_OP}"
+            result.by_type[key] = result.by_type.get(key, 0) + 1
+            continue
         b_name, blocks = packed(targets, orders)
         _check_equal(node.name, "+".join(targets), blocks.dequantized, weight)
         d, offsets, bits = blocks.scales, blocks.offsets, blocks.bits
@@ -302,6 +378,8 @@ def convert(
     drop_unused(model)
     if not any(o.domain == MS_DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
+    if result.kernel_modes and not any(o.domain == KERNELS_DOMAIN for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid(KERNELS_DOMAIN, KERNELS_OPSET))
     return result
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from .. import model_dir as md
+from .. import model_kernels
 from . import recipe, steps  # cheap: each step imports its tools as it runs
 from .models import ModelRecipe
 from .progress import ConsoleProgress, Progress, StepTimer
@@ -59,11 +60,16 @@ class ModelStatus:
 
 
 def check_model(
-    model_dir: Path, source_info: dict[str, Any] | None, variant: str | None = None, recipe_version: int = recipe.RECIPE_VERSION
+    model_dir: Path,
+    source_info: dict[str, Any] | None,
+    variant: str | None = None,
+    recipe_version: int = recipe.RECIPE_VERSION,
+    kernels: dict[str, Any] | None = None,
 ) -> ModelStatus:
     """Compare ``model_dir`` with the recipe (``recipe_version``: the model's), the tools installed,
-    ``source_info`` (None: unknown) and the ``variant`` asked for (None for a source without GGUF
-    blocks, which has no variants).
+    ``source_info`` (None: unknown), the ``variant`` asked for (None for a source without GGUF
+    blocks, which has no variants) and our kernel library (``kernels``: ``model_kernels.library_now()``,
+    asked now by default): a library that came, went or changed version since the build rebuilds.
 
     Hashes every file the manifest lists (about 0.5 s for the real model).
     """
@@ -88,6 +94,9 @@ def check_model(
     changed = sorted(k for k in tools_then.keys() | tools_now.keys() if tools_then.get(k) != tools_now.get(k))
     if changed:
         reasons.append("tool versions changed: " + ", ".join(f"{k} {tools_then.get(k)} -> {tools_now.get(k)}" for k in changed))
+    kernels_changed = model_kernels.rebuild_reason(manifest, model_kernels.library_now() if kernels is None else kernels)
+    if kernels_changed:
+        reasons.append(kernels_changed)
 
     damaged: list[str] = []
     files = manifest.get("files", {})
@@ -156,7 +165,8 @@ def ensure_model(
                 source, source_info, source_error = None, None, str(exc)
             wanted = _variant_for(source, variant) if source is not None else variant or recipe.DEFAULT_VARIANT
             version = source.recipe.recipe_version if source is not None else recipe.RECIPE_VERSION
-            status = check_model(model_dir, source_info, wanted, version)
+            kernels = model_kernels.library_now()
+            status = check_model(model_dir, source_info, wanted, version, kernels)
         if status.up_to_date and not force:
             progress.info(f"{model_dir}: up to date")
             return model_dir
@@ -170,12 +180,18 @@ def ensure_model(
         progress.info(
             f"building {source.model_name} into {model_dir}: {'forced' if force and status.up_to_date else '; '.join(status.reasons)}"
         )
-        _build(model_dir, source, source_info, wanted, timer, progress)
+        _build(model_dir, source, source_info, wanted, timer, progress, kernels)
     return model_dir
 
 
 def _build(
-    model_dir: Path, source: Source, source_info: dict[str, Any], variant: str | None, timer: StepTimer, progress: Progress
+    model_dir: Path,
+    source: Source,
+    source_info: dict[str, Any],
+    variant: str | None,
+    timer: StepTimer,
+    progress: Progress,
+    kernels: dict[str, Any],
 ) -> None:
     parent = model_dir.parent
     tmp = Path(tempfile.mkdtemp(prefix=f".{model_dir.name}.building-", dir=parent))
@@ -190,7 +206,11 @@ def _build(
             with timer.step("export", f"export to ONNX ({recipe.EXPORT_TASK}, optimum)"):
                 fp32 = steps.export_onnx(checkpoint, work / "onnx", progress.verbosity)
             if source.gguf_weights:
-                how = f"the GGUF's blocks as they are, variant {variant}"
+                how = f"the GGUF's blocks as they are, variant {variant}, " + (
+                    f"our kernels {kernels['library']} ({kernels['isa']})"
+                    if kernels["library"]
+                    else f"MatMulNBits: {kernels['why']}"
+                )
             else:
                 how = "MatMulNBits, block 32, symmetric" if source.recipe.requantize_rest else "fp32 weights"
             what = (
@@ -200,7 +220,7 @@ def _build(
             )
             with timer.step("transform", f"{what} ({how})"):
                 config = json.loads((checkpoint / md.CONFIG_FILE).read_text())
-                graph = steps.transform(fp32, stage / md.MODEL_FILE, source.gguf_weights, config, variant, source.recipe)
+                graph = steps.transform(fp32, stage / md.MODEL_FILE, source.gguf_weights, config, variant, source.recipe, kernels)
             with timer.step("verify", "verify with ONNX Runtime"):
                 for name in CHECKPOINT_FILES:
                     if (checkpoint / name).is_file():
@@ -215,6 +235,7 @@ def _build(
                     position_ids=source.recipe.position_ids,
                     sliding_mask=source.recipe.sliding_mask,
                     prompt=source.recipe.verify_prompt,
+                    kernels=graph["kernels"].get("ops", 0) > 0,
                 )
         with timer.step("install", "write the manifest and move the model into place"):
             manifest = make_manifest(source, source_info, variant, config, shapes, io, graph, stage, timer.seconds)
@@ -329,6 +350,7 @@ def make_manifest(
             "inputs": io["inputs"],
             "outputs": io["outputs"],
         },
+        model_kernels.MANIFEST_KEY: graph["kernels"],
         "onnx_sha256": files[md.MODEL_FILE]["sha256"],
         "special_tokens": special_tokens(stage / md.TOKENIZER_FILE, config, source.recipe.stop_tokens),
         "chat_template_file": md.CHAT_TEMPLATE_FILE if md.CHAT_TEMPLATE_FILE in files else None,

@@ -35,6 +35,7 @@ from tokenizers import Tokenizer
 
 from .. import model_dir as md
 from ..bench.peers import LlamaCppModel
+from ..model_kernels import register_beside
 from .models import SMOLLM2, ModelRecipe, recipe_named
 from .reference import export_reference
 
@@ -69,6 +70,7 @@ GREEDY_PROMPT = "The capital of France is"
 def open_session(path: Path, threads: int = 2):
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
+    register_beside(options, Path(path))  # our kernel library, for a model built with it
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 

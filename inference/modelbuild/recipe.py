@@ -64,6 +64,13 @@ VARIANTS: dict[str, dict] = {
 DEFAULT_VARIANT = "exact"
 
 LOSSLESS_METHOD = "gguf-q4_1-lossless-matmulnbits"
+# With our kernel library (inference/kernels) the same blocks, as stored, in MatMulGguf nodes; each
+# variant's accuracy_level then picks the kernel: 0 → mode "exact" (fp32 activations and
+# accumulation), 4 → "fast" (int8 activations per block of 32, llama.cpp's Q4_1 × Q8_1 arithmetic).
+# So `exact` is exact kernels throughout (the tied Q8_0 head too, instead of the 113 MB fp32 table),
+# `fast` fast kernels throughout, `balanced` exact layers and a fast head, `fast-fp32-tail` fast
+# kernels with exact ones in the last two layers. The embedding Gather stays as gguf_types makes it.
+KERNELS_METHOD = "gguf-blocks-matmulgguf"
 BLOCK_SIZE = 32  # llama.cpp's, for Q4_1 and Q8_0 alike
 
 # Every other weight MatMul (all of them for a source without a GGUF, e.g. the tiny model) is

@@ -21,6 +21,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from .. import model_dir as md
+from .. import model_kernels
 from . import attention, gelu, gemma_attention, head, lossless, mlp, norms, recipe
 from .models import SMOLLM2, ModelRecipe
 
@@ -161,6 +162,7 @@ def transform(
     config: dict[str, Any],
     variant: str | None,
     model: ModelRecipe = SMOLLM2,
+    kernels: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The fp32 export ``src`` made lean (and, for SmolLM2, 4-bit), into one self-contained ``dest``.
 
@@ -174,8 +176,13 @@ def transform(
     quantized by onnxruntime's ``MatMulNBitsQuantizer`` (4 bits, block 32, symmetric) when
     ``model.requantize_rest``, else kept fp32.
 
+    ``kernels``: our kernel library as ``model_kernels.library_now()`` describes it (default: asked
+    now); where it is there, the GGUF step puts the MatMuls of the formats it computes into
+    ``MatMulGguf`` nodes instead of ``MatMulNBits`` (``lossless``' module docstring).
+
     Returns what the manifest records: ``quantization`` (the method, faithfully), every
-    transformation's summary in order, and the graph's opsets and operator counts.
+    transformation's summary in order, the graph's opsets and operator counts, and ``kernels``
+    (the library used, its ISA and how many ``MatMulGguf`` nodes; or why none).
     """
     import onnx  # heavy, the build extra (with the quantizer, which imports it)
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer  # needs onnx
@@ -185,6 +192,8 @@ def transform(
     if unknown:
         raise ValueError(f"unknown transformations {sorted(unknown)} in the recipe of {model.key}")
     settings = model.variants[variant or model.default_variant]
+    kernels = model_kernels.library_now() if kernels is None else kernels
+    kernel_formats = frozenset(kernels.get("formats", ())) if kernels.get("library") else frozenset()
     onnx_model = onnx.load(str(src))
     done: dict[str, Any] = {"export": {"nodes": len(onnx_model.graph.node)}}
     if "norms" in steps_wanted:
@@ -213,6 +222,7 @@ def transform(
             tuple(settings["gguf_types"]),
             permuted_qk=model.gguf_permutes_qk,
             split_8bit=settings.get("split_8bit", False),
+            kernel_formats=kernel_formats,
         )
         done["lossless"] = {"variant": variant, **settings, "nodes_after": len(onnx_model.graph.node)}
     weights = {i.name for i in onnx_model.graph.initializer}
@@ -240,6 +250,18 @@ def transform(
         ops[node.op_type] = ops.get(node.op_type, 0) + 1
     if conversion is None:
         quantization = dict(q) if model.requantize_rest else {"method": "none: fp32 weights", "fp32_matmuls": len(rest)}
+    elif conversion.kernel_ops:
+        quantization = {
+            "method": recipe.KERNELS_METHOD,
+            "block_size": recipe.BLOCK_SIZE,
+            "variant": variant,
+            **settings,
+            "weights_bit_exact": True,  # checked against the export's fp32 weights before replacing them
+            **conversion.summary(),
+            "matmuls": f"{model_kernels.OP_TYPE} ({model_kernels.DOMAIN}) over the GGUF's block bytes as stored; "
+            "mode exact (fp32 activations) where the variant's accuracy_level is 0, fast (int8 activations) where 4",
+            "requantized": {**q, "matmuls": len(requantize)} if model.requantize_rest else None,
+        }
     elif not model.requantize_rest:
         quantization = {
             "method": "gguf-lossless-matmulnbits",
@@ -272,7 +294,15 @@ def transform(
         "nodes": len(onnx_model.graph.node),
         "op_counts": dict(sorted(ops.items())),
         "transformations": done,
+        "kernels": _kernels_record(kernels, conversion.kernel_ops if conversion else 0),
     }
+
+
+def _kernels_record(kernels: dict[str, Any], ops: int) -> dict[str, Any]:
+    """The manifest's ``kernels`` section (``model_kernels``' docstring)."""
+    if kernels.get("library") is None:
+        return {"library": None, "why": kernels.get("why")}
+    return {"library": kernels["library"], "isa": kernels.get("isa"), "formats": kernels.get("formats"), "ops": ops}
 
 
 def _io_spec(args) -> list[dict[str, Any]]:
@@ -288,6 +318,7 @@ def verify_onnx(
     position_ids: bool = True,
     sliding_mask: bool = False,
     prompt: str = recipe.VERIFY_PROMPT,
+    kernels: bool = False,
 ) -> dict[str, Any]:
     """Load the model in ONNX Runtime, run prefills and a decode step, and check every shape.
 
@@ -295,13 +326,16 @@ def verify_onnx(
     (encoded with no special token), alone and with the BOS prepended, for the manifest.
     ``position_ids``: whether the graph takes them (Gemma's export derives them from the mask);
     ``sliding_mask``: whether it takes ``sliding_attention_mask`` (fed the attention mask here: every
-    layer's cache holds every position).
+    layer's cache holds every position); ``kernels``: whether the graph holds our ``MatMulGguf`` nodes
+    (the session then registers the kernel library).
     Raises ``RuntimeError`` on a missing input or a wrong shape.
     """
     import onnxruntime as ort  # loaded by the verify step only: importing the build API loads no runtime
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = min(2, os.cpu_count() or 1)
+    if kernels:
+        model_kernels.register_library(options, model_path)
     session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
     inputs, outputs = session.get_inputs(), session.get_outputs()
     layers, kv_heads, head_dim = shapes["num_layers"], shapes["num_key_value_heads"], shapes["head_dim"]

@@ -1,21 +1,29 @@
 """A tiny randomly initialised Llama decoder, built exactly like the real model, for fast engine tests.
 
 Same tokenizer (vocabulary 49152, same special tokens), same optimum export with KV cache, same
-inputs and outputs, same manifest schema: only the dimensions and the weights differ, and, having
-no GGUF blocks to keep, its weights are quantized by ``MatMulNBitsQuantizer`` (4 bits, block 32,
-symmetric). Its text is gibberish; its shapes, names and manifest are what the engine meets on the
-real model.
+inputs and outputs, same manifest schema, same GGUF block formats: only the dimensions and the
+weights differ. Its random weights are quantized once into a small GGUF of its own (llama.cpp's
+reference rounding, ``gguf.quants``): the layers' matrices as Q4_1 (q/k rows in llama.cpp's
+rotary-interleaved order, as the real GGUF stores them), the tied embedding as Q8_0; the
+checkpoint holds those blocks dequantized, so the build keeps them bit for bit as it does the real
+GGUF's, and each variant runs every kernel the real model does (our kernels' exact and fast
+Q4_1 and Q8_0 ones where the library is there). Its text is gibberish; its shapes, names and
+manifest are what the engine meets on the real model.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import model_dir as md
+from . import gguf_blocks as gb
 from . import recipe, steps
 from .models import SMOLLM2
 from .pipeline import ensure_model
@@ -47,18 +55,34 @@ def default_tiny_dir(seed: int = 0) -> Path:
     return md.MODELS_ROOT / f"tiny-{recipe.RECIPE_VERSION}{suffix}"
 
 
+# The GGUF types of the tiny GGUF's matrices, as the real GGUF's (token_embd: the tied embedding and head).
+TINY_GGUF_TYPES = {"layers": "Q4_1", "token_embd": "Q8_0"}
+# transformers' weight names → the GGUF's (llama.cpp's llama layout), per layer.
+GGUF_NAMES = {
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+}
+
+
 class RandomSource:
-    """Random weights from ``torch.manual_seed(seed)`` with :data:`TINY_CONFIG`, and the real tokenizer."""
+    """Random weights from ``torch.manual_seed(seed)`` with :data:`TINY_CONFIG`, quantized into a GGUF of
+    its own (:data:`TINY_GGUF_TYPES`), and the real tokenizer."""
 
     model_name = TINY_MODEL_NAME
     recipe = SMOLLM2
-    gguf_weights = None  # every weight is requantized, as MatMulNBitsQuantizer does it
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
+        # Written by write_checkpoint (the same bytes for the same seed and tools): whose blocks the build keeps.
+        self.gguf_weights: Path | None = md.MODELS_ROOT / "sources" / f"{TINY_MODEL_NAME}-seed{seed}.gguf"
 
     def describe(self) -> dict[str, Any]:
-        recipe_text = json.dumps({"seed": self.seed, "config": TINY_CONFIG}, sort_keys=True)
+        recipe_text = json.dumps({"seed": self.seed, "config": TINY_CONFIG, "gguf": TINY_GGUF_TYPES}, sort_keys=True)
         return {
             "kind": "random-init",
             "package": None,
@@ -80,10 +104,60 @@ class RandomSource:
         torch.manual_seed(self.seed)
         config = LlamaConfig(**TINY_CONFIG)
         model = LlamaForCausalLM(config).eval()
+        weights = {name: p.detach().numpy() for name, p in model.named_parameters()}
+        blocks = write_gguf(self.gguf_weights, weights)
+        with torch.no_grad():  # the checkpoint holds what the GGUF's blocks dequantize to, exactly
+            for name, parameter in model.named_parameters():
+                if name in blocks:
+                    parameter.copy_(torch.from_numpy(blocks[name]))
         model.save_pretrained(dest)
         GenerationConfig(
             bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
         ).save_pretrained(dest)
+
+
+def write_gguf(path: Path, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Quantize the tiny model's matrices (``weights``: transformers' names → ``[out, in]`` float32) into a
+    GGUF at ``path`` (written whole, then renamed into place); returns, by transformers' name, the
+    weights the GGUF's blocks dequantize to (in transformers' row order)."""
+    from gguf import GGMLQuantizationType, GGUFWriter, quants  # the build extra
+
+    tensors: dict[str, tuple[np.ndarray, str]] = {}  # GGUF name → (its rows in GGUF order, its type)
+    for layer in range(TINY_CONFIG["num_hidden_layers"]):
+        for hf, gguf_name in GGUF_NAMES.items():
+            rows = weights[f"model.layers.{layer}.{hf}.weight"]  # [out, in]
+            heads = {"attn_q": "num_attention_heads", "attn_k": "num_key_value_heads"}.get(gguf_name)
+            if heads:  # llama.cpp's rotary interleave: GGUF row order[r] is transformers' row r
+                stored = np.empty_like(rows)
+                stored[gb.unpermute_rows(rows.shape[0], TINY_CONFIG[heads])] = rows
+                rows = stored
+            tensors[f"blk.{layer}.{gguf_name}.weight"] = (rows, TINY_GGUF_TYPES["layers"])
+    tensors["token_embd.weight"] = (weights["model.embed_tokens.weight"], TINY_GGUF_TYPES["token_embd"])
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    writer = GGUFWriter(str(partial), "llama")
+    dequantized: dict[str, np.ndarray] = {}
+    for name, (rows, kind) in tensors.items():
+        raw = quants.quantize(np.ascontiguousarray(rows, np.float32), GGMLQuantizationType[kind])  # [N, K / 32 * bytes]
+        writer.add_tensor(name, raw, raw_dtype=GGMLQuantizationType[kind])
+        blocks = gb.blocks_of(gb.GgufMatrix(name, kind, rows.shape[0], rows.shape[1], raw))
+        dequantized[name] = blocks.dequantized
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    os.replace(partial, path)
+
+    by_hf = {"model.embed_tokens.weight": dequantized["token_embd.weight"]}
+    for layer in range(TINY_CONFIG["num_hidden_layers"]):
+        for hf, gguf_name in GGUF_NAMES.items():
+            rows = dequantized[f"blk.{layer}.{gguf_name}.weight"]
+            heads = {"attn_q": "num_attention_heads", "attn_k": "num_key_value_heads"}.get(gguf_name)
+            if heads:
+                rows = rows[gb.unpermute_rows(rows.shape[0], TINY_CONFIG[heads])]
+            by_hf[f"model.layers.{layer}.{hf}.weight"] = rows
+    return by_hf
 
 
 def _copy_tokenizer(dest: Path, verbosity: int) -> None:
@@ -106,9 +180,12 @@ def _has_intact_tokenizer(model_dir: Path) -> bool:
     return path.is_file() and sha256_file(path) == recorded
 
 
-def build_tiny_model(out_dir: Path, seed: int = 0, *, force: bool = False, progress: Progress | None = None) -> Path:
-    """Build (or find up to date) the tiny model in ``out_dir``; returns ``out_dir``.
+def build_tiny_model(
+    out_dir: Path, seed: int = 0, *, force: bool = False, progress: Progress | None = None, variant: str | None = None
+) -> Path:
+    """Build (or find up to date) the tiny model in ``out_dir`` (``variant``: one of SmolLM2's, default
+    its default); returns ``out_dir``.
 
     Idempotent like :func:`ensure_model`: a second call costs a hash check (milliseconds).
     """
-    return ensure_model(Path(out_dir), progress, force=force, source=RandomSource(seed))
+    return ensure_model(Path(out_dir), progress, force=force, source=RandomSource(seed), variant=variant)

@@ -125,6 +125,7 @@ def _model_object(model_id: str) -> dict[str, Any]:
         "display_name": facts["display_name"],
         "kind": facts["kind"],
         "variant": facts["variant"],
+        "kernels": facts["kernels"],
         "license": facts["license"],
         "context_length": facts["context_window"],
         "vocab_size": facts["vocab_size"],

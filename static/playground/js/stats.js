@@ -40,7 +40,8 @@ export class RunStats {
     this.#set("seed", `${event.seed}${drawn}`);
     this.#set("tokens", "0");
     const model = event.model ?? {};
-    this.#set("model", [model.name, model.execution_provider].filter(Boolean).join(" on "));
+    const where = [model.name, model.execution_provider].filter(Boolean).join(" on ");
+    this.#set("model", [where, model.kernels].filter(Boolean).join(", "));
     this.status("Generating…", "streaming");
   }
 

@@ -92,6 +92,7 @@ export class ModelPicker extends EventTarget {
     this.facts.replaceChildren(
       el("span", { "data-model-kind": model.kind }, `${KIND_TEXT[model.kind] ?? model.kind}. `),
       el("span", { "data-model-variant": true }, `Build ${variantText(model)}. `),
+      ...(model.kernels ? [el("span", { "data-model-kernels": true }, `Computed by ${model.kernels}. `)] : []),
       el("span", null, `Vocabulary ${model.vocab_size?.toLocaleString("en") ?? "–"} tokens. License: `),
       license,
       ".",

@@ -11,7 +11,8 @@ import onnxruntime as ort
 import pytest
 
 from inference import model_dir as md
-from inference.modelbuild import RECIPE_VERSION, build_tiny_model, read_manifest, steps
+from inference import model_kernels
+from inference.modelbuild import RECIPE_VERSION, build_tiny_model, read_manifest, recipe, steps
 from inference.modelbuild.source import sha256_file
 
 from .conftest import RecordingProgress
@@ -35,6 +36,7 @@ MANIFEST_KEYS = {
     "build_seconds",
     "built_at",
     "variant",
+    "kernels",
 }
 TOOLS = {"python", "torch", "transformers", "optimum", "optimum-onnx", "onnx", "onnxruntime", "gguf", "tokenizers", "numpy"}
 
@@ -45,13 +47,10 @@ def test_manifest_schema(tiny_dir):
     assert m["recipe_version"] == RECIPE_VERSION and m["model_name"] == "tiny-random-llama"
     assert {"package", "version", "file", "sha256", "license"} <= m["source"].keys()
     assert m["tools"].keys() >= TOOLS and all(m["tools"][t] for t in TOOLS)
-    assert m["quantization"] == {
-        "method": "MatMulNBits",
-        "bits": 4,
-        "block_size": 32,
-        "symmetric": True,
-        "accuracy_level": 4,
-    }
+    kernels = model_kernels.library_now()["library"] is not None  # this machine's library, if built
+    assert m["quantization"]["method"] == (recipe.KERNELS_METHOD if kernels else recipe.LOSSLESS_METHOD)
+    assert m["quantization"]["weights_bit_exact"] is True and m["quantization"]["requantized"]["matmuls"] == 0
+    assert m["source"]["file"] is None and m["source"]["kind"] == "random-init"
     assert m["shapes"] == {
         "num_layers": 2,
         "num_attention_heads": 4,
@@ -66,10 +65,11 @@ def test_manifest_schema(tiny_dir):
     }
     assert m["special_tokens"]["eos_token_ids"] == [2, 0] and m["special_tokens"]["bos_token_id"] == 1
     assert m["special_tokens"]["tokenizer_adds_bos"] is False
-    assert m["variant"] is None  # no GGUF blocks, no variants
-    assert m["onnx"]["op_counts"]["MatMulNBits"] == 2 * 4  # qkv, o, gate_up, down per layer
+    assert m["variant"] == "exact"  # its own GGUF's blocks, SmolLM2's variants
+    # qkv, o, gate_up, down per layer; with our kernels the tied Q8_0 head too
+    assert m["onnx"]["op_counts"]["MatMulGguf" if kernels else "MatMulNBits"] == 2 * 4 + kernels
     assert m["onnx"]["op_counts"]["GroupQueryAttention"] == 2
-    assert list(m["onnx"]["transformations"]) == ["export", "norms", "attention", "mlp", "requantize", "head"]
+    assert list(m["onnx"]["transformations"]) == ["export", "norms", "attention", "mlp", "lossless", "head"]
     assert m["onnx_sha256"] == sha256_file(tiny_dir / md.MODEL_FILE)
     assert set(m["files"]) == {
         md.MODEL_FILE,
@@ -81,9 +81,16 @@ def test_manifest_schema(tiny_dir):
     assert set(m["build_seconds"]) == {"check", "convert", "export", "transform", "verify"}
 
 
+def open_session(model_dir: Path) -> ort.InferenceSession:
+    """A session over a built model, with our kernel library when the model was built with it."""
+    options = ort.SessionOptions()
+    model_kernels.register_beside(options, model_dir / md.MODEL_FILE)
+    return ort.InferenceSession(str(model_dir / md.MODEL_FILE), options, providers=["CPUExecutionProvider"])
+
+
 def test_manifest_names_the_session_inputs_and_outputs(tiny_dir):
     m = read_manifest(tiny_dir)
-    session = ort.InferenceSession(str(tiny_dir / md.MODEL_FILE), providers=["CPUExecutionProvider"])
+    session = open_session(tiny_dir)
     assert [i["name"] for i in m["onnx"]["inputs"]] == [i.name for i in session.get_inputs()]
     assert [o["name"] for o in m["onnx"]["outputs"]] == [o.name for o in session.get_outputs()]
     past = [f"past_key_values.{i}.{kv}" for i in range(2) for kv in ("key", "value")]
@@ -93,7 +100,7 @@ def test_manifest_names_the_session_inputs_and_outputs(tiny_dir):
 
 
 def test_same_seed_gives_the_same_model_ids_in_logits_out(tiny_dir):
-    session = ort.InferenceSession(str(tiny_dir / md.MODEL_FILE), providers=["CPUExecutionProvider"])
+    session = open_session(tiny_dir)
     feed = {
         "input_ids": np.array([[504, 3575]], dtype=np.int64),
         "attention_mask": np.ones((1, 2), dtype=np.int64),
@@ -121,9 +128,9 @@ def test_a_model_built_as_another_variant_is_out_of_date(tiny_dir):
     from inference.modelbuild.tiny import RandomSource
 
     info = RandomSource(0).describe()
-    assert check_model(tiny_dir, info, None).up_to_date  # the tiny model has no variants
+    assert check_model(tiny_dir, info, "exact").up_to_date
     status = check_model(tiny_dir, info, "fast")
-    assert status.reasons == ("variant None != fast",) and status.intact
+    assert status.reasons == ("variant exact != fast",) and status.intact
 
 
 def test_an_unknown_variant_is_refused(tmp_path):

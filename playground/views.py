@@ -39,8 +39,13 @@ def params_schema_view(request: HttpRequest) -> HttpResponse:
 @never_cache
 async def load_view(request: HttpRequest) -> HttpResponse:
     """The inference workers' load (requests decoding, rows in use, requests waiting), from their
-    ping answers, at most a second old (playground/edge/load.py)."""
-    return JsonResponse(await load.current_load())
+    ping answers, at most a second old, or ``?fresh=1``: gathered after the request came
+    (playground/edge/load.py); ``age_ms`` says how old it is."""
+    fresh = request.GET.get("fresh", "0")
+    if fresh not in ("0", "1"):
+        message = f"fresh must be 1 (an answer gathered after this request) or 0, got {fresh[:20]!r}"
+        return JsonResponse({"error": {"code": "invalid_value", "param": "fresh", "message": message}}, status=400)
+    return JsonResponse((await load.current_load(fresh == "1")).answer())
 
 
 @require_GET

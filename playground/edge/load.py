@@ -11,12 +11,16 @@ the first and counted once per worker process (host, pid).
 
 The result is kept for :data:`CACHE_S` seconds per process, and callers arriving meanwhile share
 one gathering, so pages polling while their run waits cost the workers one ping a second at most.
+A caller that must hear the present (a page that has just seen its own run start or end) asks for a
+fresh answer: one whose ping went out after it asked. Every answer says how old it is
+(``age_ms``: since its ping went out), so a page can say when it was true.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -30,21 +34,43 @@ FIRST_ANSWER_S = 1.5  # how long to wait for an idle worker on the shared channe
 MORE_ANSWERS_S = 0.15  # after the first answer, how long the others have
 LOAD_FIELDS = ("running", "rows", "waiting", "max_batch")
 
-_cache: tuple[float, dict[str, Any]] | None = None
-_gathering: asyncio.Future[dict[str, Any]] | None = None
+
+@dataclass(frozen=True)
+class Load:
+    """One gathering's answer: the document, and when its ping went out (``time.monotonic``)."""
+
+    document: dict[str, Any]
+    began: float
+
+    def answer(self) -> dict[str, Any]:
+        """The document as ``GET /api/load`` sends it: with ``age_ms``, how long ago its ping went out."""
+        return self.document | {"age_ms": round((time.monotonic() - self.began) * 1000, 1)}
 
 
-async def current_load() -> dict[str, Any]:
-    """The workers' load as JSON-ready data, at most :data:`CACHE_S` old."""
-    global _cache, _gathering
-    now = time.monotonic()
-    if _cache is not None and now - _cache[0] < CACHE_S:
-        return _cache[1]
+_cache: Load | None = None
+_gathering: asyncio.Future[Load] | None = None
+_gathering_asked = 0.0  # when the gathering under way was started (``time.monotonic``)
+
+
+async def current_load(fresh: bool = False) -> Load:
+    """The workers' load, at most :data:`CACHE_S` old; ``fresh``: gathered by a ping sent after this
+    call (a gathering already under way for an earlier caller is not shared)."""
+    global _cache, _gathering, _gathering_asked
+    asked = time.monotonic()
+    if _cache is not None and (_cache.began >= asked if fresh else asked - _cache.began < CACHE_S):
+        return _cache
     loop = asyncio.get_running_loop()
-    if _gathering is None or _gathering.done() or _gathering.get_loop() is not loop:
+    if (
+        _gathering is None
+        or _gathering.done()
+        or _gathering.get_loop() is not loop
+        or (fresh and _gathering_asked < asked)  # its ping may have gone out before this call
+    ):
+        _gathering_asked = time.monotonic()
         _gathering = asyncio.ensure_future(_gather())
     result = await asyncio.shield(_gathering)
-    _cache = (time.monotonic(), result)
+    if _cache is None or result.began >= _cache.began:  # an earlier gathering that ended late never replaces a newer one
+        _cache = result
     return result
 
 
@@ -54,10 +80,10 @@ def forget() -> None:
     _cache = None
 
 
-async def _gather() -> dict[str, Any]:
+async def _gather() -> Load:
+    began = time.monotonic()
     embedded.ensure_worker()
     layer = get_channel_layer()
-    began = time.monotonic()
     reply_channel = await layer.new_channel("load.")
     ping = channel_messages.ping(reply_channel)
     await layer.group_send(WORKERS_GROUP, ping)
@@ -65,7 +91,7 @@ async def _gather() -> dict[str, Any]:
     if not answers:  # no worker has taken a request yet: an idle one reads the shared channel
         await layer.send(INFERENCE_CHANNEL, ping)
         answers = await _answers(layer, reply_channel, FIRST_ANSWER_S)
-    return summarize(answers, round((time.monotonic() - began) * 1000, 1))
+    return Load(summarize(answers, round((time.monotonic() - began) * 1000, 1)), began)
 
 
 async def _answers(layer: Any, reply_channel: str, first_s: float) -> list[dict[str, Any]]:

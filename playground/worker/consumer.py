@@ -20,6 +20,7 @@ from inference.model_catalog import model_dir_for
 from inference.model_dir import ModelNotBuiltError, read_manifest
 from playground.wire import channel_messages
 from playground.wire.channel_messages import INFERENCE_CHANNEL, WORKERS_GROUP
+from playground.wire.events import FINAL_EVENTS, event_type
 from playground.wire.jobs import is_quick
 from playground.worker.heartbeat import WorkerHeartbeat
 from playground.worker.intake import IntakeWorker, intake_gate
@@ -68,8 +69,10 @@ class InferenceWorker(AsyncConsumer):
         await self.channel_layer.send(message["reply_channel"], pong)
 
     def load(self) -> dict[str, int]:
-        """The ping's ``load``: requests decoding, rows in use, requests taken but not decoding yet."""
-        generations = sum(1 for job in self.jobs.values() if not job.quick)
+        """The ping's ``load``: requests decoding, rows in use, requests taken but not decoding yet.
+        A request whose last event is on its way is not counted: a page that has its ``done`` and
+        asks at once hears the run has ended (the job itself is let go after the last send)."""
+        generations = sum(1 for job in self.jobs.values() if not job.quick and not job.answered)
         loop_load = resources().load() or {"running": 0, "rows": 0}
         running = min(loop_load["running"], generations)
         return {
@@ -133,6 +136,7 @@ class InferenceWorker(AsyncConsumer):
             working = asyncio.ensure_future(submit_generation(job, emit, emit_in_step))
         try:
             while (event := await events.get()) is not END:
+                job.answered = job.answered or event_type(event) in FINAL_EVENTS
                 await self.channel_layer.send(
                     job.reply_channel, channel_messages.event(job.request_id, event, job.lease, self.channel_name)
                 )

@@ -158,6 +158,7 @@ class Assignment:
     quick: bool  # tokenizing, inspecting or scoring: served on their own thread, never behind generations
     lease: str | None = None  # liveness: the connection's token for this submission, on every reply
     cancelled: threading.Event = field(default_factory=threading.Event)
+    answered: bool = False  # its last event (``done``, ``error``) is on its way: the load no longer counts it
 
     @property
     def key(self) -> tuple[str, str]:

@@ -215,11 +215,34 @@ def test_api_load_reports_what_the_workers_answer(daphne_server: Daphne) -> None
         pytest.fail("the worker's ping answer has no `load` (needs the batching worker)")
 
 
+LOAD_LINE = re.compile(
+    r"Worker load at [^:]+:\d\d:\d\d[^:]*: (\d+) streams? decoding \((\d+) of (\d+) batch rows in use\), (\d+) waiting\."
+)
+
+
+def shown_load(page: Page, after: str) -> tuple[int, int, int, int]:
+    """The load line once it shows an answer asked for after the page's own run's `after` event
+    (`data-after`: the line knows of it): running, rows, max_batch, waiting."""
+    page.locator(f"#worker-load[data-after={after}]").wait_for(timeout=30_000)
+    text = page.locator("#worker-load").text_content() or ""
+    shown = LOAD_LINE.fullmatch(text)
+    assert shown, text
+    running, rows, max_batch, waiting = (int(g) for g in shown.groups())
+    return running, rows, max_batch, waiting
+
+
 def test_the_main_page_shows_the_workers_load_when_a_run_is_sent(playground: PlaygroundPage, daphne_server: Daphne) -> None:
+    """The line is asked afresh when the page's own run starts and ends (issue 30: it showed "0
+    streams decoding" while another stream decoded, and a finished run as still waiting), so each
+    assertion holds whatever the timing: it waits for a line that knows of the event, never for time."""
     from websockets.sync.client import connect
 
     page = playground.page
-    # Another client keeps the worker busy, so the page's run has company (or waits, one at a time).
+    load, _ = get_json(daphne_server, "/api/load")
+    if not load["available"]:
+        pytest.fail("the workers report no load (needs the batching worker): the indicator stays hidden")
+    max_batch = load["total"]["max_batch"]
+    # Another client keeps the worker busy until it is cancelled, so the page's run has company.
     with connect(daphne_server.url.replace("http", "ws") + "/ws/generate/", origin=daphne_server.url) as other:
         other.send(
             json.dumps(
@@ -227,33 +250,26 @@ def test_the_main_page_shows_the_workers_load_when_a_run_is_sent(playground: Pla
                     "type": "generate",
                     "request_id": "busy",
                     "prompt": "Once upon a time",
-                    "params": {
-                        "max_tokens": 4000,
-                        "ignore_eos": True,
-                        "temperature": 0,
-                    },  # cancelled below: decoding whatever the speed
+                    "params": {"max_tokens": 4000, "ignore_eos": True, "temperature": 0},  # cancelled below
                 }
             )
         )
         while json.loads(other.recv(timeout=60))["type"] != "token":
             pass
-        page.wait_for_timeout(1100)  # the server keeps its load answer for a second: ask a fresh one
         playground.generate("The capital of France is", temperature=0, max_tokens=4)
-        indicator = page.locator("#worker-load")
-        load, _ = get_json(daphne_server, "/api/load")
-        if not load["available"]:
-            expect(indicator).to_be_hidden()
-            playground.wait_done()
-            pytest.fail("the workers report no load (needs the batching worker): the indicator stays hidden")
-        expect(indicator).to_be_visible(timeout=10_000)
-        text = indicator.text_content()
-        shown = re.fullmatch(
-            r"Worker load at [^:]+:\d\d:\d\d[^:]*: (\d+) streams? decoding \((\d+) of (\d+) batch rows in use\), (\d+) waiting\.",
-            text,
-        )
-        assert shown, text
-        running, rows, max_batch, _ = (int(g) for g in shown.groups())
-        # The busy client's stream is decoding while the page asked: at least one stream, one row.
-        assert running >= 1 and rows >= 1 and max_batch == load["total"]["max_batch"], text
+        # Asked after the page's run started (or, if it was that quick, ended): the busy stream decodes.
+        page.locator("#worker-load[data-after=started], #worker-load[data-after=done]").wait_for(timeout=30_000)
+        running, rows, shown_batch, _ = shown_load(page, page.locator("#worker-load").get_attribute("data-after") or "")
+        assert running >= 1 and rows >= 1 and shown_batch == max_batch
         playground.wait_done()
+        running, rows, _, _ = shown_load(page, "done")  # the page's run has ended; the busy one still decodes
+        assert running >= 1 and rows >= 1
         other.send(json.dumps({"type": "cancel", "request_id": "busy"}))
+    # Followed while the workers are busy, the line comes to rest on idle workers once both have ended.
+    expect(page.locator("#worker-load")).to_contain_text(
+        f": 0 streams decoding (0 of {max_batch} batch rows in use), 0 waiting.", timeout=60_000
+    )
+    # A run alone: the line asked after its `done` shows nothing left of it, not "1 waiting".
+    playground.generate("The capital of France is", temperature=0, max_tokens=3)
+    playground.wait_done()
+    assert shown_load(page, "done") == (0, 0, max_batch, 0)

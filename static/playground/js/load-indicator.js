@@ -1,14 +1,18 @@
 // The inference workers' current load (GET /api/load, playground/edge/load.py): streams decoding, batch
 // rows in use of the workers' total, and requests waiting, so a person knows why a run waits.
-// Fetched when the page opens, then every few seconds (never faster: the server keeps its answer
-// for a second anyway) while the page watches (a run of its own is on) or the last answer showed
-// work in progress, so the sentence left on screen is the present one: polling stops only once
-// the workers are idle, which stays true until someone sends a run. Each sentence says when it was
-// true. Hidden while unavailable (no worker answered, or the workers do not report their load).
+//
+// The line is current or says how old it is. Fetched when the page opens, then every few seconds
+// (never faster: the server keeps its answer for a second anyway) while the page watches (a run of
+// its own is on) or the last answer showed work in progress; and afresh the moment the page's own
+// run starts or ends (`runEvent`: `?fresh=1`, an answer whose ping went out after the event, so a
+// finished run is never shown as still busy). Each sentence says when it was true: the answer's
+// `age_ms` back from when it arrived. An answer older than the one on screen (a poll that crossed a
+// fresh one) is not shown. Hidden while unavailable (no worker answered, or the workers do not
+// report their load).
 
 const POLL_MS = 2000;
 
-/** The load as a sentence, or null when there is nothing to show. Pure. */
+/** The load as a sentence, or null when there is nothing to show; `at`: when it was true. Pure. */
 export function describeLoad(load, at = null) {
   if (!load?.available || !load.total) return null;
   const { running, rows, waiting, max_batch: maxBatch } = load.total;
@@ -26,9 +30,25 @@ export function isBusy(load) {
   return Boolean(load?.available && load.total && (load.total.running > 0 || load.total.waiting > 0));
 }
 
+/** When an answer was true, in this page's clock (ms): when it arrived less its `age_ms` (the time
+ *  since the server's ping went out; an answer without it, from an older server: when it arrived). Pure. */
+export function answerTime(load, arrivedAt) {
+  return arrivedAt - (typeof load?.age_ms === "number" ? load.age_ms : 0);
+}
+
+/** The latest of the page's own run events ({type, at}, in order) that happened before `at`: what an
+ *  answer true at `at` already knows of (null: none). Pure. */
+export function knownEvent(events, at) {
+  let known = null;
+  for (const event of events) if (event.at <= at) known = event.type;
+  return known;
+}
+
 export class LoadIndicator {
   #polling = false;
   #while = null;
+  #shownAt = -Infinity; // when the answer on screen was true
+  #events = []; // the page's own run events: {type, at}
 
   /** @param root  the element the sentence goes in (hidden when there is none) */
   constructor(root, url = "/api/load") {
@@ -36,24 +56,42 @@ export class LoadIndicator {
     this.url = url;
   }
 
-  /** Fetches the load once and shows it (or hides the indicator). */
-  async refresh() {
+  /** Fetches the load once (`fresh`: gathered after this call) and shows it unless an answer
+   *  true later is already on screen (or hides the indicator). */
+  async refresh({ fresh = false } = {}) {
     let load = null;
     try {
-      const response = await fetch(this.url, { headers: { Accept: "application/json" }, cache: "no-store" });
+      const url = fresh ? `${this.url}?fresh=1` : this.url;
+      const response = await fetch(url, { headers: { Accept: "application/json" }, cache: "no-store" });
       if (response.ok) load = await response.json();
     } catch {
       load = null; // the server is unreachable: nothing to say about its workers
     }
-    this.show(load);
+    this.show(load, Date.now());
     return load;
   }
 
-  show(load) {
-    const text = describeLoad(load, new Date()); // a snapshot: its time says how fresh it is
+  /** The page's own run started, ended or failed (`type`: the event's): the line is asked afresh. */
+  runEvent(type) {
+    this.#events.push({ type, at: Date.now() });
+    if (this.#events.length > 8) this.#events.shift();
+    delete this.root.dataset.after; // the line on screen predates this event
+    return this.refresh({ fresh: true });
+  }
+
+  show(load, arrivedAt = Date.now()) {
+    const at = answerTime(load, arrivedAt);
+    if (load && at < this.#shownAt) return; // older than the line on screen
+    const text = describeLoad(load, new Date(at)); // its time says how fresh it is
     this.root.hidden = text === null;
     this.root.textContent = text ?? "";
-    if (text !== null) this.root.dataset.waiting = String(load.total.waiting);
+    if (text === null) return;
+    this.#shownAt = at;
+    this.root.dataset.waiting = String(load.total.waiting);
+    this.root.dataset.at = String(Math.round(at));
+    const known = knownEvent(this.#events, at);
+    if (known) this.root.dataset.after = known; // the line knows of the page's run having started / ended
+    else delete this.root.dataset.after;
   }
 
   /** Polls every few seconds while `condition()` holds (a run of the page's own is on) and, after

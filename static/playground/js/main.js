@@ -445,6 +445,10 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
   // e.g. the tab closed mid-run, is still listed), repeated in `done`; a failed run's `error`
   // names it too.
   if (event.run_id) remember(event);
+  // The workers' load line, asked afresh when the page's own run starts or ends: never a finished run shown busy.
+  if (run !== null && run === active && (event.type === "started" || event.type === "done" || event.type === "error")) {
+    workerLoad.runEvent(event.type);
+  }
   const onScreen = run === null || run === shown();
   switch (event.type) {
     case "queued":

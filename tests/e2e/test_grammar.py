@@ -170,6 +170,12 @@ def test_the_live_comparison_demo_runs_free_and_constrained_and_marks_validity(
     dones = {f["request_id"]: f for f in received if f.get("type") == "done"}
     texts = [dones[g["request_id"]]["text"] for g in generates]
     assert person_is_valid(texts[1]), texts[1]  # the constrained column always validates
+    # what the demo claims: greedy, one seed; the free answer is not the bare object, the
+    # constrained one is, and it ends by itself well inside max tokens
+    assert generates[0]["params"]["temperature"] == generates[1]["params"]["temperature"] == 0
+    assert not person_is_valid(texts[0]), texts[0]
+    ends = [dones[g["request_id"]] for g in generates]
+    assert ends[1]["reason"] == "eos" and ends[1]["usage"]["completion_tokens"] < generates[1]["params"]["max_tokens"], ends[1]
     for n, text in enumerate(texts, start=1):
         mark = page.locator(f"[data-testid=live-aligned] th[data-column='{n}'] .validity")
         expect(mark).to_have_attribute("data-valid", str(person_is_valid(text)).lower())

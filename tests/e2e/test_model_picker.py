@@ -4,12 +4,14 @@
 The picker lists both with their kind and license; choosing Gemma tokenizes with Gemma's tokenizer
 (its <bos> and ids), generates with Gemma and switches chat mode off with the server's reason; the
 model rides along through the address, the saved run, /history and "Open in playground"; the live
-comparison's "Base vs instruct" runs both models on one prompt and seed, aligns them on the text,
-marks where they part and shows how each model rated the other's token there.
+comparison's "Base vs instruct" asks both models one question, greedily with one seed (the instruct
+model answers it, the base model writes more questions), aligns them on the text, marks where they
+part and shows how each model rated the other's token there.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -105,18 +107,36 @@ def test_the_model_survives_save_history_and_open_in_playground(playground: Play
 
 def test_base_vs_instruct_side_by_side_marks_where_they_part_and_rates_across(page: Page, daphne_server, artifacts):
     errors = page_errors(page)
+    sent: list[dict] = []
+    received: list[dict] = []
+    page.on(
+        "websocket",
+        lambda socket: (
+            socket.on("framesent", lambda payload: sent.append(json.loads(payload))),
+            socket.on("framereceived", lambda payload: received.append(json.loads(payload))),
+        ),
+    )
     page.goto(daphne_server.url + "/compare/live")
     expect(page.locator("#c1-model option")).to_have_count(2)
-    page.get_by_label("Seed", exact=True).fill("5")
-    page.get_by_label("Max tokens").fill("12")
+    page.get_by_label("Seed", exact=True).fill("5")  # the preset's own fixed seed replaces it
     page.get_by_role("button", name="Base vs instruct").click()
 
     expect(page.get_by_test_id("comparison-link")).to_be_visible(timeout=180_000)
-    expect(page.get_by_label("Prompt", exact=True)).to_have_value("The capital of France is")
+    expect(page.get_by_label("Prompt", exact=True)).to_have_value("Who wrote Romeo and Juliet?")
     assert "c1.model=smollm2-135m-instruct" in page.url and "c2.model=gemma-3-270m" in page.url
     heads = page.locator("[data-testid=live-aligned] thead th")
     expect(heads.nth(1)).to_contain_text("SmolLM2")
     expect(heads.nth(2)).to_contain_text("Gemma")
+
+    # what the preset claims: greedy, one fixed seed; the instruct model answers, the base model
+    # goes on with the text (more questions)
+    generates = [f for f in sent if f.get("type") == "generate"]
+    assert [g["params"]["temperature"] for g in generates] == [0, 0]
+    assert generates[0]["params"]["seed"] == generates[1]["params"]["seed"] != 5
+    dones = {f["request_id"]: f for f in received if f.get("type") == "done"}
+    instruct, base = (dones[g["request_id"]]["text"] for g in generates)
+    assert "Shakespeare" in instruct, instruct
+    assert "Shakespeare" not in base and "?" in base, base
 
     cross = page.locator("[data-cross-model]")
     expect(cross).to_be_visible()

@@ -12,9 +12,9 @@ import { quoteToken } from "../../shared/js/format.js";
 import { servedModels } from "../../shared/js/model-picker.js";
 import { GenerateClient } from "../../shared/js/socket.js";
 import { LiveForm } from "./live-form.js";
-import { describeColumn, drawSeed, emptyColumn, generateBodies, settingsFromQuery, settingsToQuery } from "./live-settings.js";
+import { describeColumn, drawSeed, generateBodies, settingsFromQuery, settingsToQuery } from "./live-settings.js";
 import { LiveTable } from "./live-table.js";
-import { grammarDemoSettings } from "./grammar-demo.js";
+import { baseVsInstructSettings, grammarDemoSettings } from "./live-presets.js";
 import { grammarsToCheck, validityMark } from "./grammar-view.js";
 import { rememberRun } from "../../shared/js/store.js";
 
@@ -174,21 +174,16 @@ function drawCross() {
   });
 }
 
-/** The preset: one prompt and seed, an instruct model in column 1 and a base model in column 2,
- *  run at once. */
+/** The preset: a question to an instruct model (column 1) and a base model (column 2), greedy,
+ *  run at once (live-presets.js). */
 form.form.querySelector("[data-action=base-vs-instruct]").addEventListener("click", async () => {
   const { models } = await servedModels().catch(() => ({ models: [] }));
-  const instruct = models.find((m) => m.kind === "instruct");
-  const base = models.find((m) => m.kind === "base");
-  if (!instruct || !base) {
+  const settings = baseVsInstructSettings(models);
+  if (!settings) {
     setStatus("This server does not serve both a base and an instruct model.", "error");
     return;
   }
-  const settings = form.read();
-  form.write({
-    ...settings, prompt: "The capital of France is", mode: "completion", turns: [], assistant_prefix: "",
-    columns: [instruct, base].map((m) => ({ ...emptyColumn(), model: m.id })),
-  });
+  form.write(settings);
   writeAddress();
   form.form.requestSubmit();
 });

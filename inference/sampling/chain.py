@@ -71,13 +71,11 @@ class SamplerChain:
         raw, outputs = self._run(logits, history)
         final = outputs[-1][1] if outputs else raw
         draw = None if self.greedy else float(rng.random())
-        if force is not None:
-            token = int(force)
-        else:
-            token = int(final.ids[0]) if draw is None else pick(final, draw)
+        own = int(final.ids[0]) if draw is None else pick(final, draw)  # what the chain itself takes
+        token = own if force is None else int(force)
         for stage, (_, out) in zip(self.stages, outputs):
             stage.accept(token, out)
-        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch)
+        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch, own_pick=own)
 
     def step_with(
         self,
@@ -94,7 +92,7 @@ class SamplerChain:
         token, draw = choose(outputs[-1][1] if outputs else raw)
         for stage, (_, out) in zip(self.stages, outputs):
             stage.accept(token, out)
-        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch)
+        return self._trace(raw, outputs, top_n, token=token, draw=draw, watch=watch, own_pick=token)
 
     def sample(self, logits: np.ndarray, history: Sequence[int], rng: np.random.Generator) -> int:
         return self.step(logits, history, rng, top_n=0).token  # type: ignore[return-value]
@@ -137,7 +135,7 @@ class SamplerChain:
             return Candidates(frozen(self._ids[keep]), values[keep], vocab)
         return Candidates(self._ids, values, vocab)
 
-    def _trace(self, raw, outputs, top_n, token, draw, watch=()) -> StepTrace:
+    def _trace(self, raw, outputs, top_n, token, draw, watch=(), own_pick=None) -> StepTrace:
         if not isinstance(top_n, int) or isinstance(top_n, bool) or top_n < 0:
             raise ValueError(f"top_n must be an integer >= 0; got {top_n!r}")
         lookup = TokenLookup(raw, outputs)
@@ -160,6 +158,7 @@ class SamplerChain:
             greedy=self.greedy,
             lookup=lookup,
             watched=lookup.watch(watch) if len(watch) else (),
+            own_pick=own_pick,
         )
 
 

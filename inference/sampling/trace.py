@@ -180,7 +180,8 @@ class StepTrace:
     first, ties lower id first); ``chosen`` describes the picked token even if it is not among
     them. ``draw_interval`` is the chosen token's segment of the cumulative bar of final
     probabilities in pick order: [start, end) holds ``draw`` when the token was picked (not
-    forced). ``watched`` follows the tokens the caller asked to watch (``Watched``), in its order. ``token``, ``draw``, ``draw_interval``, ``chosen``, ``raw_prob`` and ``prob`` are None
+    forced). ``watched`` follows the tokens the caller asked to watch (``Watched``), in its order.
+    ``own_pick`` is what the chain's own choice took, which a forced ``token`` replaced. ``token``, ``draw``, ``draw_interval``, ``chosen``, ``raw_prob`` and ``prob`` are None
     for ``chain.trace`` (nothing picked); ``draw`` is None when greedy. ``describe(id)`` /
     ``removed_by(id)`` answer for any token id (e.g. a forced one); the trace keeps references to
     the step's arrays for that, so keep ``to_dict()`` rather than the trace itself when storing
@@ -199,6 +200,9 @@ class StepTrace:
     greedy: bool
     lookup: TokenLookup = field(repr=False, compare=False)
     watched: tuple[Watched, ...] = ()
+    # the token the chain's own choice took (its pick from ``draw``, or greedy's): ``token`` unless
+    # the caller forced another (a branch's prefix); None for ``chain.trace``
+    own_pick: int | None = None
 
     def describe(self, token: int) -> Alternative:
         return self.lookup.describe(token)

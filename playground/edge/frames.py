@@ -48,6 +48,7 @@ GENERATE_KEYS = frozenset(
         "parent_run",
         "branch_index",
         "typed_tokens",
+        "branched",
         "messages",
         "continue_final_message",
         "save",
@@ -227,6 +228,8 @@ def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate
     sampling, loop, speculative = parse_generate_params(message.get("params", {}))
     prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
     watch = _watch(message.get("watch", []))
+    typed = parse_typed(message, len(prefix))
+    branched = parse_branched(message, len(prefix) - typed)
     try:
         request = GenerationRequest(
             prompt,
@@ -241,13 +244,13 @@ def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate
             prompt_scores=prompt_scores,
             watch=watch,
             speculative=speculative,
+            typed_tokens=typed,
+            branched=branched,
         )
     except ParamError as error:  # a rule between parameters (a grammar refuses beam search and ignore_eos)
         prefixed = error.prefixed("params.")
         raise ProtocolError(prefixed.param, prefixed.message, prefixed.code) from None
-    return Generate(
-        request_id, request, parse_branch(message), parse_save(message), parse_typed(message, len(prefix)), model=model
-    )
+    return Generate(request_id, request, parse_branch(message), parse_save(message), model=model)
 
 
 def parse_messages(message: Mapping[str, Any]) -> ChatPrompt | None:
@@ -331,6 +334,19 @@ def parse_typed(message: Mapping[str, Any], prefix_length: int) -> int:
             "invalid_value",
         )
     return typed
+
+
+def parse_branched(message: Mapping[str, Any], untyped: int) -> bool:
+    """``branched``: the last ``prefix_tokens`` before the typed ones is the alternative the person
+    picked to branch on (the page's Branch); it needs such a token (``untyped`` > 0)."""
+    branched = message.get("branched", False)
+    if not isinstance(branched, bool):
+        raise ProtocolError("branched", f"branched must be true or false, got {excerpt(branched)}", "invalid_value")
+    if branched and untyped < 1:
+        raise ProtocolError(
+            "branched", "branched needs a prefix_tokens entry before the typed ones: the alternative picked", "invalid_value"
+        )
+    return branched
 
 
 def parse_tokenize(request_id: str, message: Mapping[str, Any]) -> Tokenize:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference.decoding.generation import GenerationRequest
+from inference.decoding.origin import TOKEN_ORIGINS
 from inference.model_catalog import DEFAULT_MODELS
 from inference.sampling.params import MAX_SEED
 from playground import protocol
@@ -61,6 +62,7 @@ from playground.runs.models import Run
 from playground.runs.text_check import first_unencodable
 from playground.runs.token_rows import Alternative, Stage, TokenRow
 from playground.runs.tree import MAX_TREE_RUNS, Node, flattened, tree_dict
+from playground.wire.token_event import implied_origin
 
 __all__ = [
     "RUN_SCHEMA",
@@ -86,6 +88,7 @@ READABLE_VERSIONS = (1, 2, 3)
 MAX_COMPARED = 4
 CONVERSATION_KEYS = ("messages", "continue_final_message")  # new in version 3
 WATCHED_KEYS = ("id", "raw_prob", "prob", "raw_rank", "rank", "removed_by", "token")  # a token's ``watched`` entry
+ORIGINS = tuple(origin.value for origin in TOKEN_ORIGINS)
 REASONS = {"complete": ("eos", "stop", "max_tokens"), "cancelled": ("cancelled",), "failed": (None,)}
 
 
@@ -334,8 +337,8 @@ def _generate_request(request: dict[str, Any], path: str) -> GenerationRequest:
 
 
 def _token(data: Any, path: str, top_n: int, samples: int) -> None:
-    if isinstance(data, dict):  # files written before tokens had ``draw_interval``, ``watched`` (optional)
-        data = {"draw_interval": None, "watched": []} | data
+    if isinstance(data, dict):  # files written before tokens had ``draw_interval``, ``watched``, ``origin`` (optional)
+        data = {"draw_interval": None, "watched": [], "origin": implied_origin(data)} | data
     speculative = isinstance(data, dict) and "drafted" in data  # a speculative run's tokens say whether each was drafted
     an_object(data, path, (*TokenRow.EVENT_KEYS, "drafted") if speculative else TokenRow.EVENT_KEYS)
     if speculative:
@@ -349,6 +352,7 @@ def _token(data: Any, path: str, top_n: int, samples: int) -> None:
     a_prob(data["prob"], f"{path}.prob")
     optional(a_str)(data["removed_by"], f"{path}.removed_by")
     a_bool(data["forced"], f"{path}.forced")
+    one_of(data["origin"], f"{path}.origin", ORIGINS)
     optional(a_prob)(data["draw"], f"{path}.draw")
     optional(a_draw_interval)(data["draw_interval"], f"{path}.draw_interval")
     optional(a_number)(data["elapsed_ms"], f"{path}.elapsed_ms")

@@ -8,9 +8,12 @@ run stays small (docs/runs.md, "What is stored"):
 
 with ``alternatives`` as ``[id, token, raw_prob, prob, removed_by(, extra)]`` rows and ``stages``
 as ``[name, kept]`` rows. ``extra``, written only when there is something to keep, is an object of
-the event's fields that have no column: ``removed_by``, ``forced``, ``draw_interval`` and
-``watched`` (written only when not null / false / empty) and any field the protocol may add later,
-so nothing the server sent is lost. Rows saved before these existed have no ``extra`` and load with the defaults.
+the event's fields that have no column: ``removed_by``, ``forced``, ``origin``, ``draw_interval``
+and ``watched`` (written only when not null / false / empty) and any field the protocol may add
+later, so nothing the server sent is lost. Rows saved before these existed have no ``extra`` and
+load with the defaults; a row saved before ``origin`` existed reads with the origin its run implies
+(``run_origins``: typed and branch from the run's request, the rest from the row, as
+``playground.wire.token_event.implied_origin`` says).
 
 Everything else reads these rows through ``TokenRow``: ``TokenRow.from_stored(row)`` and
 ``row.to_stored()`` convert the stored form, ``TokenRow.from_event(event)`` and ``row.to_event()``
@@ -20,8 +23,11 @@ the ``token`` event's shape (without ``type`` and ``request_id``), which is also
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from inference.decoding.origin import Origin, PrefixPlan
+from playground.wire.token_event import TokenEvent, implied_origin
 
 StoredRow = list[Any]  # the JSON array kept in ``Run.tokens``
 
@@ -105,6 +111,9 @@ class TokenRow:
     stages: tuple[Stage, ...]
     removed_by: str | None = None  # non-null only for a forced token a stage had removed
     forced: bool = False  # taken from ``prefix_tokens``, not sampled
+    # ``Origin``'s value; None: the origin the row's own fields imply (``implied_origin``: stored only
+    # when it says more), which for a forced row saved before origins only its run can refine (``run_origins``)
+    origin: str | None = None
     # [start, end): the token's segment of the final probabilities stacked in pick order, holding
     # ``draw`` when it was picked; null if its final probability is 0, and in runs saved before it
     draw_interval: tuple[float, float] | None = None
@@ -113,26 +122,11 @@ class TokenRow:
     extra: Mapping[str, Any] = field(default_factory=dict)  # fields of later protocol versions
 
     # The keys of a ``token`` event (and of an exported token), in the order the server sends them.
-    EVENT_KEYS = (
-        "sample",
-        "index",
-        "id",
-        "token",
-        "text",
-        "raw_prob",
-        "prob",
-        "removed_by",
-        "alternatives",
-        "forced",
-        "draw",
-        "draw_interval",
-        "entropy",
-        "stages",
-        "elapsed_ms",
-        "watched",
-    )
+    # The keys of a ``token`` event (and of an exported token), in the order the server sends them
+    # (``TokenEvent``'s, without the optional ``drafted`` and ``batch``).
+    EVENT_KEYS = tuple(k for k in TokenEvent.field_names() if k not in TokenEvent.OPTIONAL and k != "request_id")
     STORED_COLUMNS = 13  # the positional part of a stored row, before the optional ``extra``
-    IN_EXTRA = ("removed_by", "forced", "draw_interval", "watched")  # named fields stored in ``extra`` (rows predate them)
+    IN_EXTRA = ("removed_by", "forced", "origin", "draw_interval", "watched")  # named fields stored in ``extra`` (rows predate them)
 
     @classmethod
     def from_stored(cls, row: Sequence[Any]) -> TokenRow:
@@ -142,6 +136,7 @@ class TokenRow:
         extra = dict(row[cls.STORED_COLUMNS]) if len(row) > cls.STORED_COLUMNS else {}
         removed_by = extra.pop("removed_by", None)
         forced = extra.pop("forced", False)
+        origin = extra.pop("origin", None)
         draw_interval = extra.pop("draw_interval", None)
         watched = extra.pop("watched", [])
         return cls(
@@ -160,6 +155,7 @@ class TokenRow:
             tuple(Stage(name, kept) for name, kept in stages),
             removed_by,
             forced,
+            origin,
             _interval(draw_interval),
             tuple(watched),
             extra,
@@ -186,6 +182,8 @@ class TokenRow:
             extra["removed_by"] = self.removed_by
         if self.forced:
             extra["forced"] = True
+        if self.origin is not None and self.origin != implied_origin(self._implying()):
+            extra["origin"] = self.origin
         if self.draw_interval is not None:
             extra["draw_interval"] = list(self.draw_interval)
         if self.watched:
@@ -215,6 +213,7 @@ class TokenRow:
             stages=tuple(Stage(s["name"], s["kept"]) for s in event.get("stages", [])),
             removed_by=event.get("removed_by"),
             forced=bool(event.get("forced", False)),
+            origin=_said(event),
             draw_interval=_interval(event.get("draw_interval")),
             watched=tuple(event.get("watched") or ()),
             extra={k: v for k, v in event.items() if k not in known},
@@ -231,16 +230,54 @@ class TokenRow:
             "raw_prob": self.raw_prob,
             "prob": self.prob,
             "removed_by": self.removed_by,
-            "alternatives": [a.to_event() for a in self.alternatives],
             "forced": self.forced,
+            "origin": self.origin if self.origin is not None else implied_origin(self._implying()),
             "draw": self.draw,
             "draw_interval": None if self.draw_interval is None else list(self.draw_interval),
-            "entropy": {"before": self.entropy_before, "after": self.entropy_after},
+            "alternatives": [a.to_event() for a in self.alternatives],
             "stages": [s.to_event() for s in self.stages],
-            "elapsed_ms": self.elapsed_ms,
+            "entropy": {"before": self.entropy_before, "after": self.entropy_after},
             "watched": [dict(w) for w in self.watched],
+            "elapsed_ms": self.elapsed_ms,
             **self.extra,
         }
+
+
+    def _implying(self) -> dict[str, Any]:
+        """The fields ``implied_origin`` reads."""
+        return {
+            "forced": self.forced,
+            "drafted": self.extra.get("drafted"),
+            "draw": self.draw,
+            "stages": [s.to_event() for s in self.stages],
+        }
+
+
+def _said(event: Mapping[str, Any]) -> str | None:
+    """The event's origin where it says more than its other fields imply; else None."""
+    origin = event.get("origin")
+    return None if origin is None or origin == implied_origin(event) else origin
+
+
+def run_origins(rows: Sequence[TokenRow], prefix_length: int, typed_tokens: int, branch_index: int | None) -> list[TokenRow]:
+    """A run's rows with the origin of every row saved before origins were: the run's last
+    ``typed_tokens`` prefix tokens ``typed``; a branch's alternative (a branch of a saved run that
+    forced its parent's tokens up to ``branch_index``, then one more: the prefix ends there)
+    ``branch``; the rest as the row implies. Rows that carry an origin keep it."""
+    branched = typed_tokens == 0 and branch_index is not None and branch_index == prefix_length - 1
+    plan = PrefixPlan(prefix_length, min(typed_tokens, prefix_length), branched and prefix_length > 0)
+    out = []
+    for row in rows:
+        if row.origin is None:
+            origin = implied_origin(row._implying())
+            if row.forced and row.index < prefix_length:
+                if row.index >= prefix_length - plan.typed:
+                    origin = Origin.TYPED.value
+                elif row.index == plan.branch_index:
+                    origin = Origin.BRANCH.value
+            row = replace(row, origin=origin)
+        out.append(row)
+    return out
 
 
 def _interval(value: Sequence[float] | None) -> tuple[float, float] | None:

@@ -30,6 +30,9 @@ Messages:
 - ``inference.finished`` (worker → front door): the request has had its last event;
 - ``inference.cancel`` (front door → ``worker_channel``; for a request no worker has acknowledged,
   to its shared channel and the workers' group, and the worker that later receives it drops it);
+  ``closed`` true when the front door itself has gone (the socket closed, the HTTP client went
+  away): the worker then sends nothing more to that reply channel (no event, ``finished`` or
+  heartbeat: nobody reads it) and still saves a run that had started as cancelled;
 - ``inference.heartbeat`` (worker → front door): the ``[request_id, lease]`` pairs a worker still
   holds for that reply channel (``playground.wire.liveness``);
 - ``inference.taken`` (worker → ``inference-line``): a worker took the request with this ticket off
@@ -137,8 +140,9 @@ def from_another_worker(message: Mapping[str, Any], serving: str | None) -> bool
     return serving is not None and sender is not None and sender != serving
 
 
-def cancel(request_id: str, reply_channel: str) -> dict[str, Any]:
-    return {"type": CANCEL, "request_id": request_id, "reply_channel": reply_channel}
+def cancel(request_id: str, reply_channel: str, closed: bool = False) -> dict[str, Any]:
+    """``closed``: the front door has gone; nothing more may be sent to ``reply_channel``."""
+    return {"type": CANCEL, "request_id": request_id, "reply_channel": reply_channel, "closed": closed}
 
 
 def heartbeat(worker_channel: str, leases: list[list[str]], models: list[str] | None = None) -> dict[str, Any]:
@@ -180,7 +184,8 @@ def job_to_dict(job: Job) -> dict[str, Any]:
             "watch": list(request.watch),
             "chat": _chat_to_dict(request.chat),
             "save": job.save,
-            "typed_tokens": job.typed_tokens,
+            "typed_tokens": request.typed_tokens,
+            "branched": request.branched,
             "model": job.model,
             "branch": None
             if job.branch is None
@@ -238,6 +243,8 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         prompt_scores=data.get("prompt_scores", False),
         watch=tuple(data.get("watch", ())),
         speculative=speculative,
+        typed_tokens=data.get("typed_tokens", 0),
+        branched=data.get("branched", False),
     )
     branch = data.get("branch")
     return Generate(
@@ -245,7 +252,6 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         request,
         None if branch is None else Branch(branch["parent_run"], branch["branch_index"]),
         data.get("save", True),
-        data.get("typed_tokens", 0),
         data.get("model"),
     )
 

@@ -19,8 +19,9 @@ from inference.decoding.surprisal import PromptSurprisal
 from inference.decoding.whatif import Variant
 from inference.errors import ParamError
 from inference.runtime import ModelInfo
-from inference.sampling import SamplingParams, StepTrace, Watched
+from inference.sampling import SamplingParams, StepTrace
 from inference.text import TextCodec
+from playground.wire.token_event import TokenEvent
 
 log = logging.getLogger(__name__)
 
@@ -182,29 +183,9 @@ def token_event(
 ) -> dict[str, Any]:
     """``batch`` (from a batching worker): the worker's step counter, and the rows and requests
     that took a token in that step. ``speculative``: the run's tokens say whether each was a
-    drafted token the model accepted (``drafted``)."""
-    trace = step.trace
-    chosen = trace.chosen
-    return {
-        "type": "token",
-        "request_id": request_id,
-        "sample": step.sample,
-        "index": step.index,
-        "id": step.token_id,
-        "token": codec.token_text(step.token_id),
-        "text": step.text,
-        "raw_prob": chosen.raw_prob,
-        "prob": chosen.prob,
-        "removed_by": chosen.removed_by,  # non-null only for a forced token a stage had removed
-        "forced": step.forced,
-        "draw": trace.draw,
-        "draw_interval": None if trace.draw_interval is None else list(trace.draw_interval),
-        **trace_fields(trace, codec),
-        "watched": _watched(trace.watched, codec),
-        "elapsed_ms": round(step.elapsed_ms, 3),
-        **({"drafted": step.drafted} if speculative else {}),
-        **({} if batch is None else {"batch": {"step": batch.step, "rows": batch.rows, "requests": batch.requests}}),
-    }
+    drafted token the model accepted (``drafted``). The event's one definition is
+    ``playground.wire.token_event.TokenEvent``."""
+    return TokenEvent.of_step(request_id, step, codec, batch, speculative).to_json()
 
 
 def verification_event(request_id: str, verification: Verification, codec: TextCodec) -> dict[str, Any]:
@@ -248,11 +229,6 @@ def trace_fields(trace: StepTrace, codec: TextCodec) -> dict[str, Any]:
         "stages": [{"name": s.name, "kept": s.kept} for s in trace.stages],
         "entropy": {"before": trace.entropy_before, "after": trace.entropy_after},
     }
-
-
-def _watched(watched: tuple[Watched, ...], codec: TextCodec) -> list[dict[str, Any]]:
-    """The watched tokens at this step, in the request's ``watch`` order, each with its text."""
-    return [{**w.to_dict(), "token": codec.token_text(w.id)} for w in watched]
 
 
 def beam_step_event(request_id: str, step: BeamStep, codec: TextCodec) -> dict[str, Any]:

@@ -34,8 +34,12 @@ class Generate:
     request: GenerationRequest
     branch: Branch | None = None
     save: bool = True  # false: the run is not saved (no run_id)
-    typed_tokens: int = 0  # how many of the last prefix tokens the person typed (edit and continue)
     model: str | None = None  # the served model's id (inference.model_catalog); None: the default
+
+    @property
+    def typed_tokens(self) -> int:
+        """How many of the last prefix tokens the person typed (edit and continue)."""
+        return self.request.typed_tokens
 
 
 @dataclass(frozen=True)

@@ -247,6 +247,12 @@ class Grammar(Stage):
         self._mask = None
         self._check_matcher("prefix_tokens")
 
+    def refused_at(self, tokens: Sequence[int]) -> int | None:
+        """Where the constraint, from where it stands now, first refuses one of ``tokens`` (their
+        index), or None when it allows them all; its state is not changed."""
+        allowed = self._matcher.validate_tokens([int(t) for t in tokens])
+        return None if allowed >= len(tokens) else allowed
+
     def reset(self) -> None:
         self._matcher.reset()
         self._mask = None
@@ -257,8 +263,11 @@ class Grammar(Stage):
         self._check_matcher("prefix_tokens")
 
     def _check_matcher(self, param: str) -> None:
-        if self._matcher.is_error():
-            raise ParamError(param, f"the grammar refused a token: {_first_line(self._matcher.get_error())}")
+        if not self._matcher.is_error():
+            return
+        if param == "prefix_tokens":  # a forced token: the library's message names its parser's internals, not shown
+            raise ParamError(param, "the grammar does not allow a token that was forced here")
+        raise ParamError(param, f"the grammar refused a token: {_first_line(self._matcher.get_error())}")
 
 
 def _grammar(p: SamplingParams, token_texts: Sequence[str] | None) -> Grammar:

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from inference.batching.scheduler import Scheduler
+from inference.decoding.generation import Generation
 from inference.errors import ParamError
 from tests.inference.batching.test_scheduler import Listener, assert_same_as_alone, drain, submit_all
 from tests.inference.grammar_cases import GRAMMARS, grammar_request, validates
@@ -53,8 +54,19 @@ def test_a_forced_prefix_the_constraint_refuses_is_an_error(tiny_runtime):
     prefix = tuple(tiny_runtime.codec.encode("rome", "plain"))  # the pattern starts with a capital
     request = replace(grammar_request("regex", temperature=1.0, seed=4, mode="completion"), prefix_tokens=prefix)
     with pytest.raises(ParamError) as err:
-        collect(tiny_runtime, request)
-    assert err.value.param == "prefix_tokens"
+        Generation(tiny_runtime, request)  # before the run starts: nothing is streamed
+    assert err.value.param == "prefix_tokens.0"  # the first token the constraint refuses, named in plain words
+    assert err.value.message == "the grammar does not allow 'rome' at that point of the text, so it cannot be forced there"
+
+
+def test_a_prefix_refused_after_allowed_tokens_names_the_refused_one(tiny_runtime):
+    """A branch on an alternative the grammar removed: the kept tokens pass, the alternative is named."""
+    prefix = (*tiny_runtime.codec.encode("Rome", "plain"), *tiny_runtime.codec.encode("7", "plain"))
+    request = replace(grammar_request("regex", temperature=1.0, seed=4, mode="completion"), prefix_tokens=prefix, branched=True)
+    with pytest.raises(ParamError) as err:
+        Generation(tiny_runtime, request)
+    assert err.value.param == f"prefix_tokens.{len(prefix) - 1}" and "'7'" in err.value.message
+    assert "Parser" not in err.value.message and "byte" not in err.value.message
 
 
 def test_batched_constrained_runs_give_what_they_give_alone(tiny_runtime):

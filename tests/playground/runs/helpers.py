@@ -63,6 +63,7 @@ def token(
             for i, t, raw, p in alternatives
         ],
         "forced": False,
+        "origin": "greedy" if draw is None else "sampled",
         "draw": draw,
         "draw_interval": None,  # as in runs saved before it; test_token_rows stores a real one
         "entropy": {"before": 1.5, "after": 0.9},

@@ -52,7 +52,8 @@ def test_fields_without_a_column_live_in_the_trailing_object():
     event = EVENT | {"forced": True, "removed_by": "top_k", "later_field": [1, 2]}
     event["alternatives"] = [event["alternatives"][0] | {"note": "x"}]
     stored = stored_row_from_event(event)
-    assert stored[13] == {"later_field": [1, 2], "removed_by": "top_k", "forced": True}
+    # (forced, yet what this run's own pick took: the origin says more than ``forced`` implies, so it is kept)
+    assert stored[13] == {"later_field": [1, 2], "removed_by": "top_k", "forced": True, "origin": "sampled"}
     assert stored[11] == [[7042, " Paris", 0.5, 0.7, None, {"note": "x"}]]
     row = TokenRow.from_stored(json.loads(json.dumps(stored)))
     assert row.forced and row.removed_by == "top_k" and row.extra == {"later_field": [1, 2]}

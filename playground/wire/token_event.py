@@ -1,0 +1,341 @@
+"""The ``token`` event (docs/websocket-api.md, ``token``) as one typed class: made from the loop's
+``TokenStep`` by the worker, written with ``to_json`` and read back with ``from_json`` by whoever
+needs its fields (the recorder, saved runs, export and import, the HTTP trace), and described by
+``json_schema()`` — the schema the page's test fixtures are checked against
+(``static/shared/token-event.schema.json``, written by
+``python -m playground.wire.token_event --write``; a test keeps it current).
+
+``origin`` (``inference.decoding.origin.Origin``) says how the token got there. An event of a run
+saved before the field existed reads with the origin its ``forced``, ``drafted``, ``draw`` and
+stage counts imply (``implied_origin``); only the run's request can tell a typed or branched
+prefix token from a kept one (``playground.runs.token_rows.run_origins``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
+
+from inference.batching.scheduler import BatchStep
+from inference.decoding.generation import TokenStep
+from inference.decoding.origin import GRAMMAR_STAGE, TOKEN_ORIGINS, Origin
+from inference.text import TextCodec
+
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "static" / "shared" / "token-event.schema.json"
+
+
+class EventError(ValueError):
+    """A ``token`` event that does not have the event's shape; ``path`` names the bad field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """One of the step's top-N tokens by raw probability."""
+
+    id: int
+    token: str
+    raw_prob: float
+    prob: float  # 0 when a stage removed it
+    removed_by: str | None  # the stage that removed it; null when it survived every stage
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """How many tokens a sampler stage kept."""
+
+    name: str
+    kept: int
+
+
+@dataclass(frozen=True, slots=True)
+class Entropy:
+    """Entropy in nats of the raw distribution and of the final one."""
+
+    before: float | None
+    after: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """A watched token at this step (the request's ``watch``), wherever it ranks."""
+
+    id: int
+    raw_prob: float
+    prob: float
+    raw_rank: int | None
+    rank: int | None
+    removed_by: str | None
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class BatchView:
+    """The worker's step counter, and the rows and requests that took a token in that step."""
+
+    step: int
+    rows: int
+    requests: int
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEvent:
+    """One generated token with the trace of how it was chosen; ``to_json`` writes the keys in
+    this order (``drafted`` only for a speculative run, ``batch`` only from a batching worker)."""
+
+    request_id: str
+    sample: int
+    index: int
+    id: int
+    token: str  # the token's own text; bytes of a partial character as <0xF0>
+    text: str  # the output text it releases (may be empty)
+    raw_prob: float
+    prob: float
+    removed_by: str | None  # the stage that removed the chosen token (a forced one only)
+    forced: bool  # taken from the request's prefix_tokens
+    origin: Origin
+    draw: float | None  # the uniform number the pick (or the acceptance rule) used; null when greedy
+    draw_interval: tuple[float, float] | None
+    alternatives: tuple[Alternative, ...]
+    stages: tuple[Stage, ...]
+    entropy: Entropy
+    watched: tuple[Watched, ...]
+    elapsed_ms: float | None
+    drafted: bool | None = None  # speculative runs only: an accepted draft
+    batch: BatchView | None = None
+
+    TYPE: ClassVar[str] = "token"
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"drafted", "batch"})  # left out when null
+
+    @classmethod
+    def of_step(
+        cls, request_id: str, step: TokenStep, codec: TextCodec, batch: BatchStep | None = None, speculative: bool = False
+    ) -> TokenEvent:
+        trace = step.trace
+        chosen = trace.chosen
+        assert chosen is not None  # a step's trace always describes its token
+        text_of = codec.token_text
+        return cls(
+            request_id=request_id,
+            sample=step.sample,
+            index=step.index,
+            id=step.token_id,
+            token=text_of(step.token_id),
+            text=step.text,
+            raw_prob=chosen.raw_prob,
+            prob=chosen.prob,
+            removed_by=chosen.removed_by,
+            forced=step.forced,
+            origin=step.origin,
+            draw=trace.draw,
+            draw_interval=trace.draw_interval,
+            alternatives=tuple(Alternative(a.id, text_of(a.id), a.raw_prob, a.prob, a.removed_by) for a in trace.alternatives),
+            stages=tuple(Stage(s.name, s.kept) for s in trace.stages),
+            entropy=Entropy(trace.entropy_before, trace.entropy_after),
+            watched=tuple(Watched(w.id, w.raw_prob, w.prob, w.raw_rank, w.rank, w.removed_by, text_of(w.id)) for w in trace.watched),
+            elapsed_ms=round(step.elapsed_ms, 3),
+            drafted=step.drafted if speculative else None,
+            batch=None if batch is None else BatchView(batch.step, batch.rows, batch.requests),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as the JSON object the websocket sends."""
+        out: dict[str, Any] = {"type": self.TYPE}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.name in self.OPTIONAL:
+                continue
+            out[f.name] = _plain(value)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TokenEvent:
+        """A ``token`` event's JSON object, checked field by field (``EventError`` names the first
+        bad one). ``origin`` may be missing (events saved before it): ``implied_origin``."""
+        if not isinstance(data, Mapping):
+            raise EventError("(event)", "must be an object")
+        if data.get("type", cls.TYPE) != cls.TYPE:
+            raise EventError("type", f"must be {cls.TYPE!r}")
+        if "origin" not in data:
+            data = {**data, "origin": implied_origin(data)}
+        return _read(cls, data, "")
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The event's data keys in order (without ``type``)."""
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The event's JSON Schema (draft 2020-12), derived from the fields above."""
+        schema = _schema(cls)
+        schema["properties"] = {"type": {"const": cls.TYPE}, **schema["properties"]}
+        schema["required"] = ["type", *schema["required"]]
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "token event (docs/websocket-api.md)",
+            "$comment": "made by `python -m playground.wire.token_event --write` from playground/wire/token_event.py; edit that",
+            **schema,
+        }
+
+
+def implied_origin(data: Mapping[str, Any]) -> str:
+    """The origin an event without one implies: ``draft`` when ``drafted``, ``kept`` when forced
+    (only the run's request can say typed or branch), else what the loop would say of a pick."""
+    if data.get("drafted"):
+        return Origin.DRAFT.value
+    if data.get("forced"):
+        return Origin.KEPT.value
+    before: int | None = None
+    for stage in data.get("stages") or ():
+        if isinstance(stage, Mapping) and stage.get("name") == GRAMMAR_STAGE:
+            if stage.get("kept") == 1 and (before is None or before > 1):
+                return Origin.FORCED_BY_GRAMMAR.value
+            break
+        before = stage.get("kept") if isinstance(stage, Mapping) else None
+    return (Origin.GREEDY if data.get("draw") is None else Origin.SAMPLED).value
+
+
+def _plain(value: Any) -> Any:
+    """A field's value as JSON data."""
+    if isinstance(value, Origin):
+        return value.value
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    return value
+
+
+# Reading and describing the fields, by their type hints.
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls, globalns=globals())
+
+
+def _optional(hint: Any) -> tuple[bool, Any]:
+    """(nullable, the hint without None)."""
+    if get_origin(hint) is Union or type(hint).__name__ == "UnionType":
+        args = [a for a in get_args(hint) if a is not type(None)]
+        if len(args) == 1 and len(get_args(hint)) == 2:
+            return True, args[0]
+    return False, hint
+
+
+def _read(cls: type, data: Any, path: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise EventError(path or "(event)", "must be an object")
+    hints = _hints(cls)
+    values = {}
+    optional = getattr(cls, "OPTIONAL", frozenset())
+    for f in fields(cls):
+        where = f"{path}.{f.name}" if path else f.name
+        if f.name not in data:
+            if f.name in optional:
+                continue
+            raise EventError(where, "is missing")
+        values[f.name] = _value(hints[f.name], data[f.name], where)
+    return cls(**values)
+
+
+def _value(hint: Any, value: Any, path: str) -> Any:
+    nullable, hint = _optional(hint)
+    if value is None:
+        if nullable:
+            return None
+        raise EventError(path, "must not be null")
+    if hint is Origin:
+        if value not in TOKEN_ORIGINS:
+            raise EventError(path, f"must be one of {', '.join(o.value for o in TOKEN_ORIGINS)}")
+        return Origin(value)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise EventError(path, "must be true or false")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise EventError(path, "must be an integer")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise EventError(path, "must be a number")
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise EventError(path, "must be a string")
+        return value
+    if get_origin(hint) is tuple:
+        args = get_args(hint)
+        if not isinstance(value, Sequence) or isinstance(value, str):
+            raise EventError(path, "must be a list")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_value(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
+        if len(value) != len(args):
+            raise EventError(path, f"must be a list of {len(args)}")
+        return tuple(_value(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+    if hasattr(hint, "__dataclass_fields__"):
+        return _read(hint, value, path)
+    raise TypeError(f"no reader for {hint!r}")
+
+
+def _schema(cls: type) -> dict[str, Any]:
+    hints = _hints(cls)
+    optional = getattr(cls, "OPTIONAL", frozenset())
+    names = [f.name for f in fields(cls)]
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {name: _type_schema(hints[name]) for name in names},
+        "required": [name for name in names if name not in optional],
+    }
+
+
+def _type_schema(hint: Any) -> dict[str, Any]:
+    nullable, hint = _optional(hint)
+    if hint is Origin:
+        schema: dict[str, Any] = {"enum": [o.value for o in TOKEN_ORIGINS]}
+    elif hint in (bool, int, float, str):
+        schema = {"type": {bool: "boolean", int: "integer", float: "number", str: "string"}[hint]}
+    elif get_origin(hint) is tuple:
+        args = get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            schema = {"type": "array", "items": _type_schema(args[0])}
+        else:
+            items = [_type_schema(a) for a in args]
+            schema = {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
+    else:
+        schema = _schema(hint)
+    if not nullable:
+        return schema
+    if "enum" in schema:
+        return {"enum": [*schema["enum"], None]}
+    return {**schema, "type": [schema["type"], "null"]}
+
+
+def schema_text() -> str:
+    return json.dumps(TokenEvent.json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: Sequence[str]) -> int:
+    """``--write``: writes the schema file; otherwise prints it."""
+    if list(argv) == ["--write"]:
+        SCHEMA_FILE.write_text(schema_text(), encoding="utf-8")
+        print(f"wrote {SCHEMA_FILE.relative_to(SCHEMA_FILE.parents[2])}")
+        return 0
+    if argv:
+        print("usage: python -m playground.wire.token_event [--write]", file=sys.stderr)
+        return 2
+    sys.stdout.write(schema_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

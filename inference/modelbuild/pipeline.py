@@ -24,7 +24,7 @@ from tokenizers import Tokenizer
 from .. import model_dir as md
 from .. import model_kernels
 from . import recipe, steps  # cheap: each step imports its tools as it runs
-from .models import ModelRecipe
+from .models import SMOLLM2, ModelRecipe
 from .progress import ConsoleProgress, Progress, StepTimer
 from .source import LICENSE_TERMS_FILE, NOTICE_FILE, GgufSource, Source, SourceNotFoundError, sha256_file
 
@@ -68,8 +68,9 @@ def check_model(
 ) -> ModelStatus:
     """Compare ``model_dir`` with the recipe (``recipe_version``: the model's), the tools installed,
     ``source_info`` (None: unknown), the ``variant`` asked for (None for a source without GGUF
-    blocks, which has no variants) and our kernel library (``kernels``: ``model_kernels.library_now()``,
-    asked now by default): a library that came, went or changed version since the build rebuilds.
+    blocks, which has no variants) and our kernel library (``kernels``: ``model_kernels.library_for``
+    the model's formats, asked now by default for SmolLM2's): a library that came, went or changed
+    version since the build rebuilds.
 
     Hashes every file the manifest lists (about 0.5 s for the real model).
     """
@@ -94,7 +95,8 @@ def check_model(
     changed = sorted(k for k in tools_then.keys() | tools_now.keys() if tools_then.get(k) != tools_now.get(k))
     if changed:
         reasons.append("tool versions changed: " + ", ".join(f"{k} {tools_then.get(k)} -> {tools_now.get(k)}" for k in changed))
-    kernels_changed = model_kernels.rebuild_reason(manifest, model_kernels.library_now() if kernels is None else kernels)
+    kernels = model_kernels.library_for(SMOLLM2.kernel_formats) if kernels is None else kernels
+    kernels_changed = model_kernels.rebuild_reason(manifest, kernels)
     if kernels_changed:
         reasons.append(kernels_changed)
 
@@ -122,7 +124,8 @@ def inspect_model(model_dir: Path | None = None, source: Source | None = None, v
         info = source.describe()
     except SourceNotFoundError:
         info = None
-    return check_model(model_dir, info, _variant_for(source, variant), source.recipe.recipe_version)
+    kernels = model_kernels.library_for(source.recipe.kernel_formats)
+    return check_model(model_dir, info, _variant_for(source, variant), source.recipe.recipe_version, kernels)
 
 
 def _variant_for(source: Source, variant: str | None) -> str | None:
@@ -165,7 +168,7 @@ def ensure_model(
                 source, source_info, source_error = None, None, str(exc)
             wanted = _variant_for(source, variant) if source is not None else variant or recipe.DEFAULT_VARIANT
             version = source.recipe.recipe_version if source is not None else recipe.RECIPE_VERSION
-            kernels = model_kernels.library_now()
+            kernels = model_kernels.library_for((source.recipe if source is not None else SMOLLM2).kernel_formats)
             status = check_model(model_dir, source_info, wanted, version, kernels)
         if status.up_to_date and not force:
             progress.info(f"{model_dir}: up to date")

@@ -176,9 +176,9 @@ def transform(
     quantized by onnxruntime's ``MatMulNBitsQuantizer`` (4 bits, block 32, symmetric) when
     ``model.requantize_rest``, else kept fp32.
 
-    ``kernels``: our kernel library as ``model_kernels.library_now()`` describes it (default: asked
-    now); where it is there, the GGUF step puts the MatMuls of the formats it computes into
-    ``MatMulGguf`` nodes instead of ``MatMulNBits`` (``lossless``' module docstring).
+    ``kernels``: our kernel library as ``model_kernels.library_for(model.kernel_formats)`` describes it
+    (default: asked now); where it is there, the GGUF step puts the MatMuls of the formats it names
+    into ``MatMulGguf`` nodes instead of ``MatMulNBits`` (``lossless``' module docstring).
 
     Returns what the manifest records: ``quantization`` (the method, faithfully), every
     transformation's summary in order, the graph's opsets and operator counts, and ``kernels``
@@ -192,7 +192,7 @@ def transform(
     if unknown:
         raise ValueError(f"unknown transformations {sorted(unknown)} in the recipe of {model.key}")
     settings = model.variants[variant or model.default_variant]
-    kernels = model_kernels.library_now() if kernels is None else kernels
+    kernels = model_kernels.library_for(model.kernel_formats) if kernels is None else kernels
     kernel_formats = frozenset(kernels.get("formats", ())) if kernels.get("library") else frozenset()
     onnx_model = onnx.load(str(src))
     done: dict[str, Any] = {"export": {"nodes": len(onnx_model.graph.node)}}

@@ -12,8 +12,10 @@
  *   4-bit block (384 bytes): float d[16], float m[16], uint32 code[4][16]
  *        code[w][j] holds column j's q[4w + i] in the low nibble of byte i, q[16 + 4w + i] in its
  *        high nibble (the GGUF's own order of a Q4_1 block's bytes).
- *   8-bit block (64 * groups + 512 bytes): float d[groups][16], uint32 code[8][16]
- *        code[w][j] holds column j's q[4w + i] in byte i (group g: words 8g/groups ...).
+ *   8-bit block (64 * groups + 512 bytes): float d[groups][16], then the codes: in fast mode
+ *        uint32 code[8][16], code[w][j] holding column j's q[4w + i] in byte i (4 k per lane, for
+ *        the int8 dot products); in exact mode int8 code[32][16], k-major (one sign extension
+ *        gives a register of 16 columns' q of one k).
  *
  * Columns past N in the last tile have zero codes and scales.
  */

@@ -118,6 +118,9 @@ static void repack(const struct format *f, const struct layout *l, const uint8_t
                             word |= (uint32_t)((q[4 * w + i] & 15) | (q[16 + 4 * w + i] & 15) << 4) << (8 * i);
                         code[w * TILE + j] = word;
                     }
+                } else if (!k->fast) {
+                    for (int g = 0; g < l->groups; g++) d[g * TILE + j] = scale[g];
+                    for (int kk = 0; kk < QK; kk++) ((int8_t *)code)[kk * TILE + j] = q[kk];
                 } else {
                     for (int g = 0; g < l->groups; g++) d[g * TILE + j] = scale[g];
                     for (int w = 0; w < 8; w++) {

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "simd.h"
 
 enum { BLOCK4 = 2 * TILE * 4 + 4 * TILE * 4 }; /* d[16], m[16], code[4][16]: 384 bytes */
 
@@ -56,10 +57,178 @@ static void fast_plain(const uint8_t *tile, const struct acts *a, size_t row0, s
     }
 }
 
+/* AVX-512: one lane per column. Exact: a nibble shifted into the low 4 bits of a lane indexes a
+ * table of 0.0 … 15.0 (vpermps reads only those bits), so float(q) costs a shift and a permute. */
+TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a, size_t row0, float *y, size_t ldy,
+                                       size_t cols, const int R, const int unused) {
+    (void)unused;
+    const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const float *x[8], *sums[8];
+    __m512 acc[8];
+    for (int r = 0; r < R; r++) {
+        x[r] = a->x + (row0 + r) * a->K;
+        sums[r] = a->sums + (row0 + r) * a->nb;
+        acc[r] = _mm512_setzero_ps();
+    }
+    for (size_t b = 0; b < a->nb; b++) {
+        const uint8_t *blk = tile + b * BLOCK4;
+        __m512 dot[8]; /* one per row; a lone row spreads its k over CHAINS */
+        for (int i = 0; i < (R == 1 ? CHAINS : R); i++) dot[i] = _mm512_setzero_ps();
+        for (int w = 0; w < 4; w++) {
+            __m512i c = _mm512_load_si512(blk + 128 + 64 * w);
+            for (int s = 0; s < 8; s++) {
+                __m512 v = _mm512_permutexvar_ps(_mm512_srli_epi32(c, 4 * s), table);
+                for (int r = 0; r < R; r++) {
+                    int i = R == 1 ? s % CHAINS : r;
+                    dot[i] = _mm512_fmadd_ps(_mm512_set1_ps(x[r][b * QK + K_OF(w, s)]), v, dot[i]);
+                }
+            }
+        }
+        if (R == 1) dot[0] = _mm512_add_ps(_mm512_add_ps(dot[0], dot[1]), _mm512_add_ps(dot[2], dot[3]));
+        __m512 d = _mm512_load_ps(blk), m = _mm512_load_ps(blk + 64);
+        for (int r = 0; r < R; r++) {
+            acc[r] = _mm512_fmadd_ps(d, dot[r], acc[r]);
+            acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(sums[r][b]), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) store512(y + r * ldy, acc[r], cols);
+}
+
+/* Fast: the low and high nibbles of each word are bytes for k = 4w … 4w + 3 and 16 + 4w …, the
+ * activations' own order; u8 weights times s8 activations summed in int32 per block, then
+ * y += d * dx * dot + m * (dx * sum of xq). `vnni`: vpdpbusd, else vpmaddubsw + vpmaddwd (no
+ * saturation: 2 * 15 * 127 fits in int16). */
+#define FAST_AVX512(name, target, vnni)                                                                              \
+    target INLINE void name(const uint8_t *tile, const struct acts *a, size_t row0, float *y, size_t ldy, size_t cols, \
+                            const int R, const int unused) {                                                           \
+        (void)unused;                                                                                                  \
+        const __m512i low = _mm512_set1_epi8(15), ones = _mm512_set1_epi16(1);                                         \
+        const int8_t *xq[8];                                                                                           \
+        const float *dx[8], *sums[8];                                                                                  \
+        __m512 acc[8];                                                                                                 \
+        for (int r = 0; r < R; r++) {                                                                                  \
+            xq[r] = a->xq + (row0 + r) * a->K;                                                                         \
+            dx[r] = a->dx + (row0 + r) * a->nb;                                                                        \
+            sums[r] = a->sums + (row0 + r) * a->nb;                                                                    \
+            acc[r] = _mm512_setzero_ps();                                                                              \
+        }                                                                                                              \
+        for (size_t b = 0; b < a->nb; b++) {                                                                           \
+            const uint8_t *blk = tile + b * BLOCK4;                                                                    \
+            __m512i dot[8];                                                                                            \
+            for (int r = 0; r < R; r++) dot[r] = _mm512_setzero_si512();                                               \
+            for (int w = 0; w < 4; w++) {                                                                              \
+                __m512i c = _mm512_load_si512(blk + 128 + 64 * w);                                                     \
+                __m512i lo = _mm512_and_si512(c, low), hi = _mm512_and_si512(_mm512_srli_epi32(c, 4), low);            \
+                for (int r = 0; r < R; r++) {                                                                          \
+                    __m512i xl = _mm512_set1_epi32(word_at(xq[r] + b * QK + 4 * w));                                   \
+                    __m512i xh = _mm512_set1_epi32(word_at(xq[r] + b * QK + 16 + 4 * w));                              \
+                    if (vnni) {                                                                                        \
+                        dot[r] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(dot[r], lo, xl), hi, xh);                     \
+                    } else {                                                                                           \
+                        __m512i p = _mm512_add_epi16(_mm512_maddubs_epi16(lo, xl), _mm512_maddubs_epi16(hi, xh));      \
+                        dot[r] = _mm512_add_epi32(dot[r], _mm512_madd_epi16(p, ones));                                 \
+                    }                                                                                                  \
+                }                                                                                                      \
+            }                                                                                                          \
+            __m512 d = _mm512_load_ps(blk), m = _mm512_load_ps(blk + 64);                                              \
+            for (int r = 0; r < R; r++) {                                                                              \
+                __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(dx[r][b]));                                             \
+                acc[r] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot[r]), acc[r]);                                   \
+                acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(sums[r][b]), acc[r]);                                       \
+            }                                                                                                          \
+        }                                                                                                              \
+        for (int r = 0; r < R; r++) store512(y + r * ldy, acc[r], cols);                                               \
+    }
+FAST_AVX512(fast_avx512, TARGET_AVX512, 0)
+FAST_AVX512(fast_vnni, TARGET_VNNI, 1)
+
+/* AVX2: a tile is two registers of 8 lanes (h = 0, 1); float(q) is shift, mask, convert. */
+TARGET_AVX2 INLINE void exact_avx2(const uint8_t *tile, const struct acts *a, size_t row0, float *y, size_t ldy,
+                                   size_t cols, const int R, const int unused) {
+    (void)unused;
+    const __m256i low = _mm256_set1_epi32(15);
+    const float *x[2], *sums[2];
+    __m256 acc[2][2];
+    for (int r = 0; r < R; r++) {
+        x[r] = a->x + (row0 + r) * a->K;
+        sums[r] = a->sums + (row0 + r) * a->nb;
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    }
+    for (size_t b = 0; b < a->nb; b++) {
+        const uint8_t *blk = tile + b * BLOCK4;
+        __m256 dot[2][2];
+        for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_ps();
+        for (int w = 0; w < 4; w++) {
+            __m256i c[2] = {_mm256_load_si256((const __m256i *)(blk + 128 + 64 * w)),
+                            _mm256_load_si256((const __m256i *)(blk + 160 + 64 * w))};
+            for (int s = 0; s < 8; s++)
+                for (int h = 0; h < 2; h++) {
+                    __m256 v = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(c[h], 4 * s), low));
+                    for (int r = 0; r < R; r++)
+                        dot[r][h] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][b * QK + K_OF(w, s)]), v, dot[r][h]);
+                }
+        }
+        for (int h = 0; h < 2; h++) {
+            __m256 d = _mm256_load_ps((const float *)blk + 8 * h), m = _mm256_load_ps((const float *)blk + 16 + 8 * h);
+            for (int r = 0; r < R; r++) {
+                acc[r][h] = _mm256_fmadd_ps(d, dot[r][h], acc[r][h]);
+                acc[r][h] = _mm256_fmadd_ps(m, _mm256_set1_ps(sums[r][b]), acc[r][h]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) store256(y + r * ldy, acc[r][0], acc[r][1], cols);
+}
+
+TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, size_t row0, float *y, size_t ldy,
+                                  size_t cols, const int R, const int unused) {
+    (void)unused;
+    const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    const int8_t *xq[2];
+    const float *dx[2], *sums[2];
+    __m256 acc[2][2];
+    for (int r = 0; r < R; r++) {
+        xq[r] = a->xq + (row0 + r) * a->K;
+        dx[r] = a->dx + (row0 + r) * a->nb;
+        sums[r] = a->sums + (row0 + r) * a->nb;
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    }
+    for (size_t b = 0; b < a->nb; b++) {
+        const uint8_t *blk = tile + b * BLOCK4;
+        __m256i dot[2][2];
+        for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
+        for (int w = 0; w < 4; w++)
+            for (int h = 0; h < 2; h++) {
+                __m256i c = _mm256_load_si256((const __m256i *)(blk + 128 + 64 * w + 32 * h));
+                __m256i lo = _mm256_and_si256(c, low), hi = _mm256_and_si256(_mm256_srli_epi32(c, 4), low);
+                for (int r = 0; r < R; r++) {
+                    __m256i xl = _mm256_set1_epi32(word_at(xq[r] + b * QK + 4 * w));
+                    __m256i xh = _mm256_set1_epi32(word_at(xq[r] + b * QK + 16 + 4 * w));
+                    __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_maddubs_epi16(hi, xh));
+                    dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_madd_epi16(p, ones));
+                }
+            }
+        for (int h = 0; h < 2; h++) {
+            __m256 d = _mm256_load_ps((const float *)blk + 8 * h), m = _mm256_load_ps((const float *)blk + 16 + 8 * h);
+            for (int r = 0; r < R; r++) {
+                __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(dx[r][b]));
+                acc[r][h] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot[r][h]), acc[r][h]);
+                acc[r][h] = _mm256_fmadd_ps(m, _mm256_set1_ps(sums[r][b]), acc[r][h]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) store256(y + r * ldy, acc[r][0], acc[r][1], cols);
+}
+
+WALK_ROWS(exact_avx512_tile, TARGET_AVX512, exact_avx512, 0)
+WALK_ROWS(fast_avx512_tile, TARGET_AVX512, fast_avx512, 0)
+WALK_ROWS(fast_vnni_tile, TARGET_VNNI, fast_vnni, 0)
+WALK_ROWS_AVX2(exact_avx2_tile, exact_avx2, 0)
+WALK_ROWS_AVX2(fast_avx2_tile, fast_avx2, 0)
+
 const struct layout LAYOUT4 = {
     .bits = 4,
     .groups = 1,
     .block_bytes = BLOCK4,
-    .exact = {exact_plain, exact_plain, exact_plain, exact_plain},
-    .fast = {fast_plain, fast_plain, fast_plain, fast_plain},
+    .exact = {exact_plain, exact_avx2_tile, exact_avx512_tile, exact_avx512_tile},
+    .fast = {fast_plain, fast_avx2_tile, fast_avx512_tile, fast_vnni_tile},
 };

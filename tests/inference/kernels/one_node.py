@@ -62,10 +62,11 @@ class Node:
     name: str = "probe"
     k_attr: int | None = None  # the attribute K, when it should differ from the data's
     dynamic_k: bool = False  # A's last dimension unknown until a call
+    leading: tuple[str, ...] = ("M",)  # A's leading dimensions (M is their product)
 
     def model(self) -> bytes:
-        a = helper.make_tensor_value_info("A", self.a_type, ["M", "K" if self.dynamic_k else self.k])
-        y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["M", self.n])
+        a = helper.make_tensor_value_info("A", self.a_type, [*self.leading, "K" if self.dynamic_k else self.k])
+        y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [*self.leading, self.n])
         b = helper.make_tensor("B", TensorProto.UINT8, self.raw.shape, self.raw.tobytes(), raw=True)
         node = helper.make_node(
             OP, ["A", "B"], ["Y"], name=self.name, domain=DOMAIN,

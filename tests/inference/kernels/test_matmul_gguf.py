@@ -7,10 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from inference.kernels import describe
+
 from .conftest import ENV_ISA, ISAS
 from .one_node import FORMATS, Node, block_size, quantized_activations, random_blocks, relative_error, session, weights
 
-ROWS = (1, 8, 128)
+ROWS = (1, 8, 13, 128)  # 13: the kernels' chunks of 8, 4 and 1 rows (AVX2: 2 and 1)
 EXACT_TOLERANCE = 2e-6  # an fp32 GEMM on the dequantized weights: max |y - ref| / max |ref|
 MODEL_TOLERANCE = 2e-6  # fast mode against its numpy model (the same int8 activations, float64)
 FLOAT_TOLERANCE = 3e-2  # fast mode against the float reference: the int8 activations' own error
@@ -29,6 +31,7 @@ def test_against_float64(kernels_library, cpu_isas, monkeypatch, fmt, mode, isa)
     if isa not in cpu_isas:
         pytest.skip(f"this CPU has no {isa}")
     monkeypatch.setenv(ENV_ISA, isa)
+    assert describe()["isa"] == isa  # the path kernels created now take
     rng = np.random.default_rng([FORMATS.index(fmt), ISAS.index(isa), mode == "fast"])
     for k, n in shapes(fmt):
         raw = random_blocks(fmt, n, k, rng)
@@ -49,3 +52,13 @@ def test_against_float64(kernels_library, cpu_isas, monkeypatch, fmt, mode, isa)
                     model = quantized_activations(x) @ w.T
                     assert relative_error(y, model) < MODEL_TOLERANCE, where
                     assert relative_error(y, ref) < FLOAT_TOLERANCE, where
+
+
+def test_leading_dimensions(kernels_library) -> None:
+    """A [2, 3, K]: six rows, Y [2, 3, N]."""
+    rng = np.random.default_rng(7)
+    raw = random_blocks("Q4_1", 21, 64, rng)
+    x = rng.standard_normal((2, 3, 64), dtype=np.float32)
+    y = session(kernels_library, Node("Q4_1", "exact", 64, 21, raw, leading=("B", "S")).model()).run(None, {"A": x})[0]
+    assert y.shape == (2, 3, 21)
+    assert relative_error(y, x.astype(np.float64) @ weights("Q4_1", raw).T) < EXACT_TOLERANCE

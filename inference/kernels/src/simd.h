@@ -1,0 +1,63 @@
+/* What the SIMD tile kernels share: the per-function targets (the library is compiled for plain
+ * x86-64; only these functions use wider instructions, and only on a CPU that has them), and the
+ * walk over a tile's rows in chunks of R rows whose accumulators stay in registers. */
+#ifndef PLAYGROUND_KERNELS_SIMD_H
+#define PLAYGROUND_KERNELS_SIMD_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels.h"
+
+#define INLINE static inline __attribute__((always_inline))
+#define TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
+#define TARGET_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+
+/* Independent accumulators of a lone row (M = 1): an FMA's latency is 4 cycles. */
+enum { CHAINS = 4 };
+
+/* The 4 bytes of int8 activations at p as one int32 (to broadcast to every lane). */
+INLINE int32_t word_at(const int8_t *p) {
+    int32_t w;
+    memcpy(&w, p, sizeof w);
+    return w;
+}
+
+/* A tile_fn walking the rows 8, then 4, then 1 at a time through body(…, R, extra). */
+#define WALK_ROWS(name, target, body, extra)                                                               \
+    target static void name(const uint8_t *tile, const struct acts *a, size_t row0, size_t rows, float *y, \
+                            size_t ldy, size_t cols) {                                                     \
+        size_t r = 0;                                                                                      \
+        for (; r + 8 <= rows; r += 8) body(tile, a, row0 + r, y + r * ldy, ldy, cols, 8, extra);           \
+        for (; r + 4 <= rows; r += 4) body(tile, a, row0 + r, y + r * ldy, ldy, cols, 4, extra);           \
+        for (; r < rows; r++) body(tile, a, row0 + r, y + r * ldy, ldy, cols, 1, extra);                   \
+    }
+
+/* The same for AVX2's 16 registers: 2 rows, then 1. */
+#define WALK_ROWS_AVX2(name, body, extra)                                                                       \
+    TARGET_AVX2 static void name(const uint8_t *tile, const struct acts *a, size_t row0, size_t rows, float *y, \
+                                 size_t ldy, size_t cols) {                                                     \
+        size_t r = 0;                                                                                           \
+        for (; r + 2 <= rows; r += 2) body(tile, a, row0 + r, y + r * ldy, ldy, cols, 2, extra);                \
+        for (; r < rows; r++) body(tile, a, row0 + r, y + r * ldy, ldy, cols, 1, extra);                        \
+    }
+
+/* 16 lanes out: all of them, or the first `cols` of the last tile. */
+TARGET_AVX512 INLINE void store512(float *y, __m512 v, size_t cols) {
+    _mm512_mask_storeu_ps(y, (__mmask16)((1u << cols) - 1), v);
+}
+
+TARGET_AVX2 INLINE void store256(float *y, __m256 lo, __m256 hi, size_t cols) {
+    if (cols == TILE) {
+        _mm256_storeu_ps(y, lo);
+        _mm256_storeu_ps(y + 8, hi);
+    } else {
+        float tmp[TILE];
+        _mm256_storeu_ps(tmp, lo);
+        _mm256_storeu_ps(tmp + 8, hi);
+        memcpy(y, tmp, cols * sizeof(float));
+    }
+}
+
+#endif

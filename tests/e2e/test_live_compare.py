@@ -136,7 +136,8 @@ def test_errors_are_shown_next_to_their_column(page: Page, daphne_server, artifa
     page.get_by_role("button", name="Run side by side").click()
     error = page.locator("#c2-top_p-error")
     expect(error).to_be_visible(timeout=30_000)
-    expect(error).to_contain_text("top_p")
+    expect(error).to_contain_text("Top-p must be")  # the page's label, not the wire name top_p
+    expect(error).not_to_contain_text("params.")
     expect(page.locator("#c2-top_p")).to_have_attribute("aria-invalid", "true")
     expect(page.locator("#c1-top_p-error")).to_be_hidden()
     expect(page.locator("th[data-column='2'] .column-status")).to_contain_text("error")

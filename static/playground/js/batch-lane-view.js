@@ -6,6 +6,7 @@
 import { el } from "../../shared/js/dom.js";
 import { describeQueued, describeReason, formatMs, formatRate } from "../../shared/js/format.js";
 import { TokenStream } from "../../shared/js/stream.js";
+import { errorText } from "./field-names.js";
 
 export class LaneView {
   /** @param container  where the lane's card goes; @param n  its number (1-based);
@@ -92,7 +93,7 @@ export class LaneView {
   }
 
   failed(error) {
-    this.error.textContent = error.message;
+    this.error.textContent = errorText(error.message, error.param);
     this.error.hidden = false;
     this.#set("reason", error.code ?? "error");
     this.#state("failed", `failed: ${error.code ?? "error"}`);

@@ -9,6 +9,7 @@ import { paramText } from "../../shared/js/address.js";
 import { PARAM_BY_KEY, SCHEMA, initialValue } from "./params-schema.js";
 import { seedValue } from "../../shared/js/socket.js";
 import { FieldError, numberOrText, paramsFromJsonBox } from "../../shared/js/typed-params.js";
+import { errorText, inWords } from "./field-names.js";
 
 /** The settings each lane has a field for; any other parameter goes in the lane's JSON box. */
 export const LANE_KEYS = ["temperature", "top_p", "max_tokens", "seed"];
@@ -131,7 +132,7 @@ export class LaneForm {
     const control = key && this.root.querySelector(`#lane${n}-${key}`);
     const slot = control ? this.root.querySelector(`#lane${n}-${key}-error`) : this.root.querySelector(`#lane${n}-error`);
     if (!slot) return null;
-    slot.textContent = control || !param ? message : `${param}: ${message}`;
+    slot.textContent = control ? inWords(message, param) : errorText(message, param); // the page's names, not the API's
     slot.hidden = false;
     if (control) {
       control.setAttribute("aria-invalid", "true");

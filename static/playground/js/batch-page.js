@@ -6,6 +6,7 @@
 // (load-indicator.js). Every server event goes through one `receive`.
 
 import { LaneForm } from "./batch-lanes.js";
+import { errorText } from "./field-names.js";
 import { LaneView } from "./batch-lane-view.js";
 import { SlotsView } from "./batch-slots.js";
 import { StepLog } from "./batch-steps.js";
@@ -93,7 +94,7 @@ client.addEventListener("statechange", (e) => {
   badge.textContent = e.detail.connected ? "Connected" : "Not connected";
 });
 client.addEventListener("unrouted", (e) => {
-  if (e.detail.event.type === "error") say(`Error: ${e.detail.event.error?.message ?? "unknown"}`, "error");
+  if (e.detail.event.type === "error") say(`Error: ${errorText(e.detail.event.error?.message ?? "unknown", e.detail.event.error?.param)}`, "error");
 });
 client.connect().catch(() => {});
 

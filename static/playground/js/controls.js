@@ -15,6 +15,7 @@ import { GROUPS, PARAMS, PARAM_BY_KEY, SCHEMA, controlId, initialValue } from ".
 import { dialLayout, groupsToOpen } from "./dial-layout.js";
 import { seedValue } from "../../shared/js/socket.js";
 import { speculativeFieldFor } from "./speculative-panel.js";
+import { errorText, inWords } from "./field-names.js";
 
 // Fields of the request that are not sampler params: `error.param` → control id.
 const REQUEST_FIELDS = { model: "model", prompt: "prompt", mode: "mode", system: "system", top_n: "top-n", watch: "watch-words" };
@@ -227,17 +228,18 @@ export class ParamsForm {
     this.apply(values);
   }
 
-  /** Shows a message beside the control `param` names, or in the general slot. Returns the
-   *  element to focus so the user lands on the problem. */
+  /** Shows a message beside the control `param` names, or in the general slot, naming fields as
+   *  the page labels them (field-names.js). Returns the element to focus so the user lands on the
+   *  problem. */
   showError(param, message) {
     const id = fieldFor(param);
     const slot = id && this.form.ownerDocument.querySelector(`#${id}-error`);
     if (!slot) {
-      this.generalError.textContent = param ? `${param}: ${message}` : message;
+      this.generalError.textContent = errorText(message, param);
       this.generalError.hidden = false;
       return this.generateButton;
     }
-    slot.textContent = message;
+    slot.textContent = inWords(message, param);
     slot.hidden = false;
     const doc = this.form.ownerDocument;
     const target = id === "mode" ? this.form.querySelector("input[name=mode]:checked") : doc.getElementById(id);

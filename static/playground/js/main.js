@@ -9,6 +9,7 @@ import { branchRun, editRun, stepRun, whatIfRun } from "./continuation.js";
 import { EditContinue } from "./edit-continue.js";
 import { renderLegend } from "../../shared/js/colors.js";
 import { ParamsForm } from "./controls.js";
+import { errorText } from "./field-names.js";
 import { Inspector, InspectorController } from "../../shared/js/inspector.js";
 import { LatencyChart } from "./latency-chart.js";
 import { LoadIndicator } from "./load-indicator.js";
@@ -315,7 +316,7 @@ function readForm() {
   if (errors.length) {
     let target = null;
     for (const { param, message } of errors) target ??= form.showError(param, message);
-    stats.failed(errors[0].message);
+    stats.failed(errorText(errors[0].message, errors[0].param));
     target?.focus();
     return null;
   }
@@ -501,7 +502,7 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
     case "error":
       if (onScreen) {
         const target = form.showError(event.error.param, event.error.message);
-        stats.failed(event.error.message);
+        stats.failed(errorText(event.error.message, event.error.param));
         if (run && event.error.param) target?.focus();
       }
       if (run) finish(run);

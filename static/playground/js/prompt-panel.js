@@ -5,6 +5,7 @@
 import { PromptSurprisalView } from "../../shared/js/prompt-surprisal.js";
 import { SurprisalPages, recordFromScores, summaryText } from "../../shared/js/prompt-surprisal-record.js";
 import { TintSwitch, renderEntropyLegend } from "../../shared/js/tint-mode.js";
+import { errorText } from "./field-names.js";
 
 const SCORE_KEYS = ["model", "prompt", "mode", "system", "messages", "continue_final_message", "top_n"]; // what `score` takes of a request
 
@@ -61,7 +62,7 @@ export class PromptPanel {
       this.stats.status(`Scored ${record.count} tokens, nothing generated. ${summaryText(record)}.`, "done");
       this.view.root.scrollIntoView({ block: "nearest" });
     } catch (error) {
-      this.stats.failed(error.message);
+      this.stats.failed(errorText(error.message, error.param));
     } finally {
       this.scoreButton.disabled = false;
     }

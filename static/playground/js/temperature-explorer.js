@@ -8,6 +8,7 @@ import { barCell, el } from "../../shared/js/dom.js";
 import { quoteToken } from "../../shared/js/format.js";
 import { EXPLORER_TEMPERATURES } from "./params-schema.js";
 import { inspectBase } from "./step-context.js";
+import { inWords } from "./field-names.js";
 
 const ROWS = 6;
 
@@ -39,7 +40,7 @@ export class TemperatureExplorer {
     } catch (error) {
       if (ticket !== this.sequence) return;
       this.root.dataset.state = "error";
-      this.root.replaceChildren(el("p", "hint", `Temperature explorer unavailable: ${error.message}`));
+      this.root.replaceChildren(el("p", "hint", `Temperature explorer unavailable: ${inWords(error.message, error.param)}`));
     }
   }
 

@@ -9,6 +9,7 @@ import { el } from "../../shared/js/dom.js";
 import { formatProb, quoteToken } from "../../shared/js/format.js";
 import { PARAM_BY_KEY, WHAT_IF } from "./params-schema.js";
 import { inspectBase, samplingParams } from "./step-context.js";
+import { inWords } from "./field-names.js";
 
 export class WhatIf {
   /** @param inspect  body → Promise<inspection>; @param onContinue  (run, index, params) → void */
@@ -160,7 +161,7 @@ export class WhatIf {
     } catch (error) {
       if (ticket !== this.sequence) return;
       this.root.dataset.state = "error";
-      this.status.textContent = `What-if unavailable: ${error.message}`;
+      this.status.textContent = `What-if unavailable: ${inWords(error.message, error.param)}`;
     }
   }
 

@@ -11,6 +11,7 @@ import { CrossModelView } from "../../shared/js/cross-model-view.js";
 import { quoteToken } from "../../shared/js/format.js";
 import { servedModels } from "../../shared/js/model-picker.js";
 import { GenerateClient } from "../../shared/js/socket.js";
+import { errorText } from "../../playground/js/field-names.js";
 import { LiveForm } from "./live-form.js";
 import { describeColumn, drawSeed, generateBodies, settingsFromQuery, settingsToQuery } from "./live-settings.js";
 import { LiveTable } from "./live-table.js";
@@ -56,7 +57,7 @@ function runColumn(i, body) {
     const fail = (error) => {
       form.showError(i + 1, error.param ?? null, error.message ?? "failed");
       table.status(i, `error (see Settings ${i + 1})`, "error");
-      table.failed(i, error.message ?? "failed");
+      table.failed(i, errorText(error.message ?? "failed", error.param));
       resolve({ error });
     };
     const onEvent = (event) => {

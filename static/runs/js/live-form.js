@@ -3,6 +3,7 @@
 
 import { clearFieldErrors, el } from "../../shared/js/dom.js";
 import { LABELS } from "../../playground/js/param-labels.js";
+import { errorText, inWords } from "../../playground/js/field-names.js";
 import { ModelPicker } from "../../shared/js/model-picker.js";
 import { emptyColumn, fieldFor, MAX_COLUMNS, MIN_COLUMNS, SHARED } from "./live-settings.js";
 
@@ -143,7 +144,7 @@ export class LiveForm {
     const id = fieldFor(param, n);
     const input = id ? this.form.querySelector(`#${id}`) : null;
     const target = this.form.querySelector(input ? `#${id}-error` : `#c${n}-error`);
-    const text = !param || message.includes(param) ? message : `${param}: ${message}`;
+    const text = input ? inWords(message, param) : errorText(message, param); // the page's names, not the API's
     // A shared field may be named by every column; say it once.
     if (!target.hidden && target.textContent !== text) target.textContent += ` ${text}`;
     else target.textContent = text;

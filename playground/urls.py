@@ -1,4 +1,4 @@
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from playground import views
 
@@ -10,4 +10,9 @@ urlpatterns = [
     path("api/load", views.load_view, name="load"),
     path("api/models", views.models_view, name="models"),  # the served models (docs/websocket-api.md)
     path("", include("playground.runs.urls")),  # saved runs: /r/<id>, /compare/<ids>, /history, /api/runs/…
+    # Last: any other address gets the site's own 404 page in every setting, dev included (where
+    # DEBUG would answer with Django's page listing every route); handler404 for a view's Http404.
+    re_path(r"^", views.not_found, name="not_found"),
 ]
+
+handler404 = "playground.views.not_found"

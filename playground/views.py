@@ -16,6 +16,28 @@ def index(request: HttpRequest) -> HttpResponse:
     return render(request, "playground/index.html", {"param_facts": params_schema()})
 
 
+# What an address that almost names a page meant, by its first part.
+NOT_FOUND_HINTS = {
+    "compare": "A comparison's address names 2 to 4 saved runs: /compare/<id>,<id>. Pick runs in your "
+    "history, or run settings side by side live.",
+    "r": "A saved run's address is /r/<id>, its permalink; your history lists the runs this browser made.",
+    "tree": "A branch tree's address is /tree/<id>, the id of any run in the tree.",
+}
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Every address nothing else answers (the last route) and any view's ``Http404``
+    (``handler404``): a page in the site's own frame, in every setting (Django's debug 404 would
+    list every route); a JSON error for ``/api/`` addresses."""
+    path = request.path
+    if path.startswith("/api/"):
+        error = {"code": "not_found", "message": f"nothing answers {path[:200]!r}", "param": None}
+        return JsonResponse({"error": error}, status=404)
+    first = path.strip("/").split("/", 1)[0]
+    context = {"path": path if len(path) <= 200 else f"{path[:200]}…", "hint": NOT_FOUND_HINTS.get(first)}
+    return render(request, "404.html", context, status=404)
+
+
 def batch(request: HttpRequest) -> HttpResponse:
     """The batch view: up to eight prompts, each with its own settings, decoded together."""
     return render(request, "playground/batch.html", {"param_facts": params_schema(), "batch_lanes": batch_lanes()})

@@ -39,6 +39,8 @@ def test_the_picker_names_each_model_with_its_kind_variant_and_license(playgroun
     expect(facts.locator("[data-model-kind]")).to_have_attribute("data-model-kind", "instruct")
     expect(facts.locator("[data-model-license]")).to_have_text("Apache-2.0")
     expect(facts.locator("[data-model-variant]")).to_contain_text("exact")
+    kernels = re.compile(r"^Computed by (our kernels \(\w[\w ]*\)|ONNX Runtime MatMulNBits)\.\s*$")
+    expect(facts.locator("[data-model-kernels]")).to_have_text(kernels)  # which kernels serve, the server's words
 
     choose(playground, GEMMA)
     expect(facts.locator("[data-model-kind]")).to_have_attribute("data-model-kind", "base")

@@ -11,6 +11,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from inference import model_dir as md
+from inference import model_kernels
 from inference.modelbuild import ensure_model, inspect_model, read_manifest
 
 pytestmark = pytest.mark.real_model
@@ -28,6 +29,7 @@ def real_dir():
 def session(real_dir):
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
+    model_kernels.register_beside(options, real_dir / md.MODEL_FILE)  # a build with our kernels needs them
     return ort.InferenceSession(str(real_dir / md.MODEL_FILE), options, providers=["CPUExecutionProvider"])
 
 
@@ -72,9 +74,10 @@ def test_manifest_shapes(real_dir):
     assert m["special_tokens"]["eos_token_ids"] == [2, 0]
     assert len(m["onnx"]["inputs"]) == 4 + 60 and len(m["onnx"]["outputs"]) == 1 + 60
     ops = m["onnx"]["op_counts"]
-    # 4 per layer (qkv, o, gate_up, down); left: the fp32 LM head, and per Q4_1 MatMul a block-offset
-    # MatMul and, per distinct input, a block-sum MatMul
-    assert ops["MatMulNBits"] == 30 * 4 and ops["MatMul"] == 1 + 30 * 4 + 30 * 4
+    if model_kernels.uses_kernels(m):  # 4 per layer (qkv, o, gate_up, down) and the tied Q8_0 head, nothing beside
+        assert ops["MatMulGguf"] == 30 * 4 + 1 and "MatMul" not in ops and "MatMulNBits" not in ops
+    else:  # 4 per layer; left: the fp32 LM head, per Q4_1 MatMul a block-offset MatMul, per input a block-sum MatMul
+        assert ops["MatMulNBits"] == 30 * 4 and ops["MatMul"] == 1 + 30 * 4 + 30 * 4
     assert ops["GroupQueryAttention"] == 30 and "RotaryEmbedding" not in ops
     assert ops["SkipSimplifiedLayerNormalization"] == 60 and ops["SimplifiedLayerNormalization"] == 1
     assert m["onnx"]["nodes"] < 750  # the export's 7426
@@ -84,12 +87,18 @@ def test_manifest_shapes(real_dir):
 
 
 def test_manifest_records_the_lossless_quantization(real_dir):
-    q = read_manifest(real_dir)["quantization"]
-    assert q["method"] == "gguf-q4_1-lossless-matmulnbits" and q["weights_bit_exact"] is True
+    m = read_manifest(real_dir)
+    q = m["quantization"]
+    assert q["weights_bit_exact"] is True and q["requantized"]["matmuls"] == 0
     assert q["variant"] == "exact" and q["accuracy_level"] == {"Q4_1": 0} and q["gguf_types"] == ["Q4_1"]
-    assert q["gguf_blocks_kept"] == {"Q4_1 MatMul": 120} and q["offset_matmuls"] == 120 and q["block_sum_matmuls"] == 120
-    assert q["weights_left"] == {"/model/embed_tokens/Gather": "Q8_0", "/lm_head/MatMul": "Q8_0"}  # fp32, exact
-    assert q["requantized"]["matmuls"] == 0
+    if model_kernels.uses_kernels(m):  # every block in our exact kernels; the embedding's fp32 table
+        assert q["method"] == "gguf-blocks-matmulgguf" and q["gguf_blocks_kept"] == {"Q4_1 MatMulGguf": 120, "Q8_0 MatMulGguf": 1}
+        assert q["matmul_gguf"] == {"Q4_1 exact": 120, "Q8_0 exact": 1} and q["offset_matmuls"] == 0
+        assert q["weights_left"] == {"/model/embed_tokens/Gather": "Q8_0"}
+    else:
+        assert q["method"] == "gguf-q4_1-lossless-matmulnbits" and q["gguf_blocks_kept"] == {"Q4_1 MatMul": 120}
+        assert q["offset_matmuls"] == 120 and q["block_sum_matmuls"] == 120
+        assert q["weights_left"] == {"/model/embed_tokens/Gather": "Q8_0", "/lm_head/MatMul": "Q8_0"}  # fp32, exact
 
 
 def test_tokenizer_adds_no_special_token(tokenizer):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import jsonschema
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -19,7 +20,18 @@ from tests.e2e.playground_page import PlaygroundPage, page_errors
 
 pytestmark = pytest.mark.e2e
 
-SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}
+# The editor's example (GRAMMAR_EXAMPLES in static/shared/js/grammar.js): a closed schema, so the
+# constraint ends the text by itself well inside max tokens.
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 16},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "job": {"type": "string", "enum": ["student", "teacher", "doctor", "engineer", "artist", "other"]},
+    },
+    "required": ["name", "age", "job"],
+    "additionalProperties": False,
+}
 PERSON = {"type": "json_schema", "schema": SCHEMA}
 JSON_PROMPT = 'A person as a JSON object with "name" and "age":\n'
 
@@ -34,17 +46,12 @@ def choose(playground: PlaygroundPage, kind: str, source: str | None = None) -> 
 
 
 def person_is_valid(text: str) -> bool:
-    """The schema's own rule, checked here in Python: an object with a string name and an integer age."""
+    """The schema's own rule, checked here in Python (``jsonschema``, not the engine's library)."""
     try:
-        value = json.loads(text)
-    except ValueError:
+        jsonschema.validate(json.loads(text), SCHEMA)
+    except (ValueError, jsonschema.ValidationError):
         return False
-    return (
-        isinstance(value, dict)
-        and isinstance(value.get("name"), str)
-        and isinstance(value.get("age"), int)
-        and not isinstance(value.get("age"), bool)
-    )
+    return True
 
 
 def test_a_json_schema_constrains_the_run_and_the_inspector_shows_the_grammar_stage(playground: PlaygroundPage) -> None:
@@ -52,6 +59,15 @@ def test_a_json_schema_constrains_the_run_and_the_inspector_shows_the_grammar_st
     choose(playground, "JSON Schema")  # an empty box gets the example: the person schema
     assert json.loads(page.locator("#grammar-source").input_value()) == SCHEMA
     expect(page.locator("#stage-order li[data-stage=grammar]")).to_have_class(re.compile(r"\bon\b"))  # marked on
+    # Beside max tokens, read with it: a constraint cannot finish what max tokens cuts (issue 30).
+    note = page.locator("#max-tokens-grammar-note")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("cannot finish what max tokens cuts off")
+    expect(page.locator("#max-tokens")).to_have_attribute("aria-describedby", re.compile(r"\bmax-tokens-grammar-note\b"))
+    page.get_by_role("radio", name="Off", exact=True).check()
+    expect(note).to_be_hidden()
+    page.get_by_role("radio", name="JSON Schema", exact=True).check()
+    expect(note).to_be_visible()
     done = playground.run(JSON_PROMPT, temperature=0.8, seed=1, max_tokens=48)
 
     assert playground.sent_of("generate")[-1]["params"]["grammar"] == PERSON

@@ -28,6 +28,7 @@ import { CompareWithout } from "./speculative-compare.js";
 import { SpeculativeSettings } from "./speculative-panel.js";
 import { VerificationView } from "../../shared/js/verification-view.js";
 import { GenerateClient } from "../../shared/js/socket.js";
+import { GrammarBudgetNote } from "./grammar-budget.js";
 import { GrammarEditor } from "./grammar-editor.js";
 import { GuidedWalk } from "./guided-walk.js";
 import { StageOrder } from "./stage-order.js";
@@ -68,6 +69,7 @@ const order = new StageOrder($("stage-order"), document.querySelector("[data-ord
 const bias = new LogitBiasEditor($("logit-bias-editor"), tokenize);
 const watchList = new WatchList($("watch-editor"), tokenize);
 const grammar = new GrammarEditor($("grammar-editor"));
+new GrammarBudgetNote($("controls"), grammar); // beside max tokens while a constraint is on
 const speculative = new SpeculativeSettings($("speculative-editor"), SCHEMA.properties.speculative);
 const presets = new Presets($("presets"), (text) => stats.status(text, "idle"));
 // The system message is chat mode's only: the server refuses it with any other mode.

@@ -18,12 +18,21 @@ export const GRAMMAR_TYPES = {
   choice: { label: "Choices", field: "options", source: "Options, one per line" },
 };
 
-/** A starting example per type: what the editor fills in when a type is chosen with an empty box. */
+/** A starting example per type: what the editor fills in when a type is chosen with an empty box.
+ *  Each is closed, so the constraint itself ends the text well inside a small max tokens: the schema
+ *  allows no other property (additionalProperties false), requires every one, and bounds each value
+ *  (a name of at most 16 characters, an age 0–120, a job from a list): at most 59 characters, about
+ *  20–30 tokens with the served models (tests/inference/decoding/test_grammar_examples_real.py). */
 export const GRAMMAR_EXAMPLES = {
   json_schema: JSON.stringify({
     type: "object",
-    properties: { name: { type: "string" }, age: { type: "integer" } },
-    required: ["name", "age"],
+    properties: {
+      name: { type: "string", minLength: 1, maxLength: 16 },
+      age: { type: "integer", minimum: 0, maximum: 120 },
+      job: { type: "string", enum: ["student", "teacher", "doctor", "engineer", "artist", "other"] },
+    },
+    required: ["name", "age", "job"],
+    additionalProperties: false,
   }, null, 2),
   regex: "(yes|no), because [a-z ]{1,40}\\.",
   choice: "Paris\nLyon\nMarseille",

@@ -1,0 +1,57 @@
+"""What must be in view, and whole, on a 1280×800 screen and a 390×844 phone (issue 30, item 11):
+the "Switch to chat" suggestion in view without scrolling when an instruction is typed (it sat
+below the fold, under the model's facts); "Score this text" on one line (it wrapped on three)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.playground_page import PlaygroundPage
+
+pytestmark = pytest.mark.e2e
+
+SCREENS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+
+def in_view(box: dict, screen: dict) -> bool:
+    return (
+        box["y"] >= 0
+        and box["y"] + box["height"] <= screen["height"]
+        and box["x"] >= 0
+        and box["x"] + box["width"] <= screen["width"]
+    )
+
+
+@pytest.mark.parametrize("screen", SCREENS, ids=list(SCREENS))
+def test_the_switch_to_chat_suggestion_shows_where_the_instruction_is_typed(playground: PlaygroundPage, screen):
+    page = playground.page
+    size = SCREENS[screen]
+    page.set_viewport_size(size)
+    prompt = page.get_by_label("Prompt", exact=True)
+    prompt.fill("Write a haiku about the sea.")  # fill scrolls the prompt into view, as typing does
+    button = page.get_by_role("button", name="Switch to chat")
+    expect(button).to_be_visible()
+    scroll = page.evaluate("window.scrollY")
+    if screen == "desktop":
+        assert scroll == 0, "the page scrolled to show the prompt"
+    # no scrolling beyond what typing in the prompt did: the suggestion and its button are on screen
+    assert in_view(button.bounding_box(), size), (button.bounding_box(), scroll)
+    assert in_view(page.locator("[data-mode-suggestion]").bounding_box(), size)
+    assert page.evaluate("window.scrollY") == scroll
+    playground.shot(f"switch-to-chat-{screen}")
+    button.click()
+    expect(page.get_by_label("Chat")).to_be_checked()
+
+
+@pytest.mark.parametrize("screen", SCREENS, ids=list(SCREENS))
+def test_the_run_buttons_keep_their_words_on_one_line(playground: PlaygroundPage, screen):
+    page = playground.page
+    page.set_viewport_size(SCREENS[screen])
+    for name in ("Generate", "Stop", "Score this text", "Step"):
+        button = page.get_by_role("button", name=name, exact=True)
+        lines = button.evaluate(
+            "(b) => { const r = document.createRange(); r.selectNodeContents(b);"
+            " return new Set([...r.getClientRects()].map((rect) => Math.round(rect.top))).size; }"
+        )
+        assert lines == 1, f"{name!r} wraps on {lines} lines at {screen}"

@@ -9,6 +9,7 @@ workers may live in this process or on other machines. Every frame gets its answ
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -23,6 +24,15 @@ log = logging.getLogger(__name__)
 
 
 class GenerateConsumer(AsyncWebsocketConsumer):
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """However the connection ends (its ``disconnect``, or the server cancelling a consumer that
+        was slow to end), every request it started is cancelled."""
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if hasattr(self, "submissions"):
+                await asyncio.shield(self.submissions.close())
+
     async def connect(self) -> None:
         embedded.ensure_worker()
         client = self.scope.get("client")
@@ -58,9 +68,10 @@ class GenerateConsumer(AsyncWebsocketConsumer):
     async def dispatch(self, message: dict[str, Any]) -> None:
         """A worker's message is relayed without the database check channels makes before every
         handler (``aclose_old_connections``: a hop to the sync thread and back, for each of the
-        hundreds of token events a second a batch streams); relaying reads no database. The
-        socket's own messages (connect, frames, disconnect) keep it."""
-        if message["type"] in channel_messages.TO_FRONT_DOOR:
+        hundreds of token events a second a batch streams); relaying reads no database. Nor does
+        the socket's close, which must cancel its requests at once, not after whatever occupies
+        that thread. The socket's other messages (connect, frames) keep it."""
+        if message["type"] in channel_messages.TO_FRONT_DOOR or message["type"] == "websocket.disconnect":
             handler = getattr(self, get_handler_name(message), None)
             if handler is not None:
                 await handler(message)

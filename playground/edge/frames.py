@@ -85,6 +85,9 @@ INSPECT_TOP_N = (1, 50)
 MAX_TOKEN_ID_DIGITS = 40  # a logit_bias key longer than this is not named in full (it is no token id anyway)
 EXCERPT_CHARACTERS = 40  # an error quotes at most this much of a bad value
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # as playground.runs.text_check: a lone surrogate, or NUL
+# Every integer anywhere in a frame fits a signed 64-bit integer, whatever the frame type: what the
+# channel layer carries (msgpack) and the database stores; no field's own range reaches past it.
+FRAME_INTEGERS = (-(2**63), 2**63 - 1)
 
 
 class ProtocolError(FieldError):
@@ -156,10 +159,13 @@ def excerpt(value: Any) -> str:
 def _refuse_unencodable(message: dict[str, Any]) -> None:
     """Text that cannot be encoded as UTF-8 (a lone surrogate such as the JSON escape ``\\ud800``)
     or stored (U+0000, which PostgreSQL refuses) is refused wherever it is, key or value, naming the field: nothing downstream could show,
-    send or save it. Walked without recursion, so no nesting depth can break it."""
+    send or save it; so is an integer beyond ``FRAME_INTEGERS``, in every frame type alike, before
+    any field's own range is checked. Walked without recursion, so no nesting depth can break it."""
     pending: list[tuple[str, Any]] = [("", message)]
     while pending:
         path, value = pending.pop()
+        if isinstance(value, int) and not isinstance(value, bool) and not FRAME_INTEGERS[0] <= value <= FRAME_INTEGERS[1]:
+            raise ProtocolError(path, f"{path} must be an integer from -2^63 to 2^63 - 1, got {excerpt(value)}", "invalid_value")
         if isinstance(value, str):
             if _UNSTORABLE.search(value):
                 raise ProtocolError(path, f"{path} {_what_is_wrong(value)}", "invalid_value")

@@ -17,7 +17,9 @@ its own). It owns, per request:
   still listens) goes to the worker once it has acknowledged the request (a request no worker
   acknowledged yet is cancelled when one does); ``close()`` (the front door goes away) cancels every
   request that has not ended, on its worker or, before any acknowledged it, through its shared
-  channel and the workers' group, since no acknowledgement will be read any more. A cancel that
+  channel and the workers' group, since no acknowledgement will be read any more; those cancels say
+  the front door has gone (``closed``), so no worker sends this channel anything more, and nothing
+  that still arrives is passed on or judged (the watchdog stops for good). A cancel that
   crossed the request's end on its way is answered with ``unknown_request`` after that end, as the
   cancel of a finished request is.
 """
@@ -136,16 +138,21 @@ class Submissions:
         self.closed = True
         for check in list(self._line_checks):
             check.cancel()
-        self.watchdog.stop()  # liveness
+        self.watchdog.stop()  # liveness: a closed connection's requests are cancelled, never resubmitted
         for request_id, submitted in list(self.requests.items()):
             self._forget(request_id)
-            await send_cancel(self.layer, request_id, self.reply_channel, submitted.worker_channel, submitted.shared_channel)
+            await send_cancel(
+                self.layer, request_id, self.reply_channel, submitted.worker_channel, submitted.shared_channel, closed=True
+            )
         if self.in_line_group:
             await self.layer.group_discard(LINE_GROUP, self.reply_channel)
         metrics.connection_closed(self.reply_channel)
 
     async def handle(self, message: dict[str, Any]) -> None:
-        """A channel-layer message to this reply channel (from a worker, or the line's group)."""
+        """A channel-layer message to this reply channel (from a worker, or the line's group); after
+        ``close`` nothing is read (its requests were cancelled)."""
+        if self.closed:
+            return
         kind = message.get("type")
         if kind == QUEUED:
             await self._on_queued(message)

@@ -1,7 +1,12 @@
 """The front door's half of liveness (``playground.wire.liveness``): a ``Watchdog`` per reply channel
 that holds each request's lease, renews it on every message from its worker, gives a request up
 (``worker_lost``, ``no_worker``, ``busy``) or sends it again when its worker went silent, and saves
-a run that had started as failed; and ``send_cancel``, the one rule of where a cancel goes."""
+a run that had started as failed; and ``send_cancel``, the one rule of where a cancel goes.
+
+A watchdog judges workers only while its connection listens: ``stop()`` (the connection closed)
+ends it for good, so a closed connection's requests are cancelled, never resubmitted nor failed;
+and a silence while the connection's own channel holds messages it has not read yet (a worker's
+heartbeats among them) is the connection's, not the worker's."""
 
 from __future__ import annotations
 
@@ -18,9 +23,9 @@ from channels.db import database_sync_to_async
 from channels.exceptions import ChannelFull
 
 from playground.edge import waiting_line
-from playground.runs.models import Run
 from playground.runs.recording import RunRecorder
 from playground.wire import channel_messages
+from playground.wire.channel_layer import unread_messages
 from playground.wire.channel_messages import WORKERS_GROUP
 from playground.wire.events import FINAL_EVENTS, Frame
 from playground.wire.liveness import Timing
@@ -87,6 +92,7 @@ class Watchdog:
         self.clock = clock
         self.timing = Timing.from_settings()
         self.leases: dict[str, Lease] = {}
+        self.stopped = False  # the connection closed: nothing is judged, resubmitted or failed any more
         self._task: asyncio.Future[None] | None = None
 
     def submitted(self, request_id: str, record: dict[str, Any] | None, message: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +147,8 @@ class Watchdog:
         self.leases.pop(request_id, None)
 
     def stop(self) -> None:
-        """The connection closed: nothing to watch any more (its requests were cancelled)."""
+        """The connection closed: nothing to watch any more (its requests were cancelled); for good."""
+        self.stopped = True
         if self._task is not None:
             self._task.cancel()
         self.leases.clear()
@@ -165,18 +172,23 @@ class Watchdog:
         """Looks at the leases every ``watch_interval`` while there are any."""
         interval = self.timing.watch_interval
         expected = self.clock() + interval
-        while self.leases:
+        while self.leases and not self.stopped:
             alive: dict[str | None, bool] = {}  # model → whether a worker serving it answers a ping: asked at most once a round
             await asyncio.sleep(interval)
             now = self.clock()
             stalled = now - expected
             if stalled > interval:
                 # This event loop did not run for a while: the silence was ours, not the workers'.
-                for lease in self.leases.values():
-                    lease.expires_at += stalled
-                    lease.ack_deadline += stalled
+                self._postpone(stalled)
             expected = now + interval
+            expired = any(lease.acknowledged and now >= lease.expires_at for lease in self.leases.values())
+            if expired and await self._unread():  # the workers' words wait unread in our own channel
+                for lease in self.leases.values():  # judged again once they are read
+                    lease.expires_at = max(lease.expires_at, now + interval)
+                continue
             for lease in list(self.leases.values()):
+                if self.stopped:
+                    return
                 try:
                     if lease.acknowledged and now >= lease.expires_at:  # its worker went silent
                         if not lease.started:
@@ -219,11 +231,27 @@ class Watchdog:
                     log.exception("could not give up request %s", lease.request_id)
                     self.leases.pop(lease.request_id, None)
 
+    def _postpone(self, seconds: float) -> None:
+        """The silence of the last ``seconds`` was the connection's: no worker is blamed for it."""
+        for lease in self.leases.values():
+            lease.expires_at += seconds
+            lease.ack_deadline += seconds
+
+    async def _unread(self) -> bool:
+        """Whether this connection's channel holds messages it has not read yet."""
+        try:
+            return bool(await unread_messages(self.channel_layer, self.reply_channel))
+        except Exception as error:  # noqa: BLE001 — the layer cannot tell (Redis gone): judge by the leases alone
+            log.warning("could not count the unread messages of %s: %s", self.reply_channel, error)
+            return False
+
     async def _resubmit(self, lease: Lease) -> None:
         """A worker took the request and died before starting it: it goes back to the shared channel
         under a new lease (same request id), at the place in line it had (the Redis layer's
         ``send_in_place``), for whichever worker has room; the dead one, should it come back, is
         told to drop it and is not listened to any more."""
+        if self.stopped or self.leases.get(lease.request_id) is not lease:
+            return  # the connection closed meanwhile: its requests were cancelled, not sent again
         await self._cancel_quietly(lease)
         token = secrets.token_hex(8)
         now = self.clock()
@@ -257,8 +285,8 @@ class Watchdog:
             return False
 
     async def _give_up(self, lease: Lease, code: str, message: str, retry_after: float | None = None) -> None:
-        if self.leases.get(lease.request_id) is not lease:
-            return  # it ended meanwhile
+        if self.stopped or self.leases.get(lease.request_id) is not lease:
+            return  # it ended meanwhile, or the connection closed (its requests were cancelled)
         await self._cancel_quietly(lease)
         error: dict[str, Any] = {
             "type": "error",
@@ -274,8 +302,8 @@ class Watchdog:
             run_id = await database_sync_to_async(save_failed_run)(lease.recorder, error)
             if run_id is not None:
                 error["run_id"] = run_id
-        if self.leases.get(lease.request_id) is not lease:
-            return  # its worker spoke up while the run was being saved: its own end stands
+        if self.stopped or self.leases.get(lease.request_id) is not lease:
+            return  # its worker spoke up while the run was being saved (its own end stands), or the connection closed
         log.warning("request %s of %s: %s", lease.request_id, self.reply_channel, code)
         await self.deliver(channel_messages.event(lease.request_id, error, lease.token))
 
@@ -285,12 +313,15 @@ class Watchdog:
         await send_cancel(self.channel_layer, lease.request_id, self.reply_channel, lease.worker_channel, lease.channel)
 
 
-async def send_cancel(layer: Any, request_id: str, reply_channel: str, worker_channel: str | None, shared_channel: str) -> None:
+async def send_cancel(
+    layer: Any, request_id: str, reply_channel: str, worker_channel: str | None, shared_channel: str, closed: bool = False
+) -> None:
     """Where a cancel goes, the one rule: to the worker that acknowledged the request; before any did,
     to the shared channel it waits in (behind the request itself) and to the workers' group (which
-    reaches every worker that took it, even when that channel is full). Failures only get logged:
+    reaches every worker that took it, even when that channel is full). ``closed``: the front door
+    has gone, so the worker sends nothing more to ``reply_channel``. Failures only get logged:
     the request may have ended, and nothing more can be done for a front door that gives it up."""
-    cancel = channel_messages.cancel(request_id, reply_channel)
+    cancel = channel_messages.cancel(request_id, reply_channel, closed)
     try:
         if worker_channel is not None:
             await layer.send(worker_channel, cancel)
@@ -306,9 +337,8 @@ async def send_cancel(layer: Any, request_id: str, reply_channel: str, worker_ch
 
 def save_failed_run(recorder: RunRecorder, error: dict[str, Any]) -> str | None:
     """Saves the relayed run as failed; returns its id (None if it could not be saved). A worker
-    that died just after saving the run itself leaves its record, which stands."""
-    if Run.objects.filter(pk=recorder.run_id).exists():
-        return recorder.run_id
+    that saved the run itself first (it ended it, then died) leaves its record, which stands: the
+    recorder's one saving path writes a run once, whoever ends it (``playground.runs.recording``)."""
     return recorder.fail(error)
 
 

@@ -4,6 +4,12 @@ The worker hands every event it emits to a ``RunRecorder``. When the run finishe
 reason) or fails after it started, the recorder saves it in one transaction and adds ``run_id``
 and ``delete_token`` to the ``done`` event before it goes out. Saving never breaks streaming: a
 database error is logged and the ``done`` event carries ``save_error`` instead.
+
+Each run has one record, written by whoever ends the request first: the worker (finished,
+cancelled, failed), or a connection's watchdog that relays the run and saves it as failed when its
+worker is lost (``playground.edge.watchdog``, the same run id). Every ending goes through ``_save``,
+which inserts the run only if no record of that id exists: a second ending, from the same recorder
+or another, is a no-op that answers with the run that stands, never an integrity error.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import connections, router, transaction
+from django.db import IntegrityError, connections, router, transaction
 
 from playground.runs import prompt_surprisal
 from playground.runs.conversation import shown_prompt
@@ -135,15 +141,35 @@ class RunRecorder:
         db = router.db_for_write(Run)
         _drop_if_stale(db)  # the decode thread is long-lived: its connection may have gone stale
         try:
-            with transaction.atomic(using=db):
-                parent_id = self.request_data.get("parent_run")
-                if parent_id and Run.objects.using(db).filter(pk=parent_id).exists():
-                    run.parent_id = parent_id  # a branch of a run that is (still) saved
-                    run.branch_index = self.request_data.get("branch_index")
-                run.save(force_insert=True, using=db)
+            if self._saved_already(db, status):
+                return run.id, delete_token
+            try:
+                with transaction.atomic(using=db):
+                    parent_id = self.request_data.get("parent_run")
+                    if parent_id and Run.objects.using(db).filter(pk=parent_id).exists():
+                        run.parent_id = parent_id  # a branch of a run that is (still) saved
+                        run.branch_index = self.request_data.get("branch_index")
+                    run.save(force_insert=True, using=db)
+            except IntegrityError:
+                if not self._saved_already(db, status):  # (another ending won the race): else a real fault
+                    raise
         finally:
             _drop_if_stale(db)
         return run.id, delete_token
+
+    def _saved_already(self, db: str, status: str) -> bool:
+        """Whether the run has its record already (an earlier ending's, which stands)."""
+        saved = Run.objects.using(db).filter(pk=self.run_id).values_list("status", flat=True).first()
+        if saved is None:
+            return False
+        log.info(
+            "run %s of request %s was saved already as %s; ending it as %s changes nothing",
+            self.run_id,
+            self.request_id,
+            saved,
+            status,
+        )
+        return True
 
 
 def _drop_if_stale(db: str) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from channels.exceptions import ChannelFull
+from channels.layers import InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
 
 # How long Redis may hold the layer's blocking read before answering (seconds).
@@ -81,6 +82,23 @@ class SingleTakeRedisChannelLayer(RedisChannelLayer):
             raise ChannelFull()
         await connection.zadd(key, {self.serialize(message): ticket})
         await connection.expire(key, int(self.expiry))
+
+
+async def unread_messages(layer: Any, channel: str) -> int | None:
+    """Messages sent to ``channel`` that its reader has not taken yet (None: the layer cannot tell).
+    A connection's watchdog asks it of its own channel: a worker's heartbeats waiting there unread
+    mean the silence is the connection's, not the worker's (``playground.wire.liveness``)."""
+    if isinstance(layer, InMemoryChannelLayer):
+        queue = layer.channels.get(channel)
+        return 0 if queue is None else queue.qsize()
+    if isinstance(layer, RedisChannelLayer):
+        buffered = layer.receive_buffer.get(channel)  # pulled off Redis for this process, not read yet
+        waiting = 0
+        if "!" in channel:  # a process-local channel: the rest still waits in the process's queue in Redis
+            key = layer.prefix + layer.non_local_name(channel)
+            waiting = int(await layer.connection(layer.consistent_hash(channel)).zcard(key))
+        return waiting + (0 if buffered is None else buffered.qsize())
+    return None
 
 
 class RedisLayerError(ValueError):

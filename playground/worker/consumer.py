@@ -12,6 +12,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from channels.consumer import AsyncConsumer, get_handler_name
+from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from channels.routing import ChannelNameRouter
 from django.conf import settings
@@ -36,6 +37,10 @@ class InferenceWorker(AsyncConsumer):
     Generations go to the process's decode loop, which admits them in arrival order as rows free;
     a cancel raises the request's flag, which the loop sees before the request's next token (one
     still waiting leaves unrun: its answer is an ``error`` of code ``cancelled``, nothing is saved).
+
+    Nothing is sent to a reply channel nobody reads: after a cancel that says its front door closed
+    (``closed``), or once the channel is full or gone (backpressure: the request is cancelled, one
+    warning logged), the request's remaining events are dropped here, its run still saved.
     """
 
     EARLY_CANCELS_KEPT = 1024
@@ -46,7 +51,7 @@ class InferenceWorker(AsyncConsumer):
         # Cancels that arrived before their request (a consumer that closed before any worker took
         # its request): (reply_channel, request_id), oldest first.
         self.early_cancels: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self.heartbeat = WorkerHeartbeat(self.jobs.values, settings.INFERENCE["MODELS"])  # liveness: while it holds any job
+        self.heartbeat = WorkerHeartbeat(self._heard, settings.INFERENCE["MODELS"])  # liveness: while it holds any job
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Every message straight to its handler, without the database check channels makes before
@@ -96,9 +101,7 @@ class InferenceWorker(AsyncConsumer):
             self.jobs[job.key] = job
             self.heartbeat.ensure_running(self.channel_layer, self.channel_name)  # liveness
             log.info("took request %s", job.request_id)  # which worker serves what, in its log lines
-            await self.channel_layer.send(
-                job.reply_channel, channel_messages.queued(job.request_id, self.channel_name, job.lease)
-            )
+            await self._pass_on(job, channel_messages.queued(job.request_id, self.channel_name, job.lease))
             asyncio.ensure_future(self._serve(job))
         finally:
             if key not in self.jobs:
@@ -106,7 +109,8 @@ class InferenceWorker(AsyncConsumer):
 
     async def inference_cancel(self, message: dict[str, Any]) -> None:
         """Raises a request's cancel flag: the decode loop sees it before the request's next token
-        or prefill chunk, or when it would admit it."""
+        or prefill chunk, or when it would admit it. A cancel from a front door that closed also
+        stops every send to it."""
         key = (message["reply_channel"], message["request_id"])
         job = self.jobs.get(key)
         if job is None:
@@ -114,7 +118,24 @@ class InferenceWorker(AsyncConsumer):
             while len(self.early_cancels) > self.EARLY_CANCELS_KEPT:
                 self.early_cancels.popitem(last=False)
             return
+        if message.get("closed"):
+            job.unheard = True
         job.cancelled.set()
+
+    def _heard(self) -> list[Assignment]:
+        """The jobs whose front doors still listen: they hear heartbeats."""
+        return [job for job in self.jobs.values() if not job.unheard]
+
+    async def _pass_on(self, job: Assignment, message: dict[str, Any]) -> None:
+        """Sends a message about ``job`` to its front door; a channel that is full (nobody reads it
+        fast enough) or gone ends the job instead: cancelled, nothing more sent, one warning."""
+        try:
+            await self.channel_layer.send(job.reply_channel, message)
+        except Exception as error:  # noqa: BLE001 — ChannelFull, or Redis gone: the same for this job
+            job.unheard = True
+            job.cancelled.set()  # nobody hears this run any more: stop it within one token
+            why = "is full" if isinstance(error, ChannelFull) else f"could not be reached ({type(error).__name__}: {error})"
+            log.warning("request %s: its reply channel %s; cancelled, nothing more is sent to it", job.request_id, why)
 
     async def _serve(self, job: Assignment) -> None:
         loop = asyncio.get_running_loop()
@@ -135,17 +156,12 @@ class InferenceWorker(AsyncConsumer):
         else:
             working = asyncio.ensure_future(submit_generation(job, emit, emit_in_step))
         try:
-            while (event := await events.get()) is not END:
+            while (event := await events.get()) is not END:  # (after ``unheard``: drained, not sent, until the run ends)
                 job.answered = job.answered or event_type(event) in FINAL_EVENTS
-                await self.channel_layer.send(
-                    job.reply_channel, channel_messages.event(job.request_id, event, job.lease, self.channel_name)
-                )
-            await self.channel_layer.send(
-                job.reply_channel, channel_messages.finished(job.request_id, job.lease, self.channel_name)
-            )
-        except Exception:  # noqa: BLE001 — e.g. the consumer's channel is full or Redis is gone
-            log.warning("could not pass on the events of request %s; cancelling it", job.request_id, exc_info=True)
-            job.cancelled.set()  # nobody hears this run any more: stop it within one token
+                if not job.unheard:
+                    await self._pass_on(job, channel_messages.event(job.request_id, event, job.lease, self.channel_name))
+            if not job.unheard:
+                await self._pass_on(job, channel_messages.finished(job.request_id, job.lease, self.channel_name))
         finally:
             if self.jobs.get(job.key) is job:  # (a resubmission may hold the key now)
                 del self.jobs[job.key]

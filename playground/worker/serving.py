@@ -157,6 +157,7 @@ class Assignment:
     command: Job  # parsed once, at the front door
     quick: bool  # tokenizing, inspecting or scoring: served on their own thread, never behind generations
     lease: str | None = None  # liveness: the connection's token for this submission, on every reply
+    unheard: bool = False  # its front door closed, or its channel is full or gone: nothing more is sent to it
     cancelled: threading.Event = field(default_factory=threading.Event)
     answered: bool = False  # its last event (``done``, ``error``) is on its way: the load no longer counts it
 
@@ -275,6 +276,8 @@ def _with_run_id(event: dict[str, Any], run_id: str | None) -> dict[str, Any]:
 def _inspect(model: Runtime, command: Inspect, is_cancelled: Callable[[], bool], cache: LogitsCache) -> dict[str, Any]:
     """The distribution at one position under each setting asked for, from the real logits."""
     prompt_ids = model.codec.encode(command.prompt, command.mode, command.system, command.chat)  # type: ignore[arg-type]
+    for _, loop in command.variants:  # its max_tokens checked as a generate's is, after the same prompt
+        loop.check_context(len(prompt_ids), model.shape.context_window)
     results = inspect_variants(model, prompt_ids, command.prefix_tokens, command.variants, command.top_n, cache, is_cancelled)
     return events.inspection_event(command.request_id, len(command.prefix_tokens), results, model.codec) | {
         "model": model.info.id

@@ -117,7 +117,7 @@ async def test_a_silent_worker_loses_its_requests_and_is_told_to_cancel(fast):
     # loop is added to the lease as well as to the wait (the watchdog does not count it against a worker)
     assert fast.lease_seconds <= waited < fast.lease_seconds + 3 * fast.watch_interval + 5
     cancel = await asyncio.wait_for(connection.layer.receive("worker!1"), 1)
-    assert cancel == {"type": "inference.cancel", "request_id": "r", "reply_channel": "reply!1"}
+    assert cancel == channel_messages.cancel("r", "reply!1")
     assert connection.watchdog.leases == {}
 
 
@@ -145,7 +145,7 @@ async def test_a_request_its_lost_worker_never_started_goes_back_to_the_channel_
     assert connection.delivered == []  # not failed
     assert resubmitted["request_id"] == "r" and resubmitted["job"] == JOB["job"] and resubmitted["lease"] != token
     cancel = await asyncio.wait_for(connection.layer.receive("worker!1"), 1)  # should the old one come back
-    assert cancel == {"type": "inference.cancel", "request_id": "r", "reply_channel": "reply!1"}
+    assert cancel == channel_messages.cancel("r", "reply!1")
     assert not connection.queued(token)  # the lost worker's old lease is not listened to any more
     assert connection.queued(resubmitted["lease"], worker="worker!2")  # another worker takes it
     assert connection.started(resubmitted["lease"], worker="worker!2")
@@ -164,7 +164,7 @@ async def test_a_request_no_worker_takes_is_refused_after_the_ack_timeout(fast):
     assert connection.delivered[0]["error"]["code"] == NO_WORKER
     # a worker that takes the request later finds its cancel behind it (running workers hear it too)
     cancel = await asyncio.wait_for(connection.layer.receive("inference"), 1)
-    assert cancel == {"type": "inference.cancel", "request_id": "r", "reply_channel": "reply!1"}
+    assert cancel == channel_messages.cancel("r", "reply!1")
 
 
 async def test_a_stalled_connection_does_not_blame_its_worker(fast):
@@ -177,6 +177,27 @@ async def test_a_stalled_connection_does_not_blame_its_worker(fast):
     time.sleep(3 * fast.lease_seconds)  # the loop is blocked
     await asyncio.sleep(0.01)  # the overdue watchdog runs first, before the heartbeats that waited
     connection.watchdog.heartbeat({"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", token]]})
+    await asyncio.sleep(2 * fast.watch_interval)
+    assert connection.delivered == []
+    connection.watchdog.stop()
+
+
+async def test_heartbeats_waiting_unread_in_the_connections_own_channel_blame_the_connection(fast):
+    """The worker beats, but the connection does not read its channel (its consumer is busy, or
+    closing): the watchdog sees the words waiting there and blames no worker, however long it
+    lasts; once they are read the request is judged by them again."""
+    connection = Connection()
+    token = connection.submit()
+    connection.queued(token)
+    connection.started(token)
+    beat = {"type": "inference.heartbeat", "worker_channel": "worker!1", "leases": [["r", token]]}
+    for _ in range(int(4 * fast.lease_seconds / fast.heartbeat_seconds)):
+        await connection.layer.send("reply!1", beat)  # into the connection's channel, unread
+        await asyncio.sleep(fast.heartbeat_seconds)
+    assert connection.delivered == [] and "r" in connection.watchdog.leases
+    while (await connection.layer.receive("reply!1")) and connection.layer.channels.get("reply!1"):
+        pass  # the connection reads its mail
+    connection.watchdog.heartbeat(beat)
     await asyncio.sleep(2 * fast.watch_interval)
     assert connection.delivered == []
     connection.watchdog.stop()

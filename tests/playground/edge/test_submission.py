@@ -6,6 +6,7 @@ model, no worker process. The consumer and the HTTP API only translate shapes ar
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -150,7 +151,7 @@ async def test_closing_cancels_an_acknowledged_request_on_its_worker_only():
     await door.worker_says(channel_messages.queued("a", "worker!1", lease))
     await door.layer.group_add(WORKERS_GROUP, "worker!9")
     await door.submissions.close()
-    assert await door.layer.receive("worker!1") == channel_messages.cancel("a", REPLY)
+    assert await door.layer.receive("worker!1") == channel_messages.cancel("a", REPLY, closed=True)
     assert await waiting_line.requests_in_line(door.layer) == 0 and "worker!9" not in door.layer.channels
     await door.submissions.close()  # twice: nothing more
     assert "worker!1" not in door.layer.channels
@@ -163,8 +164,8 @@ async def test_closing_cancels_an_unacknowledged_request_behind_it_and_through_t
     await door.submit("a", kind)
     await door.submissions.close()
     assert (await door.taken_off(channel))["type"] == "inference.request"
-    assert await door.taken_off(channel) == channel_messages.cancel("a", REPLY)  # the worker that takes it drops it
-    assert await door.layer.receive("worker!9") == channel_messages.cancel("a", REPLY)
+    assert await door.taken_off(channel) == channel_messages.cancel("a", REPLY, closed=True)  # the worker that takes it drops it
+    assert await door.layer.receive("worker!9") == channel_messages.cancel("a", REPLY, closed=True)
 
 
 async def test_a_full_shared_channel_still_lets_the_cancel_reach_the_workers_group():
@@ -172,7 +173,7 @@ async def test_a_full_shared_channel_still_lets_the_cancel_reach_the_workers_gro
     await door.layer.group_add(WORKERS_GROUP, "worker!9")
     await door.submit("a")  # the channel is full now
     await door.submissions.close()
-    assert await door.layer.receive("worker!9") == channel_messages.cancel("a", REPLY)
+    assert await door.layer.receive("worker!9") == channel_messages.cancel("a", REPLY, closed=True)
 
 
 async def test_a_waiting_generation_hears_its_place_and_moves_up_as_workers_take_requests():
@@ -184,3 +185,28 @@ async def test_a_waiting_generation_hears_its_place_and_moves_up_as_workers_take
     await door.worker_says(channel_messages.taken(None, 0.5, "w1"))  # a worker took what was first in line
     assert door.delivered[-1] == {"type": "queued", "request_id": "a", "position": 2, "estimated_wait_s": 4.0}
     await door.submissions.close()
+
+
+async def test_a_closed_front_door_reads_nothing_more_and_its_watchdog_never_resubmits(settings):
+    """After ``close`` a worker's late messages are not passed on, and the watchdog, stopped for
+    good, neither resubmits the request its worker held nor fails the one that had started, however
+    long the worker stays silent: the connection is gone, not the worker."""
+    settings.WORKER_LIVENESS = {"HEARTBEAT_SECONDS": 0.05, "LEASE_SECONDS": 0.2, "ACK_TIMEOUT_SECONDS": 0.3}
+    door = Door()
+    await door.submit("held")
+    await door.submit("running")
+    leases = {m["request_id"]: m["lease"] for m in [await door.taken_off(), await door.taken_off()]}
+    for request_id, lease in leases.items():
+        await door.worker_says(channel_messages.queued(request_id, "worker!1", lease))
+    await door.worker_says(
+        channel_messages.event("running", {"type": "started", "request_id": "running"}, leases["running"], "worker!1")
+    )
+    await door.submissions.close()
+    cancels = [await door.layer.receive("worker!1") for _ in leases]
+    assert cancels == [channel_messages.cancel(request_id, REPLY, closed=True) for request_id in leases]
+    await door.worker_says(channel_messages.event("running", done("running", "cancelled"), leases["running"], "worker!1"))
+    await asyncio.sleep(4 * 0.2)  # several leases long: a live watchdog would have judged both by now
+    assert [e for e in door.delivered if e["type"] != "queued"] == [{"type": "started", "request_id": "running"}]
+    assert door.submissions.watchdog.leases == {} and door.submissions.watchdog.stopped
+    assert await waiting_line.requests_in_line(door.layer) == 0  # nothing sent to the line again
+    assert "worker!1" not in door.layer.channels  # no cancel for a worker_lost either

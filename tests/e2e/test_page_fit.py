@@ -55,3 +55,22 @@ def test_the_run_buttons_keep_their_words_on_one_line(playground: PlaygroundPage
             " return new Set([...r.getClientRects()].map((rect) => Math.round(rect.top))).size; }"
         )
         assert lines == 1, f"{name!r} wraps on {lines} lines at {screen}"
+
+
+def test_the_draw_label_sits_beside_the_marker_never_across_it(playground: PlaygroundPage):
+    """The label "u = …" above the draw bar was centred on the marker's head for u between 0.2 and
+    0.8, so the head covered its middle digits."""
+    playground.run("Once upon a time", temperature=1, top_k=0, top_p=1, min_p=0, seed=11, max_tokens=12, top_n=5)
+    tokens = playground.events("token")
+    middle = [i for i, t in enumerate(tokens) if t["draw"] is not None and 0.2 < t["draw"] < 0.8]
+    assert len(middle) >= 2, "with this seed some draws fall mid-bar, where the label used to be centred"
+    for i in [*middle[:3], *[i for i, t in enumerate(tokens) if t["draw"] is not None and t["draw"] > 0.75][:1]]:
+        playground.tokens.nth(i).click()
+        expect(playground.inspector).to_have_attribute("data-index", str(i))
+        bar = playground.inspector.locator("svg.draw-bar")
+        label = bar.locator("text.draw-label").bounding_box()
+        head = bar.locator("path.draw-marker-head").bounding_box()
+        apart = label["x"] >= head["x"] + head["width"] or label["x"] + label["width"] <= head["x"]
+        assert apart, (tokens[i]["draw"], label, head)
+        assert label["x"] >= bar.bounding_box()["x"] - 0.5  # and inside the bar's box
+        assert label["x"] + label["width"] <= bar.bounding_box()["x"] + bar.bounding_box()["width"] + 0.5

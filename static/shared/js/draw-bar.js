@@ -94,7 +94,7 @@ export function drawBar(token) {
   const ux = u * WIDTH;
   root.append(svg("line", { x1: r2(ux), x2: r2(ux), y1: BAR_Y - 4, y2: BAR_Y + BAR_H + 4, class: "draw-marker" }));
   root.append(svg("path", { d: `M${r2(ux - 5)},2 L${r2(ux + 5)},2 L${r2(ux)},${BAR_Y - 3} Z`, class: "draw-marker-head" }));
-  const anchor = u > 0.8 ? "end" : u < 0.2 ? "start" : "middle";
+  const anchor = u > 0.75 ? "end" : "start"; // beside the marker's head, never across it
   root.append(svg("text", { x: r2(ux + (anchor === "start" ? 7 : anchor === "end" ? -7 : 0)), y: 11, class: "draw-label", "text-anchor": anchor },
     `u = ${u.toFixed(4)}`));
   root.append(svg("text", { x: 0, y: HEIGHT - 1, class: "axis-label" }, "0"));

@@ -211,6 +211,14 @@ def test_what_if_sliders_reshape_the_real_distribution(playground: PlaygroundPag
     assert top == sorted(top, reverse=True)  # the top token loses mass as T rises
     entropies = [float(x) for x in explorer.locator("tr.entropy td").all_text_contents()]
     assert entropies == sorted(entropies)
+    # top ÷ second at a readable size (it printed 31,000,231,646,288× at T 0.1), the exact ratio on hover
+    ratios = explorer.locator("tr.ratio td")
+    for j, trace in enumerate(answer["traces"]):
+        first, second = sorted((a["prob"] for a in trace["alternatives"]), reverse=True)[:2]
+        assert len(ratios.nth(j).text_content()) <= 14, ratios.nth(j).text_content()
+        if second > 0:
+            exact = float(ratios.nth(j).get_attribute("title").split(" times")[0].replace(",", ""))
+            assert exact == pytest.approx(first / second, rel=1e-3, abs=0.05)
 
     # "Continue from here with these settings" starts a branch at this step with the dials.
     playground.frames.clear()

@@ -5,7 +5,7 @@
 // how many times likelier the top token is than the second, and the entropy.
 
 import { barCell, el } from "../../shared/js/dom.js";
-import { quoteToken } from "../../shared/js/format.js";
+import { quoteToken, timesText } from "../../shared/js/format.js";
 import { EXPLORER_TEMPERATURES } from "./params-schema.js";
 import { inspectBase } from "./step-context.js";
 import { inWords } from "./field-names.js";
@@ -79,7 +79,7 @@ export class TemperatureExplorer {
       body.append(row);
     }
     const ratio = el("tr", "ratio");
-    const ratioHead = el("th", null, "Top ÷ second");
+    const ratioHead = el("th", null, "Top ÷ second (times as likely)");
     ratioHead.scope = "row";
     ratio.append(ratioHead);
     const entropy = el("tr", "entropy");
@@ -89,7 +89,9 @@ export class TemperatureExplorer {
     for (const trace of traces) {
       const sorted = [...trace.alternatives].sort((a, b) => b.prob - a.prob);
       const r = sorted.length > 1 && sorted[1].prob > 0 ? sorted[0].prob / sorted[1].prob : Infinity;
-      ratio.append(el("td", "num", Number.isFinite(r) ? `${r >= 100 ? Math.round(r).toLocaleString("en") : r.toFixed(1)}×` : "∞"));
+      const cell = el("td", "num", timesText(r)); // in words past ten thousand ("31 trillion×"), not 14 digits
+      if (Number.isFinite(r)) cell.title = `${r.toLocaleString("en", { maximumFractionDigits: 1 })} times as likely`;
+      ratio.append(cell);
       entropy.append(el("td", "num", trace.entropy.after.toFixed(2)));
     }
     body.append(ratio, entropy);

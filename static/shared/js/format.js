@@ -76,3 +76,18 @@ export function describeQueued(event) {
   const estimate = event.estimated_wait_s == null ? "" : `, about ${Math.ceil(event.estimated_wait_s)} s`;
   return `Waiting in line: ${event.position === 1 ? "next" : `position ${event.position}`}${estimate}…`;
 }
+
+const SCALES = [[1e12, "trillion"], [1e9, "billion"], [1e6, "million"], [1e3, "thousand"]];
+const SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹";
+
+/** How many times one probability is another, readable at any size: "3.4×", "340×", "4,700×",
+ *  "31 trillion×", beyond that a power of ten ("10²⁰×"); "∞" when the other is 0. */
+export function timesText(ratio) {
+  if (!Number.isFinite(ratio)) return "∞";
+  if (ratio < 10) return `${ratio.toFixed(1)}×`;
+  if (ratio < 10_000) return `${Math.round(ratio).toLocaleString("en")}×`;
+  if (ratio >= 1e15) return `10${[...String(Math.round(Math.log10(ratio)))].map((d) => SUPERSCRIPT[d]).join("")}×`;
+  const [scale, word] = SCALES.find(([size]) => ratio >= size);
+  const n = ratio / scale;
+  return `${n < 10 ? n.toFixed(1) : Math.round(n)} ${word}×`;
+}

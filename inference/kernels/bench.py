@@ -30,7 +30,6 @@ SHAPES = (
     ("o", 576, 576, "Q4_1"),
     ("head", 576, 49152, "Q8_0"),
 )
-ROWS = (1, 8)
 BLOCK_BYTES = {"Q4_1": 20, "Q8_0": 34}
 
 
@@ -90,20 +89,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--calls", type=int, default=20, help="calls per case and round (default 20)")
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads (default 1)")
+    parser.add_argument("--rows", default="1,8", help="values of M, comma-separated (default 1,8)")
+    parser.add_argument("--matrices", default=",".join(name for name, *_ in SHAPES), help="which matrices (default all)")
     args = parser.parse_args()
 
     library = library_path()
     rng = np.random.default_rng(0)
     cases: dict[tuple[str, int, str], ort.InferenceSession] = {}
     inputs: dict[tuple[str, int], np.ndarray] = {}
-    for name, k, n, fmt in SHAPES:
+    rows = tuple(int(m) for m in args.rows.split(","))
+    for name, k, n, fmt in (shape for shape in SHAPES if shape[0] in args.matrices.split(",")):
         bits = 4 if fmt == "Q4_1" else 8
         models = {"MatMulNBits level 0": matmulnbits(k, n, bits, 0, rng), "MatMulNBits level 4": matmulnbits(k, n, bits, 4, rng)}
         if library:
             models = {"ours exact": ours(k, n, fmt, "exact", rng), "ours fast": ours(k, n, fmt, "fast", rng), **models}
         for variant, model in models.items():
             sess = session(model, args.threads, str(library) if library else None)
-            for m in ROWS:
+            for m in rows:
                 cases[(name, m, variant)] = sess
                 inputs[(name, m)] = rng.standard_normal((m, k), dtype=np.float32)
     rounds: dict[tuple[str, int, str], list[float]] = {key: [] for key in cases}
@@ -127,6 +129,7 @@ def main() -> None:
     ]
     report = {
         "kernels": describe(),
+        "statistic": "us per session.run: median over rounds of each round's median call",
         "threads": args.threads,
         "rounds": args.rounds,
         "calls": args.calls,

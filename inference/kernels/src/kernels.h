@@ -69,7 +69,7 @@ const struct layout *layout_for(int bits, int groups);
 
 /* activations.c */
 void acts_block_sums(const float *x, size_t M, size_t K, float *sums);
-void acts_quantize(const float *x, size_t M, size_t K, int8_t *xq, float *dx, float *sums, int32_t *isum);
+void acts_quantize(int isa, const float *x, size_t M, size_t K, int8_t *xq, float *dx, float *sums, int32_t *isum);
 
 /* isa.c: the path kernels created now use (PLAYGROUND_KERNELS_ISA or the best the CPU has);
  * returns -1 and writes why into `why` when the switch names an unknown path or one the CPU lacks. */

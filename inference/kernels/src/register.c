@@ -23,7 +23,7 @@ struct kernel {
     const OrtApi *api;
     const struct layout *layout;
     tile_fn *tile;
-    int fast;
+    int fast, isa;
     size_t K, N, nb, tiles;
     uint8_t *packed; /* [tiles][nb][layout->block_bytes], 64-byte aligned */
     char node[160];
@@ -213,6 +213,7 @@ static OrtStatus *create(const OrtCustomOp *op, const OrtApi *api, const OrtKern
     snprintf(k->node, sizeof k->node, "%s", node);
     k->layout = layout_for(f->bits, f->groups);
     k->fast = !strcmp(mode, "fast");
+    k->isa = isa;
     k->tile = k->fast ? k->layout->fast[isa] : k->layout->exact[isa];
     k->K = (size_t)K;
     k->N = (size_t)N;
@@ -281,7 +282,7 @@ static OrtStatus *compute(void *kernel, OrtKernelContext *ctx) {
         float *dx = scratch, *sums = dx + M * k->nb;
         int32_t *isum = (int32_t *)(sums + M * k->nb);
         int8_t *xq = (int8_t *)(isum + 2 * M * k->nb);
-        acts_quantize(x, M, k->K, xq, dx, sums, isum);
+        acts_quantize(k->isa, x, M, k->K, xq, dx, sums, isum);
         job.acts.xq = xq;
         job.acts.dx = dx;
         job.acts.sums = sums;

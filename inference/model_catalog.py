@@ -201,3 +201,11 @@ def chat_refusal(model_id: str, served: Sequence[str]) -> str | None:
     if (model_dir / MANIFEST_FILE).is_file() and not (model_dir / CHAT_TEMPLATE_FILE).is_file():
         return CATALOG[model_id].no_chat_reason()
     return None
+
+
+def display_name(model_id: str | None, fallback: str | None = None) -> str:
+    """The one name every page shows for a model: the catalogue's display name ("SmolLM2 135M
+    Instruct", "Gemma 3 270M (base)"); for a model the catalogue does not know, ``fallback`` (a saved
+    run's manifest name) or its id. The pages read the same names from ``GET /api/models``."""
+    entry = CATALOG.get(model_id or "")
+    return entry.display_name if entry else fallback or model_id or ""

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_safe
 
-from inference.model_catalog import is_special_token, special_token_texts
+from inference.model_catalog import display_name, is_special_token, special_token_texts
 from playground.address import encode_address, run_texts, turns_text
 from playground.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
 from playground.protocol import parse_json
@@ -195,6 +195,7 @@ def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
             "tree_root": root_of(run).id if run.parent_id or run.branches.exists() else None,
             **settings_rows(run.parameters()),
             "completion_tokens": len(sample_rows(run.tokens)),
+            "model_label": display_name(run.model, run.model_name),  # the one name pages show for it
             "prompt_chips": prompt_chips(run),
         },
     )

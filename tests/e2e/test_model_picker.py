@@ -17,12 +17,14 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from inference.model_catalog import CATALOG
 from tests.e2e.playground_page import PlaygroundPage, page_errors
 
 pytestmark = pytest.mark.e2e
 
 GEMMA = "gemma-3-270m"
 SMOLLM = "smollm2-135m-instruct"
+GEMMA_NAME = CATALOG[GEMMA].display_name  # the one name pages show (inference/model_catalog.py)
 
 
 def choose(playground: PlaygroundPage, model: str) -> None:
@@ -78,7 +80,9 @@ def test_gemma_tokenizes_generates_and_has_no_chat_mode(playground: PlaygroundPa
     started = playground.event("started")
     assert started["model"]["id"] == GEMMA
     assert started["prompt_tokens"][0] == {"id": 2, "text": "<bos>"}
-    expect(playground.stat("model")).to_contain_text("gemma-3-270m")
+    # one name per model, the catalogue's, as the picker shows it (it said "gemma-3-270m on …",
+    # the manifest's name, beside "SmolLM2-135M-Instruct on …")
+    expect(playground.stat("model")).to_contain_text(f"{GEMMA_NAME} on ")
     shown = playground.tokens.evaluate_all("ts => ts.map((t) => t.textContent)")
     assert "".join(shown) == done["text"]
 
@@ -94,10 +98,10 @@ def test_the_model_survives_save_history_and_open_in_playground(playground: Play
     run_id = done["run_id"]
 
     page.goto(f"{playground.base_url}/r/{run_id}")
-    expect(page.locator("[data-stat=model]")).to_contain_text("gemma-3-270m")
+    expect(page.locator("[data-stat=model]")).to_contain_text(f"{GEMMA_NAME} on ")
 
     page.goto(f"{playground.base_url}/history")
-    expect(page.locator(f"tr[data-run-id='{run_id}'] td.model")).to_have_text(re.compile("gemma-3-270m", re.I))
+    expect(page.locator(f"tr[data-run-id='{run_id}'] td.model")).to_have_text(GEMMA_NAME)
 
     page.goto(f"{playground.base_url}/r/{run_id}")
     page.get_by_role("link", name="Open in playground").click()

@@ -3,12 +3,16 @@
 // changes, not every token.
 
 import { describeQueued, describeReason, formatMs, formatRate } from "../../shared/js/format.js";
+import { servedModels } from "../../shared/js/model-picker.js";
+import { findModel, modelLabel } from "../../shared/js/models.js";
 
 export class RunStats {
   constructor(root, statusEl) {
     this.root = root;
     this.statusEl = statusEl;
     this.fields = Object.fromEntries([...root.querySelectorAll("[data-stat]")].map((n) => [n.dataset.stat, n]));
+    this.models = []; // the served models, for each one's display name (the picker's list: one fetch)
+    servedModels().then(({ models }) => { this.models = models; }, () => {});
   }
 
   #set(name, text) {
@@ -40,7 +44,8 @@ export class RunStats {
     this.#set("seed", `${event.seed}${drawn}`);
     this.#set("tokens", "0");
     const model = event.model ?? {};
-    const where = [model.name, model.execution_provider].filter(Boolean).join(" on ");
+    const name = modelLabel(findModel(this.models, model.id ?? model.name)) || model.name; // one name per model
+    const where = [name, model.execution_provider].filter(Boolean).join(" on ");
     this.#set("model", [where, model.kernels].filter(Boolean).join(", "));
     this.status("Generating…", "streaming");
   }

@@ -2,6 +2,8 @@
 // those ids; search by prompt text, select 2–4 to compare, delete your own, import a file.
 
 import { el } from "../../shared/js/dom.js";
+import { servedModels } from "../../shared/js/model-picker.js";
+import { findModel, modelLabel } from "../../shared/js/models.js";
 import { deleteToken, describeError, forgetRun, listRuns, picked, postJson, rememberRun, setPicked } from "../../shared/js/store.js";
 
 const body = document.querySelector("[data-testid=history] tbody");
@@ -12,6 +14,7 @@ const compareButton = document.querySelector("[data-action=compare]");
 // each value under its name (runs.css).
 const columnNames = [...document.querySelectorAll("[data-testid=history] thead th")].map((th) => th.textContent);
 let selected = new Set(picked());
+let served = []; // the served models (GET /api/models), for the one name each is shown by
 
 function settingsText(params) {
   const shown = ["temperature", "top_p", "top_k", "min_p", "max_tokens"]
@@ -27,7 +30,11 @@ async function load() {
     status.textContent = "No runs yet: runs you make in the playground or open by link appear here.";
     return;
   }
-  const { status: code, body: answer } = await postJson("/api/runs/summaries", { ids, q: search.value });
+  const [{ status: code, body: answer }, models] = await Promise.all([
+    postJson("/api/runs/summaries", { ids, q: search.value }),
+    servedModels().then(({ models: list }) => list, () => []), // each model's display name
+  ]);
+  served = models;
   if (code !== 200) {
     status.textContent = `Could not load the history: ${describeError(answer, `HTTP ${code}`)}`;
     return;
@@ -60,7 +67,8 @@ function row(run) {
   link.href = run.url;
   promptCell.append(link);
   if (run.turns) promptCell.append(el("span", { className: "muted" }, ` (${run.turns} messages)`));
-  const model = el("td", { className: "model" }, run.model_id ?? run.model ?? "–"); // the model that ran it: its id
+  const id = run.model_id ?? run.model;
+  const model = el("td", { className: "model" }, modelLabel(findModel(served, id)) || id || "–"); // the model that ran it, by its one name
   const mode = el("td", { className: "mode" }, run.mode); // completion or chat
   const output = el("td", null, run.text.length > 80 ? `${run.text.slice(0, 80)}…` : run.text);
   const settings = el("td", null, `${settingsText(run.params)}; seed ${run.seed}; ${run.status}${run.reason ? ` (${run.reason})` : ""}`);

@@ -366,3 +366,17 @@ def test_the_run_id_is_announced_at_started_and_kept_by_every_ending(db_alias):
     announced = failing.observe(helpers.events()[0])["run_id"]
     assert failing.fail({"type": "error", "error": {"code": "generation_failed", "message": "x", "param": None}}) == announced
     assert Run.objects.get(pk=announced).status == "failed"
+
+
+def test_the_run_page_names_the_model_by_its_one_display_name(client, db_alias):
+    """The catalogue's name, as the picker and /api/models say it ("SmolLM2 135M Instruct"), not the
+    manifest's ("SmolLM2-135M-Instruct"; Gemma's manifest says "gemma-3-270m"): issue 30, item 11."""
+    from inference.model_catalog import CATALOG, display_name
+
+    run, _ = saved()
+    html = client.get(f"/r/{run.id}").content.decode()
+    shown = re.search(r'data-stat="model">(.*?)</dd>', html).group(1)
+    assert shown.startswith(f"{CATALOG['smollm2-135m-instruct'].display_name} on CPUExecutionProvider")
+    assert display_name("gemma-3-270m") == CATALOG["gemma-3-270m"].display_name != "gemma-3-270m"
+    assert display_name("some-old-model", "Old-Model-1B") == "Old-Model-1B"  # a model the catalogue lost
+    assert display_name("some-old-model") == "some-old-model"

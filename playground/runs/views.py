@@ -215,6 +215,8 @@ def compare_page(request: HttpRequest, ids: str) -> HttpResponse:
     except NotFound as error:
         return _not_found_page(request, error)
     comparison = compare(runs)
+    for row in comparison["differing"]:  # as the run page shows settings: JSON, not Python's repr
+        row["texts"] = [value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) for value in row["values"]]
     for position in comparison["positions"]:
         position["cells"] = [
             {"token": token, "prob": _percent(token["prob"]) if token else None, **_tv_cell(tv)}

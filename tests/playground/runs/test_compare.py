@@ -5,8 +5,10 @@ pair; and the page's TV cells, caption and greyed rows (issue 30, item 6)."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
+from django.utils.html import escape
 
 from playground.runs.compare import compare, shaping_differences
 from playground.runs.models import Run
@@ -129,3 +131,36 @@ def test_the_page_shows_0_a_range_and_no_number_past_the_line_and_says_why(clien
     hotter = saved(temperature=1.2)
     html = client.get(f"/compare/{a.id},{hotter.id}").content.decode()
     assert 'data-tv="range"' in html and 'data-testid="context-break"' not in html
+
+
+# Grammar × compare: runs made by the worker's own generation path on the tiny model.
+
+GRAMMAR = {
+    "type": "json_schema",
+    "schema": {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}},
+}
+
+
+def test_a_grammar_is_a_setting_that_shapes_the_distribution(client, tiny_runtime, db_alias):
+    """The same grammar in the same context gives the same distribution (TV exactly 0); with and
+    without it the distributions differ, so the range is given, and the settings table shows the
+    grammar as the JSON it was sent as (not Python's repr of it)."""
+    from tests.playground.runs.test_round_trip import generate, run_id_of
+
+    params = {"temperature": 0.9, "max_tokens": 4, "seed": 3}
+    constrained = [run_id_of(generate(tiny_runtime, f"g{i}", params=params | {"grammar": GRAMMAR})) for i in range(2)]
+    free = run_id_of(generate(tiny_runtime, "free", params=params))
+
+    same = client.get(f"/compare/{constrained[0]},{constrained[1]}.json").json()["comparison"]
+    assert same["differing"] == [] and same["first_divergence"] is None
+    assert all(p["divergence"][1]["same_settings"] and p["divergence"][1]["upper"] == 0 for p in same["positions"])
+
+    apart = client.get(f"/compare/{constrained[0]},{free}.json").json()["comparison"]
+    assert [row["name"] for row in apart["differing"]] == ["params.grammar"]
+    assert apart["differing"][0]["values"] == [GRAMMAR, None]
+    first = apart["positions"][0]["divergence"][1]  # the prompt alone before it: the same context
+    assert first["context"] == "same" and first["same_settings"] is False
+    html = client.get(f"/compare/{constrained[0]},{free}").content.decode()
+    row = html[html.index('data-setting="params.grammar"') :]
+    row = row[: row.index("</tr>")]
+    assert escape(json.dumps(GRAMMAR)) in row and "&#x27;type&#x27;" not in row and "<td>null</td>" in row

@@ -74,9 +74,9 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
         const uint8_t *blk = tile + b * BLOCK4;
         __m512 dot[8]; /* one per row; a lone row spreads its k over CHAINS */
         for (int i = 0; i < (R == 1 ? CHAINS : R); i++) dot[i] = _mm512_setzero_ps();
-        for (int w = 0; w < 4; w++) {
+        UNROLL for (int w = 0; w < 4; w++) {
             __m512i c = _mm512_load_si512(blk + 128 + 64 * w);
-            for (int s = 0; s < 8; s++) {
+            UNROLL for (int s = 0; s < 8; s++) {
                 __m512 v = _mm512_permutexvar_ps(_mm512_srli_epi32(c, 4 * s), table);
                 for (int r = 0; r < R; r++) {
                     int i = R == 1 ? s % CHAINS : r;
@@ -116,7 +116,7 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
             const uint8_t *blk = tile + b * BLOCK4;                                                                    \
             __m512i dot[8];                                                                                            \
             for (int r = 0; r < R; r++) dot[r] = _mm512_setzero_si512();                                               \
-            for (int w = 0; w < 4; w++) {                                                                              \
+            UNROLL for (int w = 0; w < 4; w++) {                                                                       \
                 __m512i c = _mm512_load_si512(blk + 128 + 64 * w);                                                     \
                 __m512i lo = _mm512_and_si512(c, low), hi = _mm512_and_si512(_mm512_srli_epi32(c, 4), low);            \
                 for (int r = 0; r < R; r++) {                                                                          \
@@ -158,10 +158,10 @@ TARGET_AVX2 INLINE void exact_avx2(const uint8_t *tile, const struct acts *a, si
         const uint8_t *blk = tile + b * BLOCK4;
         __m256 dot[2][2];
         for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_ps();
-        for (int w = 0; w < 4; w++) {
+        UNROLL for (int w = 0; w < 4; w++) {
             __m256i c[2] = {_mm256_load_si256((const __m256i *)(blk + 128 + 64 * w)),
                             _mm256_load_si256((const __m256i *)(blk + 160 + 64 * w))};
-            for (int s = 0; s < 8; s++)
+            UNROLL for (int s = 0; s < 8; s++)
                 for (int h = 0; h < 2; h++) {
                     __m256 v = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(c[h], 4 * s), low));
                     for (int r = 0; r < R; r++)
@@ -196,7 +196,7 @@ TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, siz
         const uint8_t *blk = tile + b * BLOCK4;
         __m256i dot[2][2];
         for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
-        for (int w = 0; w < 4; w++)
+        UNROLL for (int w = 0; w < 4; w++)
             for (int h = 0; h < 2; h++) {
                 __m256i c = _mm256_load_si256((const __m256i *)(blk + 128 + 64 * w + 32 * h));
                 __m256i lo = _mm256_and_si256(c, low), hi = _mm256_and_si256(_mm256_srli_epi32(c, 4), low);

@@ -83,7 +83,7 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
         for (int g = 0; g < groups; g++) {
             __m512 dot[8]; /* one per row; a lone row spreads its k over CHAINS */
             for (int i = 0; i < (R == 1 ? CHAINS : R); i++) dot[i] = _mm512_setzero_ps();
-            for (int k0 = g * QK / groups; k0 < (g + 1) * QK / groups; k0 += CHAINS)
+            UNROLL for (int k0 = g * QK / groups; k0 < (g + 1) * QK / groups; k0 += CHAINS)
                 for (int c = 0; c < CHAINS; c++) { /* a constant trip count: dot[] stays in registers */
                     int k = k0 + c;
                     __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(code + TILE * k))));
@@ -121,7 +121,7 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
             for (int g = 0; g < groups; g++) {                                                                         \
                 __m512i dot[8];                                                                                        \
                 for (int r = 0; r < R; r++) dot[r] = _mm512_setzero_si512();                                           \
-                for (int w = g * words; w < (g + 1) * words; w++) {                                                    \
+                UNROLL for (int w = g * words; w < (g + 1) * words; w++) {                                             \
                     __m512i c = _mm512_load_si512(blk + 64 * groups + 64 * w);                                         \
                     __m512i u = _mm512_xor_si512(c, flip), mag = _mm512_abs_epi8(c);                                   \
                     __mmask64 negative = _mm512_movepi8_mask(c);                                                       \
@@ -165,7 +165,7 @@ TARGET_AVX2 INLINE void exact_avx2(const uint8_t *tile, const struct acts *a, si
         for (int g = 0; g < groups; g++) {
             __m256 dot[2][2];
             for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_ps();
-            for (int k = g * QK / groups; k < (g + 1) * QK / groups; k++)
+            UNROLL for (int k = g * QK / groups; k < (g + 1) * QK / groups; k++)
                 for (int h = 0; h < 2; h++) {
                     __m128i q8 = _mm_loadl_epi64((const __m128i *)(code + TILE * k + 8 * h));
                     __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
@@ -197,7 +197,7 @@ TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, siz
         for (int g = 0; g < groups; g++) {
             __m256i dot[2][2];
             for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
-            for (int w = g * words; w < (g + 1) * words; w++)
+            UNROLL for (int w = g * words; w < (g + 1) * words; w++)
                 for (int h = 0; h < 2; h++) {
                     __m256i c = _mm256_load_si256((const __m256i *)(blk + 64 * groups + 64 * w + 32 * h));
                     __m256i mag = _mm256_abs_epi8(c);

@@ -4,7 +4,8 @@ Microseconds per ``session.run`` of one node (median over interleaved rounds, ea
 median of its calls) for SmolLM2's matrix shapes at M = 1 and 8: our MatMulGguf (``exact`` and
 ``fast``; Q4_1 layers, the Q8_0 head) against ONNX Runtime's MatMulNBits at ``accuracy_level`` 0
 (fp32 activations) and 4 (int8 activations), 4-bit symmetric for the layers and 8-bit for the head
-(without Q4_1's offset term: a lower bound on what today's exact graph pays). Random weights;
+(without Q4_1's offset term: a lower bound on what today's exact graph pays), and for the head the
+plain fp32 MatMul today's exact build runs. Random weights;
 single-threaded unless ``--threads``. Needs the ``build`` extra (onnx).
 """
 
@@ -64,6 +65,14 @@ def matmulnbits(k: int, n: int, bits: int, level: int, rng: np.random.Generator)
     return _model(node, inits, k, n, [helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
 
 
+def fp32_matmul(k: int, n: int, rng: np.random.Generator) -> bytes:
+    """Today's exact head: a plain MatMul on the fp32 table."""
+    w = rng.standard_normal((k, n), dtype=np.float32)
+    node = helper.make_node("MatMul", ["A", "W"], ["Y"])
+    inits = [helper.make_tensor("W", TensorProto.FLOAT, w.shape, w.tobytes(), raw=True)]
+    return _model(node, inits, k, n, [helper.make_opsetid("", 21)])
+
+
 def session(model: bytes, threads: int, library: str | None) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
@@ -101,6 +110,8 @@ def main() -> None:
     for name, k, n, fmt in (shape for shape in SHAPES if shape[0] in args.matrices.split(",")):
         bits = 4 if fmt == "Q4_1" else 8
         models = {"MatMulNBits level 0": matmulnbits(k, n, bits, 0, rng), "MatMulNBits level 4": matmulnbits(k, n, bits, 4, rng)}
+        if fmt == "Q8_0":
+            models["fp32 MatMul"] = fp32_matmul(k, n, rng)
         if library:
             models = {"ours exact": ours(k, n, fmt, "exact", rng), "ours fast": ours(k, n, fmt, "fast", rng), **models}
         for variant, model in models.items():

@@ -62,3 +62,10 @@ def test_leading_dimensions(kernels_library) -> None:
     y = session(kernels_library, Node("Q4_1", "exact", 64, 21, raw, leading=("B", "S")).model()).run(None, {"A": x})[0]
     assert y.shape == (2, 3, 21)
     assert relative_error(y, x.astype(np.float64) @ weights("Q4_1", raw).T) < EXACT_TOLERANCE
+
+
+@pytest.mark.parametrize("mode", ["exact", "fast"])
+def test_no_rows(kernels_library, mode) -> None:
+    raw = random_blocks("Q8_0", 21, 64, np.random.default_rng(8))
+    y = session(kernels_library, Node("Q8_0", mode, 64, 21, raw).model()).run(None, {"A": np.zeros((0, 64), np.float32)})[0]
+    assert y.shape == (0, 21)

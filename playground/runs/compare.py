@@ -140,7 +140,8 @@ def differing_settings(runs: Sequence[Run]) -> list[dict[str, Any]]:
 
 
 def seed_note(runs: Sequence[Run], columns: list[list[TokenRow]], first: int | None, same_prompt: bool) -> str:
-    """What a difference between these runs can honestly be blamed on."""
+    """What a difference between these runs can honestly be blamed on. Positions are counted from
+    1, as every page counts them (``first`` is 0-based, as the JSON's ``first_divergence``)."""
     if not same_prompt:
         return "The runs start from different prompt tokens, so they are not aligned on the same question."
     if len({int(r.seed) for r in runs}) > 1:
@@ -155,19 +156,19 @@ def seed_note(runs: Sequence[Run], columns: list[list[TokenRow]], first: int | N
     ended = [first >= len(c) for c in columns]
     if any(ended):
         return (
-            f"The runs share seed {seed} and the same prompt; at position {first} one run had already "
+            f"The runs share seed {seed} and the same prompt; at position {first + 1} one run had already "
             "stopped, which its stopping settings decided, not chance."
         )
     if all(d is not None for d in draws) and len(set(draws)) == 1:
         return (
             f"The runs share seed {seed}, so they drew the same random number u = {draws[0]:.4f} at "
-            f"position {first}, from the same model distribution (the tokens before it are identical). "
+            f"position {first + 1}, from the same model distribution (the tokens before it are identical). "
             "The different choice there comes from the settings, not from chance."
         )
     if all(d is None for d in draws):
-        return f"Every run chose greedily at position {first}, so no chance is involved: the settings alone made the difference."
+        return f"Every run chose greedily at position {first + 1}, so no chance is involved: the settings alone made the difference."
     return (
-        f"The runs share seed {seed}, but at position {first} they did not draw the same random number "
+        f"The runs share seed {seed}, but at position {first + 1} they did not draw the same random number "
         "(a greedy run draws none, so the streams fall out of step): chance may play a part."
     )
 

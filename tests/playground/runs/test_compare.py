@@ -164,3 +164,12 @@ def test_a_grammar_is_a_setting_that_shapes_the_distribution(client, tiny_runtim
     row = html[html.index('data-setting="params.grammar"') :]
     row = row[: row.index("</tr>")]
     assert escape(json.dumps(GRAMMAR)) in row and "&#x27;type&#x27;" not in row and "<td>null</td>" in row
+
+
+def test_the_seed_note_counts_positions_from_1_as_the_page_does(client, db_alias):
+    a = saved()
+    b = saved(tokens=parted_at(PARTIAL, 1, 28, ","), temperature=1.2)
+    comparison = compare([a, b])
+    assert comparison["first_divergence"] == 1  # 0-based in the JSON
+    assert "at position 2," in comparison["note"]  # the page's "First divergence: position 2"
+    assert "position 2</a>" in client.get(f"/compare/{a.id},{b.id}").content.decode()

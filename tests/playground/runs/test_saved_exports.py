@@ -113,7 +113,7 @@ def _comparison_now(comparison: dict) -> dict:
     """The derived comparison as this server computes it (ignored on import): the file's runs have
     the same settings and share their tokens up to the branch's extra one, so each TV the file
     gave as a range (0–0.9998: the top-3 lists hold almost none of the tiny model's mass) is now
-    exactly 0 (issue 30), and the metric says so."""
+    exactly 0 (issue 30), and the metric says so; the note counts positions from 1, as the pages do."""
     positions = [
         position
         | {
@@ -127,4 +127,5 @@ def _comparison_now(comparison: dict) -> dict:
         }
         for position in comparison["positions"]
     ]
-    return comparison | {"metric": METRIC, "positions": positions}
+    note = comparison["note"].replace("at position 4 one run", "at position 5 one run")  # counted from 1 now
+    return comparison | {"metric": METRIC, "positions": positions, "note": note}

@@ -365,7 +365,11 @@ static const OrtCustomOp MATMUL_GGUF = {
 
 EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase *base) {
     const OrtApi *api = base->GetApi(API_VERSION);
-    if (!api) return NULL; /* an ONNX Runtime older than API 21: nothing we can report through */
+    if (!api) { /* an ONNX Runtime older than 1.21: say so through the oldest API, which every one serves */
+        const OrtApi *oldest = base->GetApi(1);
+        return oldest ? oldest->CreateStatus(ORT_FAIL, "playground kernels need ONNX Runtime 1.21 or later (C API 21)")
+                      : NULL;
+    }
     OrtCustomOpDomain *domain = NULL;
     OrtStatus *st = api->CreateCustomOpDomain("playground.kernels", &domain);
     if (!st) st = api->CustomOpDomain_Add(domain, (OrtCustomOp *)&MATMUL_GGUF);

@@ -81,6 +81,9 @@ def test_two_temperatures_stream_side_by_side_and_save_a_comparison(page: Page, 
     )
     expect(marked.locator(".divergence-mark")).to_have_text("first divergence")
     expect(page.get_by_test_id("live-first-divergence")).to_contain_text(f"First divergence at position {position + 1}:")
+    expect(page.get_by_test_id("live-first-divergence")).to_contain_text("rows after it are greyed")  # and why, in words
+    later = page.locator("[data-testid=live-aligned] tbody tr.other-context")  # they part after " Paris."
+    assert later.count() > 0 and "gradient" in later.first.locator("th").evaluate("el => getComputedStyle(el).backgroundImage")
     page.screenshot(path=str(artifacts / "live-compare.png"), full_page=True)
 
     # The settings are in the address; the runs are in this browser's history, with delete tokens.

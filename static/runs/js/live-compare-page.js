@@ -43,7 +43,8 @@ form.form.addEventListener("input", writeAddress);
 form.form.addEventListener("change", writeAddress);
 
 function showDivergence(index, tokens) {  const chosen = tokens.map((t, i) => `Settings ${i + 1} ${t ? quoteToken(t.token) : "(stopped)"}`);
-  divergence.textContent = `First divergence at position ${index + 1}: ${chosen.join(", ")}.`; // from 1, as in the inspector
+  divergence.textContent = `First divergence at position ${index + 1}: ${chosen.join(", ")}. ` + // from 1, as in the inspector
+    "The rows after it are greyed: from there each column goes on from its own text, so they compare different situations.";
 }
 
 function setStatus(text, state = "") {

@@ -1,6 +1,7 @@
 """What must be in view, and whole, on a 1280×800 screen and a 390×844 phone (issue 30, item 11):
 the "Switch to chat" suggestion in view without scrolling when an instruction is typed (it sat
-below the fold, under the model's facts); "Score this text" on one line (it wrapped on three)."""
+below the fold, under the model's facts); "Score this text" on one line (it wrapped on three); the
+draw bar's "u = …" label beside its marker, not under the marker's head."""
 
 from __future__ import annotations
 

@@ -15,10 +15,12 @@ says otherwise (the image's ``/opt/models``); ``PLAYGROUND_MODEL_DIR`` still mov
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +29,7 @@ from inference.model_dir import (
     MANIFEST_FILE,
     MODEL_DIR_ENV,
     MODELS_ROOT,
+    TOKENIZER_FILE,
     ModelNotBuiltError,
     document_start,
     read_manifest,
@@ -48,6 +51,9 @@ class CatalogEntry:
     display_name: str
     kind: Kind  # base: pre-trained only, it continues text; instruct: tuned to answer turns
     owned_by: str  # who made the weights (``/v1/models``' ``owned_by``)
+    # the model's own markup that its tokenizer lists as ordinary text (Gemma's GGUF types its image
+    # markers "user-defined", not control), labelled as special tokens all the same
+    markup: tuple[str, ...] = ()
 
     @property
     def recipe(self) -> ModelRecipe:
@@ -77,7 +83,7 @@ LICENSE_URLS = {"Apache-2.0": "https://www.apache.org/licenses/LICENSE-2.0"}
 
 ENTRIES: tuple[CatalogEntry, ...] = (
     CatalogEntry("smollm2-135m-instruct", "SmolLM2 135M Instruct", "instruct", "HuggingFaceTB"),
-    CatalogEntry("gemma-3-270m", "Gemma 3 270M (base)", "base", "google"),
+    CatalogEntry("gemma-3-270m", "Gemma 3 270M (base)", "base", "google", ("[multimodal]", "<start_of_image>", "<end_of_image>")),
 )
 CATALOG: dict[str, CatalogEntry] = {entry.id: entry for entry in ENTRIES}
 DEFAULT_MODELS: tuple[str, ...] = tuple(entry.id for entry in ENTRIES)
@@ -155,7 +161,7 @@ def describe(model_id: str, model_dir: Path) -> dict[str, Any]:
         "kernels": serving_text(manifest),
         "vocab_size": int(manifest["shapes"]["vocab_size"]),
         "context_window": int(manifest["shapes"]["context_window"]),
-        "special_tokens": named_special_tokens(manifest),
+        "special_tokens": named_special_tokens(manifest) | {"ids": special_token_ids(model_id, model_dir)},
         "chat": {"available": has_template, "reason": None if has_template else entry.no_chat_reason()},
         "built_at": manifest.get("built_at"),
     }
@@ -169,6 +175,42 @@ def named_special_tokens(manifest: Mapping[str, Any]) -> dict[str, Any]:
         "bos": special.get("bos_token"),
         "eos": list(special.get("eos_tokens", [])),
     }
+
+
+def special_token_ids(model_id: str, model_dir: Path) -> list[list[int]]:
+    """Every id the page labels as a special token, as ``[first, last]`` ranges in order: the build's
+    tokenizer's special (control) tokens and the catalogue's ``markup``. The ids, not the texts:
+    Gemma has 6,252 of them (6,241 reserved ``<unusedN>``) in two ranges. Read once per build; none
+    when the build has no tokenizer file."""
+    path = model_dir / TOKENIZER_FILE
+    try:
+        mtime_ns = path.stat().st_mtime_ns
+    except OSError:
+        return []
+    return [list(r) for r in _special_ranges(str(path), mtime_ns, CATALOG[model_id].markup)]
+
+
+@lru_cache(maxsize=8)
+def _special_ranges(path: str, mtime_ns: int, markup: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    added = _added_tokens(Path(path).read_text(encoding="utf-8"))
+    ids = {int(t["id"]) for t in added if t.get("special") or t.get("content") in markup}
+    ranges: list[tuple[int, int]] = []
+    for i in sorted(ids):
+        if ranges and ranges[-1][1] == i - 1:
+            ranges[-1] = (ranges[-1][0], i)
+        else:
+            ranges.append((i, i))
+    return tuple(ranges)
+
+
+def _added_tokens(text: str) -> list[dict[str, Any]]:
+    """A tokenizer file's ``added_tokens`` (special or not; the markup a GGUF types "user-defined"
+    is among them), read without parsing the whole vocabulary that follows (33 MB for Gemma)."""
+    key = text.find('"added_tokens":')
+    if key < 0:
+        return list(json.loads(text).get("added_tokens", []))
+    start = text.index("[", key)
+    return list(json.JSONDecoder().raw_decode(text, start)[0])
 
 
 # The tokenizer's own markup (SmolLM2's <|im_start|>): special whatever the model.

@@ -86,8 +86,8 @@ class WorkerCall:
             pass
 
     async def _deliver(self, event: dict[str, Any] | Frame) -> None:
-        if event_type(event) == "queued":
-            return  # the line's place has no shape in OpenAI's answers
+        if event_type(event) in ("queued", "loading"):
+            return  # the line's place and a model's load have no shape in OpenAI's answers (the load is in timing)
         assert self.submissions is not None
         metrics.event_sent(self.submissions.reply_channel, event)
         # a token the worker encoded for websockets: its fields, to translate

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_safe
 
-from inference.model_catalog import display_name, is_special_token, special_token_texts
+from inference.model_catalog import CATALOG, display_name, is_special_token, model_dir_for, special_token_ids, special_token_texts
 from playground.address import encode_address, run_texts, turns_text
 from playground.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
 from playground.protocol import parse_json
@@ -197,15 +197,28 @@ def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
             "completion_tokens": len(sample_rows(run.tokens)),
             "model_label": display_name(run.model, run.model_name),  # the one name pages show for it
             "prompt_chips": prompt_chips(run),
+            "special_ids": special_ids(run),
         },
     )
 
 
 def prompt_chips(run: Run) -> list[tuple[int, str, bool]]:
     """The prompt's tokens as (id, text, special) for the page: special as the playground marks
-    them, the run's own model's named special tokens (Gemma's ``<bos>``) included."""
+    them, the run's own model's named special tokens (Gemma's ``<bos>``) and special ids included."""
     named = special_token_texts(run.model, list(settings.INFERENCE["MODELS"]))
-    return [(int(token_id), text, is_special_token(text, named)) for token_id, text in run.prompt_tokens]
+    ranges = special_ids(run)
+    return [
+        (int(token_id), text, is_special_token(text, named) or any(a <= int(token_id) <= b for a, b in ranges))
+        for token_id, text in run.prompt_tokens
+    ]
+
+
+def special_ids(run: Run) -> list[list[int]]:
+    """The run's model's special token ids as ranges (``model_catalog.special_token_ids``), for its
+    output's labels; none when that model is not built here."""
+    if run.model not in CATALOG:
+        return []
+    return special_token_ids(run.model, model_dir_for(run.model, list(settings.INFERENCE["MODELS"])))
 
 
 @require_safe

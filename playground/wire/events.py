@@ -129,6 +129,13 @@ def not_started_event(request_id: str) -> dict[str, Any]:
     )
 
 
+def loading_event(request_id: str, model_id: str, name: str) -> dict[str, Any]:
+    """The run waits for its model to load (the first run of that model since the worker started,
+    or one that came while it loaded): what the page says meanwhile. ``done.timing.load_ms`` then
+    says how long the wait was."""
+    return {"type": "loading", "request_id": request_id, "model": model_id, "name": name}
+
+
 def started_event(
     request_id: str, started: Started, codec: TextCodec, model: ModelInfo, slots: Slots | None = None
 ) -> dict[str, Any]:
@@ -305,8 +312,10 @@ def _alternatives(alternatives: Any, codec: TextCodec) -> list[dict[str, Any]]:
     ]
 
 
-def done_event(request_id: str, finished: Finished) -> dict[str, Any]:
-    """Sample 0's outcome at the top level; every sample's in ``samples``."""
+def done_event(request_id: str, finished: Finished, load_ms: float | None = None) -> dict[str, Any]:
+    """Sample 0's outcome at the top level; every sample's in ``samples``. ``load_ms``: how long the
+    run waited for its model to load before its turn (None: the model was loaded already); not part
+    of the time to first token, which runs from the run's turn."""
     return {
         "type": "done",
         "request_id": request_id,
@@ -338,6 +347,7 @@ def done_event(request_id: str, finished: Finished) -> dict[str, Any]:
             "time_to_first_token_ms": _round(finished.time_to_first_token_ms),
             "decode_tokens_per_s": _round(finished.decode_tokens_per_s),
             "total_ms": _round(finished.total_ms),
+            "load_ms": _round(load_ms),
         },
         "speculative": None if finished.speculative is None else finished.speculative.to_dict(),
     }

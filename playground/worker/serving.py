@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from inference.decoding import generation
 from inference.decoding.beam import BeamStep
 from inference.decoding.whatif import LogitsCache, inspect_variants
 from inference.errors import Cancelled, ParamError
-from inference.model_catalog import model_dir_for
+from inference.model_catalog import CATALOG, model_dir_for
 from inference.runtime import Runtime, load_runtime
 from inference.speculative import DraftSources
 from playground.runs.recording import RunRecorder
@@ -50,6 +51,11 @@ class ModelResources:
         self._runtime: Runtime | None = None
         self._scheduler: Scheduler | None = None
         self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory already (a run for it need not wait for the load)."""
+        return self._runtime is not None
 
     def runtime(self) -> Runtime:
         """The model, loaded once, by whichever worker thread needs it first."""
@@ -198,16 +204,28 @@ def serve_quick_job(job: Assignment, emit: Callable[[Any], None]) -> None:
 
 
 async def submit_generation(
-    job: Assignment, emit: Callable[[Any], None], emit_in_step: Callable[[Any], None] | None = None
+    job: Assignment,
+    emit: Callable[[Any], None],
+    emit_in_step: Callable[[Any], None] | None = None,
+    process: ProcessResources | None = None,
 ) -> None:
     """Hands a generation to the decode loop (loading the model first if need be, off the event
     loop). ``emit_in_step``: how the decode loop emits the run's events (default ``emit``), e.g.
-    into an outbox the loop flushes after each step."""
+    into an outbox the loop flushes after each step. A run whose model is not in memory yet first
+    says so (a ``loading`` event) and its ``done`` says how long it waited (``timing.load_ms``).
+    ``process``: whose models (default: this process's ``resources()``)."""
     in_step = emit_in_step or emit
     try:
-        served = resources().model(job.command.model)
+        served = (process or resources()).model(job.command.model)
+        load_ms = None
+        if not served.loaded:  # the first run of this model here, or one that came while it loads
+            emit(events.loading_event(job.request_id, served.model_id, CATALOG[served.model_id].display_name))
+            began = time.monotonic()
+            await asyncio.to_thread(served.runtime)
+            load_ms = (time.monotonic() - began) * 1000.0
         scheduler = served.started_scheduler() or await asyncio.to_thread(served.scheduler)
-        scheduler.submit(GenerationListener(job, served.runtime(), in_step, lambda: in_step(END)).ticket())
+        listener = GenerationListener(job, served.runtime(), in_step, lambda: in_step(END), load_ms)
+        scheduler.submit(listener.ticket())
     except ParamError as error:  # a model this worker does not serve
         emit(events.param_error_event(error, job.request_id))
         emit(END)
@@ -222,13 +240,21 @@ class GenerationListener:
     also goes to the run's recorder, which saves the run when it ends (finished, cancelled, or
     failed after it started) and puts its id into ``done``. Called on the decode loop's thread."""
 
-    def __init__(self, job: Assignment, model: Runtime, emit: Callable[[Any], None], ended: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        job: Assignment,
+        model: Runtime,
+        emit: Callable[[Any], None],
+        ended: Callable[[], None],
+        load_ms: float | None = None,
+    ) -> None:
         assert isinstance(job.command, Generate)
         self.job = job
         self.command = job.command
         self.model = model
         self.emit = emit
         self.ended = ended  # after the last event
+        self.load_ms = load_ms  # how long the run waited for its model to load (None: it was loaded)
         self.recorder = RunRecorder(job.request_id, record_fields(job.command))
 
     def ticket(self) -> Ticket:
@@ -251,7 +277,7 @@ class GenerationListener:
         elif isinstance(item, BeamStep):
             self.emit(self.recorder.observe(events.beam_step_event(request_id, item, codec)))
         else:
-            self.emit(self.recorder.finish(events.done_event(request_id, item)))
+            self.emit(self.recorder.finish(events.done_event(request_id, item, self.load_ms)))
             self.ended()
 
     def fail(self, error: BaseException) -> None:

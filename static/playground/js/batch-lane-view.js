@@ -4,7 +4,7 @@
 // alternatives). Reads its run (run.js); keeps no numbers of its own.
 
 import { el } from "../../shared/js/dom.js";
-import { describeQueued, describeReason, formatMs, formatRate } from "../../shared/js/format.js";
+import { describeLoading, describeQueued, describeReason, firstTokenWords, formatRate } from "../../shared/js/format.js";
 import { TokenStream } from "../../shared/js/stream.js";
 import { errorText } from "./field-names.js";
 
@@ -69,6 +69,11 @@ export class LaneView {
     this.#state("queued", describeQueued(event));
   }
 
+  /** A `loading` event: the lane waits while its model loads. */
+  loading(event) {
+    this.#state("queued", describeLoading(event));
+  }
+
   started(event) {
     const slots = event.batch?.slots;
     this.#set("slot", Array.isArray(slots) ? slots.join(", ") : "–");
@@ -84,7 +89,7 @@ export class LaneView {
   done(event) {
     this.stream.appendTail(event.tail);
     const timing = event.timing ?? {};
-    this.#set("ttft", formatMs(timing.time_to_first_token_ms));
+    this.#set("ttft", firstTokenWords(timing));
     this.#set("rate", formatRate(timing.decode_tokens_per_s));
     this.#set("tokens", String(event.usage?.completion_tokens ?? "–"));
     this.#set("reason", describeReason(event.reason));

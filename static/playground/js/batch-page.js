@@ -239,6 +239,9 @@ function receive(lane, run, measure, event) {
     case "queued":
       view.queued(event);
       break;
+    case "loading":
+      view.loading(event);
+      break;
     case "started":
       view.started(event);
       measure.started();

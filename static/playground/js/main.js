@@ -457,8 +457,12 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
     case "queued":
       if (onScreen) stats.queued(event);
       break;
+    case "loading":
+      if (onScreen) stats.loading(event);
+      break;
     case "started":
       if (!onScreen) break;
+      stream.model = event.model?.id ?? null; // its special tokens are told by id (format.js)
       promptTokens.showStarted(event.prompt_tokens, event.model?.context_window);
       stats.started(event, run.request.params.seed);
       reuseSeed.hidden = false;
@@ -565,6 +569,7 @@ function showRun(node) {
   explorer.clear();
   editor.clear();
   $("step-section").toggleAttribute("data-empty", true);
+  stream.model = run.started?.model?.id ?? null;
   stream.render(run.tokens, run.isBeam ? run.done?.text ?? "" : run.done?.tail ?? "", node.parent ? node.forkIndex : null);
   strip.render(run.tokens);
   watchChart.render(run.tokens);

@@ -2,7 +2,7 @@
 // stopped, and the model that ran. The status line is an aria-live region; it announces state
 // changes, not every token.
 
-import { describeQueued, describeReason, formatMs, formatRate } from "../../shared/js/format.js";
+import { describeLoading, describeQueued, describeReason, firstTokenWords, formatRate } from "../../shared/js/format.js";
 import { servedModels } from "../../shared/js/model-picker.js";
 import { findModel, modelLabel } from "../../shared/js/models.js";
 
@@ -39,6 +39,11 @@ export class RunStats {
     this.status(describeQueued(event), "waiting");
   }
 
+  /** A `loading` event: the run waits while its model loads (the first run of it on this server). */
+  loading(event) {
+    this.status(describeLoading(event), "waiting");
+  }
+
   started(event, requestedSeed) {
     const drawn = requestedSeed === null ? " (drawn at random)" : "";
     this.#set("seed", `${event.seed}${drawn}`);
@@ -56,7 +61,7 @@ export class RunStats {
 
   done(event) {
     const timing = event.timing ?? {};
-    this.#set("ttft", formatMs(timing.time_to_first_token_ms));
+    this.#set("ttft", firstTokenWords(timing));
     this.#set("rate", formatRate(timing.decode_tokens_per_s));
     this.#set("tokens", String(event.usage?.completion_tokens ?? "–"));
     this.#set("reason", describeReason(event.reason));

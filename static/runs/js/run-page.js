@@ -2,7 +2,7 @@
 // colour and inspector modules; Replay, pick-for-comparison and delete.
 
 import { renderLegend } from "../../shared/js/colors.js";
-import { quoteToken } from "../../shared/js/format.js";
+import { knowSpecialIds, quoteToken } from "../../shared/js/format.js";
 import { inspectedStream } from "../../shared/js/inspected-stream.js";
 import { Inspector } from "../../shared/js/inspector.js";
 import { PromptSurprisalView } from "../../shared/js/prompt-surprisal.js";
@@ -27,6 +27,8 @@ const byIndex = new Map(tokens.map((t) => [t.index, t]));
 const inspector = new Inspector(document.getElementById("inspector"));
 const output = document.getElementById("output");
 const { stream } = inspectedStream(output, inspector, (i) => byIndex.get(i) ?? null);
+knowSpecialIds(run.model?.id ?? null, JSON.parse(document.getElementById("special-ids")?.textContent || "[]"));
+stream.model = run.model?.id ?? null; // its special tokens labelled by id, as the playground does
 for (const token of tokens) stream.append(token);
 if (run.result.tail) {
   const tail = document.createElement("span");

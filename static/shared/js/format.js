@@ -14,6 +14,20 @@ export function formatMs(ms) {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
 }
 
+/** The time to first token as a run's numbers say it: from the run's turn to its first token, and,
+ *  when the run first waited for its model to load (`timing.load_ms`), that wait beside it — the
+ *  person waited for both. */
+export function firstTokenWords(timing) {
+  const first = formatMs(timing?.time_to_first_token_ms);
+  const load = timing?.load_ms;
+  return typeof load === "number" && Number.isFinite(load) ? `${first} (after ${formatMs(load)} loading the model)` : first;
+}
+
+/** A `loading` event in words: the run waits while its model loads. */
+export function describeLoading(event) {
+  return `Loading ${event.name ?? event.model}… (its first run since the server started; counted apart from the time to first token)`;
+}
+
 /** Tokens per second with one decimal. */
 export function formatRate(perSecond) {
   if (typeof perSecond !== "number" || !Number.isFinite(perSecond)) return "–";
@@ -51,6 +65,24 @@ export function knowSpecialTokens(texts) {
 /** Special tokens of the tokenizer look like <|im_start|>, or are a served model's named ones. */
 export function isSpecialToken(text) {
   return /^<\|[^|]*\|>$/.test(text) || namedSpecials.has(text);
+}
+
+// Each served model's special token ids (`GET /api/models`' `special_tokens.ids`: [first, last]
+// ranges; Gemma's 6,252 in two), so every model's control tokens are told by id, as its tokenizer
+// knows them, not by their look.
+const specialIds = new Map();
+
+/** Records a model's special token id ranges ([[first, last], …]). */
+export function knowSpecialIds(modelId, ranges) {
+  if (modelId && Array.isArray(ranges)) specialIds.set(modelId, ranges);
+}
+
+/** Whether a `token` event (its `id`, its `token` text) is one of its model's special tokens: by
+ *  id when the model's ranges are known, else by the text's look (`isSpecialToken`). */
+export function isSpecial(token, modelId = null) {
+  const ranges = specialIds.get(modelId);
+  if (ranges && typeof token.id === "number") return ranges.some(([first, last]) => token.id >= first && token.id <= last);
+  return isSpecialToken(token.token ?? "");
 }
 
 /** Whether a `token` event is an end-of-sequence token: a special token that adds no text (the

@@ -8,7 +8,7 @@
 // chosen model changes, by hand or by `set`.
 
 import { el } from "./dom.js";
-import { knowSpecialTokens } from "./format.js";
+import { knowSpecialIds, knowSpecialTokens } from "./format.js";
 import { KIND_TEXT, chatUnavailable, fetchModels, findModel, optionText, variantText } from "./models.js";
 
 let listed = null; // one fetch per page, shared by every picker on it
@@ -62,6 +62,7 @@ export class ModelPicker extends EventTarget {
   #fill({ default: defaultId, models }) {
     this.models = models;
     knowSpecialTokens(models.flatMap(({ special_tokens: s }) => (s ? [s.document_start, s.bos, ...(s.eos ?? [])] : [])));
+    for (const model of models) knowSpecialIds(model.id, model.special_tokens?.ids); // every control token, by id
     this.defaultId = defaultId ?? models[0].id;
     this.select.replaceChildren(...models.map((m) => el("option", { value: m.id }, optionText(m))));
     const wanted = this.pending;

@@ -11,7 +11,7 @@
 // a speculative run's draft proposed and the model accepted (`drafted`).
 
 import { probColors } from "./colors.js";
-import { isEndToken, visibleWhitespace } from "./format.js";
+import { isEndToken, isSpecial, visibleWhitespace } from "./format.js";
 
 export class TokenStream {
   /**
@@ -23,6 +23,7 @@ export class TokenStream {
     this.root = root;
     this.on = on;
     this.elements = [];
+    this.model = null; // the served model these tokens are from (its special ids, format.js); set by the page
     root.addEventListener("pointerover", (e) => this.#withToken(e, on.enter));
     root.addEventListener("pointerout", (e) => this.#withToken(e, on.leave));
     root.addEventListener("focusin", (e) => this.#withToken(e, (i, el) => {
@@ -76,6 +77,14 @@ export class TokenStream {
       el.dataset.ws = visibleWhitespace(token.text, true);
       if (token.text.includes("\n")) el.classList.add("newline");
     }
+    const special = !end && token.text !== "" && isSpecial(token, this.model);
+    if (special) {
+      // One of the model's special (control) tokens inside the text: labelled by name, as the end token
+      // is (the stylesheet's label; the element keeps the text, so copied text stays the model's).
+      el.classList.add("special");
+      el.dataset.name = token.token;
+      el.title = `special token ${token.token}: the model's own markup, not ordinary text`;
+    }
     if (token.typed) {
       el.classList.add("typed");
       el.title = "typed by you: your edit, forced, not sampled";
@@ -93,6 +102,7 @@ export class TokenStream {
     el.setAttribute("aria-expanded", "false");
     if (end) el.setAttribute("aria-label", `end of sequence (${token.token})`);
     else if (token.text === "") el.setAttribute("aria-label", "partial character");
+    else if (special) el.setAttribute("aria-label", `special token (${token.token})`);
     this.elements[token.index] = el;
     this.root.append(el);
     return el;

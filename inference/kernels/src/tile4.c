@@ -72,22 +72,21 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
     }
     for (size_t b = 0; b < a->nb; b++) {
         const uint8_t *blk = tile + b * BLOCK4;
-        __m512 dot[8]; /* one per row; a lone row spreads its k over CHAINS */
-        for (int i = 0; i < (R == 1 ? CHAINS : R); i++) dot[i] = _mm512_setzero_ps();
+        __m512 dot[8][CHAINS]; /* per row, its k spread over CHAINS accumulators */
+        for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm512_setzero_ps();
         UNROLL for (int w = 0; w < 4; w++) {
             __m512i c = _mm512_load_si512(blk + 128 + 64 * w);
             UNROLL for (int s = 0; s < 8; s++) {
                 __m512 v = _mm512_permutexvar_ps(_mm512_srli_epi32(c, 4 * s), table);
-                for (int r = 0; r < R; r++) {
-                    int i = R == 1 ? s % CHAINS : r;
-                    dot[i] = _mm512_fmadd_ps(_mm512_set1_ps(x[r][b * QK + K_OF(w, s)]), v, dot[i]);
-                }
+                for (int r = 0; r < R; r++)
+                    dot[r][s % CHAINS] =
+                        _mm512_fmadd_ps(_mm512_set1_ps(x[r][b * QK + K_OF(w, s)]), v, dot[r][s % CHAINS]);
             }
         }
-        if (R == 1) dot[0] = _mm512_add_ps(_mm512_add_ps(dot[0], dot[1]), _mm512_add_ps(dot[2], dot[3]));
         __m512 d = _mm512_load_ps(blk), m = _mm512_load_ps(blk + 64);
         for (int r = 0; r < R; r++) {
-            acc[r] = _mm512_fmadd_ps(d, dot[r], acc[r]);
+            dot[r][0] = _mm512_add_ps(dot[r][0], dot[r][1]);
+            acc[r] = _mm512_fmadd_ps(d, dot[r][0], acc[r]);
             acc[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(sums[r][b]), acc[r]);
         }
     }

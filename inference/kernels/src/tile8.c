@@ -81,20 +81,15 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
     for (size_t b = 0; b < a->nb; b++) {
         const uint8_t *blk = tile + b * BLOCK8(groups), *code = blk + 64 * groups;
         for (int g = 0; g < groups; g++) {
-            __m512 dot[8]; /* one per row; a lone row spreads its k over CHAINS */
-            for (int i = 0; i < (R == 1 ? CHAINS : R); i++) dot[i] = _mm512_setzero_ps();
-            UNROLL for (int k0 = g * QK / groups; k0 < (g + 1) * QK / groups; k0 += CHAINS)
-                for (int c = 0; c < CHAINS; c++) { /* a constant trip count: dot[] stays in registers */
-                    int k = k0 + c;
-                    __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(code + TILE * k))));
-                    for (int r = 0; r < R; r++) {
-                        int i = R == 1 ? c : r;
-                        dot[i] = _mm512_fmadd_ps(_mm512_set1_ps(x[r][b * QK + k]), v, dot[i]);
-                    }
-                }
-            if (R == 1) dot[0] = _mm512_add_ps(_mm512_add_ps(dot[0], dot[1]), _mm512_add_ps(dot[2], dot[3]));
+            __m512 dot[8][CHAINS]; /* per row, its k spread over CHAINS accumulators */
+            for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm512_setzero_ps();
+            UNROLL for (int k = g * QK / groups; k < (g + 1) * QK / groups; k++) {
+                __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(code + TILE * k))));
+                for (int r = 0; r < R; r++)
+                    dot[r][k % CHAINS] = _mm512_fmadd_ps(_mm512_set1_ps(x[r][b * QK + k]), v, dot[r][k % CHAINS]);
+            }
             __m512 d = _mm512_load_ps(blk + 64 * g);
-            for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(d, dot[r], acc[r]);
+            for (int r = 0; r < R; r++) acc[r] = _mm512_fmadd_ps(d, _mm512_add_ps(dot[r][0], dot[r][1]), acc[r]);
         }
     }
     for (int r = 0; r < R; r++) store512(y + r * ldy, acc[r], cols);

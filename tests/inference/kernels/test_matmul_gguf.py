@@ -69,3 +69,21 @@ def test_no_rows(kernels_library, mode) -> None:
     raw = random_blocks("Q8_0", 21, 64, np.random.default_rng(8))
     y = session(kernels_library, Node("Q8_0", mode, 64, 21, raw).model()).run(None, {"A": np.zeros((0, 64), np.float32)})[0]
     assert y.shape == (0, 21)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("mode", ["exact", "fast"])
+@pytest.mark.parametrize("fmt", ["Q4_1", "Q8_0", "Q6_K"])
+def test_a_row_is_the_same_alone_and_in_a_batch(kernels_library, cpu_isas, monkeypatch, fmt, mode, isa) -> None:
+    """Every row takes the same steps whatever the rows beside it: bit for bit, on either thread count."""
+    if isa not in cpu_isas:
+        pytest.skip(f"this CPU has no {isa}")
+    monkeypatch.setenv(ENV_ISA, isa)
+    rng = np.random.default_rng(11)
+    k = 256 if fmt == "Q6_K" else 96
+    node = Node(fmt, mode, k, 37, random_blocks(fmt, 37, k, rng))
+    x = rng.standard_normal((45, k), dtype=np.float32)  # past a panel of 32 rows: chunks of 8, 4 and 1
+    batch = session(kernels_library, node.model(), 2).run(None, {"A": x})[0]
+    alone = session(kernels_library, node.model(), 1)
+    for row in (0, 7, 8, 12, 44):
+        assert np.array_equal(alone.run(None, {"A": x[row : row + 1]})[0][0], batch[row]), f"row {row}"

@@ -1,6 +1,6 @@
 """A run that waits for its model to load says so and counts the wait apart (issue 30: Gemma's cold
 first run took 3 s from click to first token while the page said "Time to first token 452 ms").
-With the real Gemma on a fresh process's resources (so the load really happens here, whatever ran
+With the real Gemma and SmolLM2, each on a fresh process's resources (so the load really happens here, whatever ran
 before): the first run hears ``loading`` (the model's id and name) before ``started``, and its
 ``done.timing.load_ms`` is the wait, apart from ``time_to_first_token_ms``; the next run of the
 loaded model hears no ``loading`` and has ``load_ms`` null."""
@@ -19,24 +19,27 @@ from inference.modelbuild.models import GEMMA
 from playground.edge import frames
 from playground.worker.serving import END, Assignment, ProcessResources, submit_generation
 
-pytestmark = [pytest.mark.gemma_model, pytest.mark.asyncio]
+pytestmark = pytest.mark.asyncio
 
 GEMMA_ID = "gemma-3-270m"
+MODELS = [
+    pytest.param(GEMMA_ID, "Gemma 3 270M (base)", marks=pytest.mark.gemma_model, id="gemma"),
+    pytest.param("smollm2-135m-instruct", "SmolLM2 135M Instruct", marks=pytest.mark.real_model, id="smollm2"),
+]
 
 
-@pytest.fixture(scope="module")
-def gemma_built() -> None:
-    if not (md.MODELS_ROOT / GEMMA.dir_name / md.MANIFEST_FILE).is_file():
+def built(model_id: str) -> None:
+    if model_id == GEMMA_ID and not (md.MODELS_ROOT / GEMMA.dir_name / md.MANIFEST_FILE).is_file():
         pytest.skip("Gemma is not built: python -m inference.modelbuild --model gemma-3-270m")
 
 
-async def generate(process: ProcessResources, request_id: str) -> list[dict[str, Any]]:
-    """One unsaved greedy Gemma run through the worker's own path; its events up to the last."""
+async def generate(process: ProcessResources, request_id: str, model_id: str) -> list[dict[str, Any]]:
+    """One unsaved greedy run of ``model_id`` through the worker's own path; its events up to the last."""
     frame = {
         "type": "generate",
         "request_id": request_id,
         "prompt": "The capital of France is",
-        "model": GEMMA_ID,
+        "model": model_id,
         "params": {"max_tokens": 3, "temperature": 0},
         "save": False,
     }
@@ -55,13 +58,15 @@ async def generate(process: ProcessResources, request_id: str) -> list[dict[str,
     return events
 
 
-async def test_the_first_run_hears_the_load_and_counts_it_apart(gemma_built) -> None:
+@pytest.mark.parametrize(("model_id", "name"), MODELS)
+async def test_the_first_run_hears_the_load_and_counts_it_apart(model_id, name) -> None:
+    built(model_id)
     process = ProcessResources()  # nothing loaded in it yet
-    cold = await generate(process, "cold")
+    cold = await generate(process, "cold", model_id)
     assert [e["type"] for e in cold][:2] == ["loading", "started"], [e["type"] for e in cold]
-    assert cold[0] == {"type": "loading", "request_id": "cold", "model": GEMMA_ID, "name": "Gemma 3 270M (base)"}
+    assert cold[0] == {"type": "loading", "request_id": "cold", "model": model_id, "name": name}
     timing = cold[-1]["timing"]
     assert cold[-1]["type"] == "done" and timing["load_ms"] > 0 and timing["time_to_first_token_ms"] > 0
-    warm = await generate(process, "warm")
+    warm = await generate(process, "warm", model_id)
     assert "loading" not in [e["type"] for e in warm]
     assert warm[-1]["type"] == "done" and warm[-1]["timing"]["load_ms"] is None

@@ -34,6 +34,7 @@ static void quantize_plain(const float *xb, int8_t *qb, float *d, int32_t s[2]) 
     }
 }
 
+#ifdef HAVE_X86_SIMD
 /* The same in SIMD, bit for bit: the products are the same IEEE multiplications, and the
  * conversion rounds to nearest even as lrintf does in the default rounding mode. */
 TARGET_AVX512 static void quantize_avx512(const float *xb, int8_t *qb, float *d, int32_t s[2]) {
@@ -74,6 +75,11 @@ TARGET_AVX2 static void quantize_avx2(const float *xb, int8_t *qb, float *d, int
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
     _mm256_storeu_si256((__m256i *)qb, _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
+
+#else
+#define quantize_avx512 quantize_plain
+#define quantize_avx2 quantize_plain
+#endif
 
 /* Per block of 32: dx = max |x| / 127, xq = rint(x * (1 / dx)) (ties to even), isum the sums of xq
  * over each half block of 16, sums = dx * (sum of xq). A block of zeros has dx = 0 and xq = 0. */

@@ -6,7 +6,7 @@
 
 #include "kernels.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(PLAYGROUND_KERNELS_PLAIN_ONLY)
 #include <cpuid.h>
 
 static unsigned long long xgetbv0(void) {

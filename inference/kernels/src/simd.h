@@ -4,13 +4,18 @@
 #ifndef PLAYGROUND_KERNELS_SIMD_H
 #define PLAYGROUND_KERNELS_SIMD_H
 
-#include <immintrin.h>
 #include <string.h>
 
 #include "kernels.h"
 
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 32") /* the fixed-count loops of a block: shifts and offsets become constants */
+
+/* The SIMD paths exist on x86 only (and not with -DPLAYGROUND_KERNELS_PLAIN_ONLY); elsewhere the
+ * layouts' tables hold the plain kernels. */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(PLAYGROUND_KERNELS_PLAIN_ONLY)
+#define HAVE_X86_SIMD 1
+#include <immintrin.h>
 #define TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
 #define TARGET_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
@@ -62,5 +67,7 @@ TARGET_AVX2 INLINE void store256(float *y, __m256 lo, __m256 hi, size_t cols) {
         memcpy(y, tmp, cols * sizeof(float));
     }
 }
+
+#endif /* x86 */
 
 #endif

@@ -57,6 +57,7 @@ static void fast_plain(const uint8_t *tile, const struct acts *a, size_t row0, s
     }
 }
 
+#ifdef HAVE_X86_SIMD
 /* AVX-512: one lane per column. Exact: a nibble shifted into the low 4 bits of a lane indexes a
  * table of 0.0 … 15.0 (vpermps reads only those bits), so float(q) costs a shift and a permute. */
 TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a, size_t row0, float *y, size_t ldy,
@@ -223,6 +224,14 @@ WALK_ROWS(fast_avx512_tile, TARGET_AVX512, fast_avx512, 0)
 WALK_ROWS(fast_vnni_tile, TARGET_VNNI, fast_vnni, 0)
 WALK_ROWS_AVX2(exact_avx2_tile, exact_avx2, 0)
 WALK_ROWS_AVX2(fast_avx2_tile, fast_avx2, 0)
+
+#else
+#define exact_avx2_tile exact_plain
+#define exact_avx512_tile exact_plain
+#define fast_avx2_tile fast_plain
+#define fast_avx512_tile fast_plain
+#define fast_vnni_tile fast_plain
+#endif
 
 const struct layout LAYOUT4 = {
     .bits = 4,

@@ -62,6 +62,7 @@ INSTANCES(exact_plain, 2)
 INSTANCES(fast_plain, 1)
 INSTANCES(fast_plain, 2)
 
+#ifdef HAVE_X86_SIMD
 /* The int8 sum of a group's activations: Q6_K's groups of 16 have their own, a block's is both. */
 INLINE int32_t group_sum(const struct acts *a, size_t row, size_t b, int g, int groups) {
     const int32_t *s = a->isum + row * a->nb * 2 + 2 * b;
@@ -222,6 +223,19 @@ TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, siz
     WALK_ROWS_AVX2(fast_avx2_g##groups, fast_avx2, groups)
 SIMD_INSTANCES(1)
 SIMD_INSTANCES(2)
+
+#else
+#define exact_avx2_g1 exact_plain_g1
+#define exact_avx512_g1 exact_plain_g1
+#define fast_avx2_g1 fast_plain_g1
+#define fast_avx512_g1 fast_plain_g1
+#define fast_vnni_g1 fast_plain_g1
+#define exact_avx2_g2 exact_plain_g2
+#define exact_avx512_g2 exact_plain_g2
+#define fast_avx2_g2 fast_plain_g2
+#define fast_avx512_g2 fast_plain_g2
+#define fast_vnni_g2 fast_plain_g2
+#endif
 
 const struct layout LAYOUT8_G1 = {
     .bits = 8,

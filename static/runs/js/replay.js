@@ -1,6 +1,7 @@
 // Replay: runs a saved run's request again over the websocket, with the same seed, and says
 // whether the tokens came out identical or where they first differ. Pure comparison + one client.
 
+import { errorText } from "../../playground/js/field-names.js";
 import { GenerateClient, seedValue } from "../../shared/js/socket.js";
 
 /** The `generate` body that reproduces a saved run, on the model that ran it; `seed` is the exact
@@ -93,7 +94,7 @@ export function replay(run, seed, onProgress = () => {}) {
           : compareTokens(run.tokens, tokens, { prefixOnly });
         resolve({ result, done: event, tokens });
       } else if (event.type === "error") {
-        reject(new Error(event.error?.param ? `${event.error.param}: ${event.error.message}` : event.error?.message));
+        reject(new Error(errorText(event.error?.message, event.error?.param))); // the field as the pages name it
       }
     }).catch(reject);
   });

@@ -49,29 +49,41 @@ def find_header(out_dir: Path) -> Path:
     return fetch_header(out_dir / "include")
 
 
-def debian_archive() -> tuple[str, str]:
-    """The URI and keyring of the machine's own Debian archive, read from its apt sources."""
+DEBIAN_SUITES = {"buster", "bullseye", "bookworm", "trixie", "forky", "sid", "oldstable", "stable", "testing", "unstable"}
+
+
+def apt_sources(apt: Path = Path("/etc/apt")) -> list[dict[str, str]]:
+    """The machine's apt sources as deb822 fields (Types, URIs, Suites, Components, Signed-By), both formats."""
     stanzas: list[dict[str, str]] = []
-    for path in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
+    for path in sorted((apt / "sources.list.d").glob("*.sources")):
         for block in re.split(r"\n\s*\n", path.read_text(encoding="utf-8", errors="replace")):
-            fields = dict(re.findall(r"^([A-Za-z-]+):\s*(.*)$", block, re.MULTILINE))
-            if "URIs" in fields:
+            fields = dict(re.findall(r"^([A-Za-z-]+):[ \t]*(.*)$", block, re.MULTILINE))
+            if "URIs" in fields and fields.get("Enabled", "yes").lower() != "no":
                 stanzas.append(fields)
-    lists = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*.list"))]
-    for path in lists:
-        if path.is_file():
-            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-                m = re.match(r"^deb\s+(?:\[([^]]*)\]\s+)?(\S+)\s+(\S+)", line.strip())
-                if m:
-                    keyring = re.search(r"signed-by=(\S+)", m.group(1) or "")
-                    stanzas.append({"URIs": m.group(2), "Suites": m.group(3), "Signed-By": keyring.group(1) if keyring else ""})
-    for fields in stanzas:
-        suites = fields.get("Suites", "").split()
-        # the main archive: a suite without a "-security"/"-updates" suffix, not the security archive
-        if "deb" in fields.get("Types", "deb").split() and any("-" not in s for s in suites):
-            uri = fields["URIs"].split()[0]
-            if "security" not in uri:
-                return uri, fields.get("Signed-By", "")
+    for path in [apt / "sources.list", *sorted((apt / "sources.list.d").glob("*.list"))]:
+        if not path.is_file():
+            continue
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            m = re.match(r"^(deb|deb-src)\s+(?:\[([^]]*)\]\s+)?(\S+)\s+(\S+)\s*(.*)$", line.strip())
+            if m:
+                keyring = re.search(r"signed-by=(\S+)", m.group(2) or "")
+                stanzas.append(
+                    {"Types": m.group(1), "URIs": m.group(3), "Suites": m.group(4), "Components": m.group(5),
+                     "Signed-By": keyring.group(1) if keyring else ""}
+                )  # fmt: skip
+    return stanzas
+
+
+def debian_archive(apt: Path = Path("/etc/apt")) -> tuple[str, str]:
+    """The URI and keyring of the machine's own Debian archive: a binary source of a Debian suite
+    (not its -updates or -security) with the main component."""
+    for fields in apt_sources(apt):
+        if (
+            "deb" in fields.get("Types", "").split()
+            and DEBIAN_SUITES & set(fields.get("Suites", "").split())
+            and "main" in fields.get("Components", "").split()
+        ):
+            return fields["URIs"].split()[0], fields.get("Signed-By", "")
     raise NotBuilt("no headers: no Debian archive in the machine's apt sources to fetch them from")
 
 
@@ -80,7 +92,8 @@ def fetch_header(dest: Path) -> Path:
     if not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
         raise NotBuilt(f"no headers: no {HEADER} here, no ORT_INCLUDE and no apt-get to fetch them")
     uri, keyring = debian_archive()
-    keyring = keyring or "/usr/share/keyrings/debian-archive-keyring.gpg"
+    if not (keyring.startswith("/") and Path(keyring).is_file()):  # none, or a key written inline
+        keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
     with tempfile.TemporaryDirectory(prefix="kernels-apt-") as tmp:
         state = Path(tmp)
         (state / "sources").mkdir()
@@ -109,10 +122,15 @@ def fetch_header(dest: Path) -> Path:
         found = state / "x" / "usr" / "include" / "onnxruntime"
         if not (found / HEADER).is_file():
             raise NotBuilt(f"no headers: {debs[0].name} holds no {HEADER}")
+        # Another build may be fetching at the same time: copy aside, then rename into place.
         target = dest / "onnxruntime"
-        shutil.rmtree(target, ignore_errors=True)
         dest.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(found, target)
+        aside = dest / f"onnxruntime.{os.getpid()}"
+        shutil.copytree(found, aside)
+        try:
+            aside.rename(target)
+        except OSError:  # the other build was first
+            shutil.rmtree(aside, ignore_errors=True)
     return target
 
 
@@ -124,8 +142,9 @@ def compiler() -> str:
 
 
 def fingerprint(cc: str, include: Path) -> str:
-    """What the build depends on: the sources, the header, the compiler and the flags."""
-    digest = hashlib.sha256(" ".join([cc, *FLAGS]).encode())
+    """What the build depends on: the sources, the header, the compiler (its version) and the flags."""
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    digest = hashlib.sha256(" ".join([cc, *FLAGS, version]).encode())
     for path in sorted(SOURCES.glob("*.[ch]")) + [include / HEADER]:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
@@ -150,7 +169,7 @@ def build(out_dir: Path = KERNELS_DIR) -> str:
         if library.is_file() and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == key:
             return "kernels: up to date"
         out_dir.mkdir(parents=True, exist_ok=True)
-        partial = library.with_suffix(".so.partial")
+        partial = library.with_suffix(f".so.{os.getpid()}.partial")  # renamed into place: a loaded copy stays valid
         command = [cc, *FLAGS, f"-I{include}", *map(str, sorted(SOURCES.glob("*.c"))), "-o", str(partial), "-lm"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
         if done.returncode:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from inference.kernels import describe, library_path
-from inference.kernels.build import build, find_header
+from inference.kernels.build import NotBuilt, build, debian_archive, find_header
 from inference.kernels.library import ENV_LIBRARY, KERNELS_DIR, LIBRARY_NAME
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,3 +57,39 @@ def test_elsewhere_not_loadable(tmp_path, monkeypatch, content) -> None:
     assert library_path() is None
     described = describe()
     assert described["available"] is False and described["why"]
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_debian_archive_from_deb822_past_other_repositories(tmp_path) -> None:
+    write(
+        tmp_path / "sources.list.d" / "a-docker.sources",
+        "Types: deb\nURIs: https://packages.example/linux/debian\nSuites: bookworm\nComponents: stable\n",
+    )
+    write(
+        tmp_path / "sources.list.d" / "debian.sources",
+        "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\nComponents: main\n\n"
+        "Types: deb\nURIs: http://mirror.example/off\nSuites: bookworm\nComponents: main\nEnabled: no\n\n"
+        "Types: deb\n# a comment\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\n"
+        "Components: main contrib\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n",
+    )
+    assert debian_archive(tmp_path) == ("http://mirror.example/debian", "/usr/share/keyrings/debian-archive-keyring.gpg")
+
+
+def test_debian_archive_from_one_line_sources(tmp_path) -> None:
+    write(
+        tmp_path / "sources.list",
+        "# deb http://old.example/debian buster main\n"
+        "deb-src http://mirror.example/debian bookworm main\n"
+        "deb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian bookworm main\n",
+    )
+    assert debian_archive(tmp_path) == ("http://mirror.example/debian", "/k.gpg")
+
+
+def test_no_debian_archive(tmp_path) -> None:
+    write(tmp_path / "sources.list", "deb http://mirror.example/ubuntu noble main\n")
+    with pytest.raises(NotBuilt, match="no Debian archive"):
+        debian_archive(tmp_path)

@@ -28,7 +28,8 @@ CASES = [  # a special token in the middle of the text: Gemma's image marker (it
 def test_a_special_token_is_labelled_as_the_end_token_is(playground: PlaygroundPage, model, token_id, text) -> None:
     page = playground.page
     bias = json.dumps([[token_id, 100, text]])
-    page.goto(f"{playground.base_url}/?model={model}&prompt=A%20picture%3A&temperature=0&max_tokens=2&logit_bias={quote(bias)}")
+    prompt = quote(f"A picture: {text}")  # the prompt holds the special token too: its chip is marked by id
+    page.goto(f"{playground.base_url}/?model={model}&prompt={prompt}&temperature=0&max_tokens=2&logit_bias={quote(bias)}")
     page.locator("#connection[data-connected=true]").wait_for()
     playground.frames.clear()
     page.get_by_role("button", name="Generate").click()
@@ -41,6 +42,8 @@ def test_a_special_token_is_labelled_as_the_end_token_is(playground: PlaygroundP
     expect(token).to_have_attribute("aria-label", f"special token ({text})")
     assert token.evaluate("el => getComputedStyle(el, '::after').content") == f'"special · {text}"'
     assert token.evaluate("el => el.textContent") == text  # copied text stays the model's
+    assert token_id in [t["id"] for t in playground.event("started")["prompt_tokens"]]
+    expect(page.locator(f"#prompt-tokens .chip[data-id='{token_id}']").first).to_have_class("chip special")
 
     # The load, when this run waited for it, is said while it lasts and beside the time to first token.
     timing = done["timing"]

@@ -463,7 +463,7 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
     case "started":
       if (!onScreen) break;
       stream.model = event.model?.id ?? null; // its special tokens are told by id (format.js)
-      promptTokens.showStarted(event.prompt_tokens, event.model?.context_window);
+      promptTokens.showStarted(event.prompt_tokens, event.model?.context_window, event.model?.id ?? null);
       stats.started(event, run.request.params.seed);
       reuseSeed.hidden = false;
       if (run.request.params.speculative) verification.begin();
@@ -581,7 +581,7 @@ function showRun(node) {
   promptPanel.showRun(run);
   if (run.started) {
     stats.started(run.started, run.request.params.seed);
-    promptTokens.showStarted(run.started.prompt_tokens, run.started.model?.context_window);
+    promptTokens.showStarted(run.started.prompt_tokens, run.started.model?.context_window, run.started.model?.id ?? null);
   }
   stats.progress(run.tokens.length);
   if (run.done) stats.done(run.done);

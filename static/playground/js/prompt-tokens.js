@@ -3,13 +3,14 @@
 // and authoritative once a run starts (`started.prompt_tokens`). Each token is a chip; newlines
 // and tabs get visible marks; text goes in with textContent only.
 
-import { isSpecialToken, visibleWhitespace } from "../../shared/js/format.js";
+import { isSpecial, visibleWhitespace } from "../../shared/js/format.js";
 
-export function renderPromptTokens(list, countEl, tokens, contextWindow, note = "") {
+/** `model`: the id of the model whose tokens these are; its special tokens are told by id (format.js). */
+export function renderPromptTokens(list, countEl, tokens, contextWindow, note = "", model = null) {
   list.replaceChildren();
   for (const token of tokens) {
     const chip = document.createElement("li");
-    chip.className = isSpecialToken(token.text) ? "chip special" : "chip";
+    chip.className = isSpecial({ id: token.id, token: token.text }, model) ? "chip special" : "chip";
     chip.textContent = visibleWhitespace(token.text);
     chip.title = `id ${token.id}`;
     chip.dataset.id = String(token.id);
@@ -63,7 +64,7 @@ export class LivePromptTokens {
       if (mode === "chat" && conversation) body = { mode, ...conversation };
       const answer = await this.tokenize(body);
       if (ticket !== this.sequence) return;
-      renderPromptTokens(this.list, this.countEl, answer.tokens, answer.context_window, " (live, as you type)");
+      renderPromptTokens(this.list, this.countEl, answer.tokens, answer.context_window, " (live, as you type)", answer.model ?? null);
     } catch (error) {
       if (ticket !== this.sequence) return;
       if (error.code === "unknown_type") this.available = false; // a server without `tokenize`
@@ -72,9 +73,9 @@ export class LivePromptTokens {
   }
 
   /** A run started: show its exact tokens and drop any answer still on its way. */
-  showStarted(tokens, contextWindow) {
+  showStarted(tokens, contextWindow, model = null) {
     this.sequence++;
     clearTimeout(this.timer);
-    renderPromptTokens(this.list, this.countEl, tokens, contextWindow);
+    renderPromptTokens(this.list, this.countEl, tokens, contextWindow, "", model);
   }
 }

@@ -23,12 +23,16 @@ def _candidate() -> Path:
     return Path(env) if env else KERNELS_DIR / LIBRARY_NAME
 
 
-def _load(path: Path) -> tuple[str, str]:
-    """The library's version and ISA path; raises OSError or AttributeError when it is not ours."""
+def _load(path: Path) -> dict[str, Any]:
+    """The library's version, ISA path and formats; raises OSError or AttributeError when it is not ours."""
     lib = ctypes.CDLL(str(path))
-    for name in ("playground_kernels_version", "playground_kernels_isa"):
+    for name in ("playground_kernels_version", "playground_kernels_isa", "playground_kernels_formats"):
         getattr(lib, name).restype = ctypes.c_char_p
-    return lib.playground_kernels_version().decode(), lib.playground_kernels_isa().decode()
+    return {
+        "version": lib.playground_kernels_version().decode(),
+        "isa": lib.playground_kernels_isa().decode(),
+        "formats": lib.playground_kernels_formats().decode().split(","),
+    }
 
 
 def library_path() -> Path | None:
@@ -44,13 +48,13 @@ def library_path() -> Path | None:
 
 
 def describe() -> dict[str, Any]:
-    """``{"version", "isa", "path"}``, or ``{"available": False, "why": ...}``."""
+    """``{"version", "isa", "formats", "path"}``, or ``{"available": False, "why": ...}``."""
     path = _candidate()
     if not path.is_file():
         why = f"{ENV_LIBRARY} names a missing file" if os.environ.get(ENV_LIBRARY) else "not built"
         return {"available": False, "why": why}
     try:
-        version, isa = _load(path)
+        facts = _load(path)
     except (OSError, AttributeError) as error:
         return {"available": False, "why": f"cannot load {path.name}: {error}"}
-    return {"version": version, "isa": isa, "path": str(path)}
+    return {**facts, "path": str(path)}

@@ -1,5 +1,6 @@
 /* The GGUF block formats (llama.cpp's ggml-common.h), each read one block of 32 weights at a time
  * into the codes, scale(s) and offset of the layout it repacks into (kernels.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -106,7 +107,16 @@ const struct format *format_named(const char *name) {
     return NULL;
 }
 
-const char *format_names(void) { return "Q4_1, Q8_0, Q5_0, Q4_K, Q6_K"; }
+static char FORMAT_LIST[64];
+
+/* Written once when the library is loaded, before any caller can read it. */
+__attribute__((constructor)) static void list_formats(void) {
+    for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
+        snprintf(FORMAT_LIST + strlen(FORMAT_LIST), sizeof FORMAT_LIST - strlen(FORMAT_LIST), "%s%s", i ? "," : "",
+                 FORMATS[i].name);
+}
+
+const char *format_list(void) { return FORMAT_LIST; }
 
 const struct layout *layout_for(int bits, int groups) {
     return bits == 4 ? &LAYOUT4 : groups == 2 ? &LAYOUT8_G2 : &LAYOUT8_G1;

@@ -64,7 +64,7 @@ struct format {
 };
 
 const struct format *format_named(const char *name);
-const char *format_names(void);                 /* "Q4_1, Q8_0, ..." for messages */
+const char *format_list(void); /* "Q4_1,Q8_0,...": the formats, in order */
 const struct layout *layout_for(int bits, int groups);
 
 /* activations.c */

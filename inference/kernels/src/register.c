@@ -145,9 +145,9 @@ static OrtStatus *create(const OrtCustomOp *op, const OrtApi *api, const OrtKern
     if (!node[0]) snprintf(node, sizeof node, "(unnamed)");
 
     if (string_attr(api, info, "format", format, sizeof format))
-        return refuse(api, node, "needs a string attribute 'format' (one of %s)", format_names());
+        return refuse(api, node, "needs a string attribute 'format' (one of %s)", format_list());
     const struct format *f = format_named(format);
-    if (!f) return refuse(api, node, "format '%s' is not supported (one of %s)", format, format_names());
+    if (!f) return refuse(api, node, "format '%s' is not supported (one of %s)", format, format_list());
     if (string_attr(api, info, "mode", mode, sizeof mode) || (strcmp(mode, "exact") && strcmp(mode, "fast")))
         return refuse(api, node, "needs a string attribute 'mode': \"exact\" or \"fast\"");
     int64_t K, N;
@@ -379,6 +379,9 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
 }
 
 EXPORT const char *playground_kernels_version(void) { return VERSION; }
+
+/* The GGUF formats MatMulGguf computes, comma-separated: "Q4_1,Q8_0,…". */
+EXPORT const char *playground_kernels_formats(void) { return format_list(); }
 
 EXPORT const char *playground_kernels_isa(void) {
     char why[200];

@@ -46,6 +46,7 @@ def test_library_path_and_describe(kernels_library) -> None:
     assert described["path"] == kernels_library
     assert described["isa"] in ("plain", "avx2", "avx512", "avx512vnni")
     assert described["version"].count(".") == 2
+    assert described["formats"] == ["Q4_1", "Q8_0", "Q5_0", "Q4_K", "Q6_K"]
 
 
 @pytest.mark.parametrize("content", [None, b"not a shared library"])

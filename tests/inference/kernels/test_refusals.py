@@ -49,7 +49,7 @@ def test_k_not_a_multiple_of_a_k_quant_block(kernels_library) -> None:
 
 def test_unknown_format(kernels_library, blocks) -> None:
     message = refusal(kernels_library, Node("Q2_K", "exact", 64, 37, blocks, name="n1"))
-    assert "MatMulGguf node 'n1'" in message and "format 'Q2_K' is not supported (one of Q4_1, Q8_0" in message
+    assert "MatMulGguf node 'n1'" in message and "format 'Q2_K' is not supported (one of Q4_1,Q8_0,Q5_0,Q4_K,Q6_K)" in message
 
 
 def test_unknown_mode(kernels_library, blocks) -> None:

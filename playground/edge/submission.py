@@ -27,6 +27,7 @@ its own). It owns, per request:
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,8 @@ from playground.runs.request_fields import record_fields
 from playground.wire import channel_messages, events
 from playground.wire.channel_messages import EVENT, FINISHED, HEARTBEAT, LINE_GROUP, QUEUED, TAKEN
 from playground.wire.jobs import Generate, Job
+
+log = logging.getLogger(__name__)
 
 # A generation first in line that no worker took within this is waiting for room: it hears `queued`.
 FIRST_IN_LINE_GRACE_SECONDS = 0.5
@@ -85,20 +88,23 @@ class Submissions:
         metrics.request_submitted(self.reply_channel, job)
         record = record_fields(job) if isinstance(job, Generate) else None
         message = self.watchdog.submitted(request_id, record, message)  # liveness: a lease
-        ahead = None if message["quick"] else await self._join_line(request_id, message["ticket"], shared_channel)
         try:
+            await self.watchdog.note_epoch()  # a restart of the layer after this send is noticed
+            ahead = None if message["quick"] else await self._join_line(request_id, message["ticket"], shared_channel)
             if waiting_line.is_full(ahead):
                 raise ChannelFull(shared_channel)
             await self.layer.send(shared_channel, message)
-        except ChannelFull:  # every worker is full and so is the line waiting for them: refused, not hung
+        except Exception as error:  # noqa: BLE001 — refused, not hung: a full line, or a layer that cannot be reached
             self.watchdog.forget(request_id)
             self._forget(request_id)
-            return events.limit_event(
-                BUSY,
-                "every inference worker is busy and the waiting line is full; try again shortly",
-                BUSY_RETRY_AFTER_SECONDS,
-                request_id,
+            why = (
+                "every inference worker is busy and the waiting line is full"
+                if isinstance(error, ChannelFull)
+                else "the channel layer cannot be reached (Redis restarting?)"
             )
+            if not isinstance(error, ChannelFull):
+                log.warning("request %s of %s refused: %s: %s", request_id, self.reply_channel, type(error).__name__, error)
+            return events.limit_event(BUSY, f"{why}; try again shortly", BUSY_RETRY_AFTER_SECONDS, request_id)
         if ahead:  # others wait before it: it surely waits too
             await self.deliver(self.line.event(request_id))
         elif ahead == 0:  # first in line: it waits only if every worker is full, which shows soon

@@ -6,7 +6,14 @@ a run that had started as failed; and ``send_cancel``, the one rule of where a c
 A watchdog judges workers only while its connection listens: ``stop()`` (the connection closed)
 ends it for good, so a closed connection's requests are cancelled, never resubmitted nor failed;
 and a silence while the connection's own channel holds messages it has not read yet (a worker's
-heartbeats among them) is the connection's, not the worker's."""
+heartbeats among them), or while the channel layer itself cannot be reached, is the connection's
+or the layer's, not the worker's.
+
+When the channel layer restarts (Redis: ``channel_layer.layer_epoch`` changes) every message it
+held is gone: a request no worker had acknowledged is sent again (a fresh lease, its place in line),
+one a worker holds but has not started waits for that worker as before, and one that was streaming,
+whose events in flight may be lost, ends with ``interrupted`` (its worker is told to cancel; its run
+is saved with what it had made)."""
 
 from __future__ import annotations
 
@@ -25,7 +32,7 @@ from channels.exceptions import ChannelFull
 from playground.edge import waiting_line
 from playground.runs.recording import RunRecorder
 from playground.wire import channel_messages
-from playground.wire.channel_layer import unread_messages
+from playground.wire.channel_layer import layer_epoch, unread_messages
 from playground.wire.channel_messages import WORKERS_GROUP
 from playground.wire.events import FINAL_EVENTS, Frame
 from playground.wire.liveness import Timing
@@ -33,6 +40,7 @@ from playground.wire.liveness import Timing
 log = logging.getLogger(__name__)
 
 WORKER_LOST = "worker_lost"
+INTERRUPTED = "interrupted"
 NO_WORKER = "no_worker"
 BUSY = "busy"
 BUSY_RETRY_AFTER_SECONDS = 5.0  # the retry hint of a request refused because every worker stayed full
@@ -93,6 +101,7 @@ class Watchdog:
         self.timing = Timing.from_settings()
         self.leases: dict[str, Lease] = {}
         self.stopped = False  # the connection closed: nothing is judged, resubmitted or failed any more
+        self.epoch: str | None = None  # the channel layer's epoch the requests were sent in (None: not known)
         self._task: asyncio.Future[None] | None = None
 
     def submitted(self, request_id: str, record: dict[str, Any] | None, message: dict[str, Any]) -> dict[str, Any]:
@@ -104,6 +113,11 @@ class Watchdog:
         if self._task is None or self._task.done():
             self._task = asyncio.ensure_future(self._watch())
         return sent
+
+    async def note_epoch(self) -> None:
+        """Learns the channel layer's epoch before a request is sent (a restart after it is noticed)."""
+        if self.epoch is None:
+            self.epoch = await self._current_epoch()
 
     def channels(self) -> dict[str, str]:
         """request id → the shared channel each watched request went to."""
@@ -181,6 +195,9 @@ class Watchdog:
                 # This event loop did not run for a while: the silence was ours, not the workers'.
                 self._postpone(stalled)
             expected = now + interval
+            if await self._layer_restarted():
+                await self._after_restart()
+                continue
             expired = any(lease.acknowledged and now >= lease.expires_at for lease in self.leases.values())
             if expired and await self._unread():  # the workers' words wait unread in our own channel
                 for lease in self.leases.values():  # judged again once they are read
@@ -238,12 +255,50 @@ class Watchdog:
             lease.ack_deadline += seconds
 
     async def _unread(self) -> bool:
-        """Whether this connection's channel holds messages it has not read yet."""
+        """Whether this connection's channel holds messages it has not read yet; true too while the
+        layer cannot be reached (Redis restarting): the workers' words cannot reach us then."""
         try:
             return bool(await unread_messages(self.channel_layer, self.reply_channel))
-        except Exception as error:  # noqa: BLE001 — the layer cannot tell (Redis gone): judge by the leases alone
-            log.warning("could not count the unread messages of %s: %s", self.reply_channel, error)
+        except Exception:  # noqa: BLE001 — the layer's silence, not the worker's
+            return True
+
+    async def _current_epoch(self) -> str | None:
+        try:
+            return await layer_epoch(self.channel_layer)
+        except Exception:  # noqa: BLE001 — cannot tell now; asked again next round
+            return None
+
+    async def _layer_restarted(self) -> bool:
+        """Whether the channel layer restarted since the requests were sent (every message it held is gone)."""
+        epoch = await self._current_epoch()
+        if epoch is None:  # an in-memory layer, or Redis unreachable right now
             return False
+        if self.epoch is None or epoch == self.epoch:
+            self.epoch = epoch
+            return False
+        self.epoch = epoch
+        return True
+
+    async def _after_restart(self) -> None:
+        """The layer lost every message it held: see the module."""
+        log.warning("the channel layer restarted: the requests of %s are sent again or ended", self.reply_channel)
+        for lease in list(self.leases.values()):
+            if self.stopped:
+                return
+            try:
+                if not lease.acknowledged:
+                    await self._send_again(lease, "the channel layer restarted before a worker took it")
+                elif lease.started:
+                    await self._give_up(
+                        lease,
+                        INTERRUPTED,
+                        "the channel layer (Redis) restarted while this run streamed, so some of its events may "
+                        "have been lost; the run was stopped (try again)",
+                    )
+                else:
+                    self._renew(lease)  # its worker holds it and speaks again now that the layer is back
+            except Exception:  # noqa: BLE001 — the other requests must still be handled
+                log.exception("could not resubmit or end request %s after a layer restart", lease.request_id)
 
     async def _resubmit(self, lease: Lease) -> None:
         """A worker took the request and died before starting it: it goes back to the shared channel
@@ -253,13 +308,18 @@ class Watchdog:
         if self.stopped or self.leases.get(lease.request_id) is not lease:
             return  # the connection closed meanwhile: its requests were cancelled, not sent again
         await self._cancel_quietly(lease)
+        await self._send_again(lease, "its worker was lost before starting it")
+
+    async def _send_again(self, lease: Lease, why: str) -> None:
+        """Sends the request to its shared channel again under a new lease (same request id), at the
+        place in line it had, for whichever worker has room; what comes under the old lease is dropped."""
         token = secrets.token_hex(8)
         now = self.clock()
         lease.token, lease.acknowledged, lease.worker_channel = token, False, None
         lease.expires_at, lease.ack_deadline = math.inf, now + self.timing.ack_timeout_seconds
         lease.message = (lease.message or {}) | {"lease": token}
         self.resubmitted(lease.request_id)
-        log.warning("request %s of %s: its worker was lost before starting it; resubmitted", lease.request_id, self.reply_channel)
+        log.warning("request %s of %s: %s; resubmitted", lease.request_id, self.reply_channel, why)
         ticket = lease.message.get("ticket")
         if isinstance(ticket, int | float) and hasattr(self.channel_layer, "send_in_place"):
             await self.channel_layer.send_in_place(lease.channel, lease.message, float(ticket))  # its old place in line

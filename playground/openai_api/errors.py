@@ -23,6 +23,7 @@ EVENT_STATUS: dict[str, tuple[int, str]] = {
     "busy": (429, "rate_limit_error"),
     "no_worker": (503, "service_unavailable"),
     "worker_lost": (503, "service_unavailable"),
+    "interrupted": (503, "service_unavailable"),  # the channel layer restarted mid-run (docs/deploy.md)
     "cancelled": (499, "cancelled"),
 }
 DEFAULT_RETRY_AFTER_S = 1

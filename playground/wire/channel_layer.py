@@ -17,15 +17,26 @@ worker had taken a moment before went back into the line and was served twice (a
 three readers taking a burst; ``tests/playground/wire/test_single_take.py``). With a backup of its own, a
 reader only puts back what it took itself and was interrupted in. It can also put a message back
 into a shared channel at the place it first had (``send_in_place``).
+
+It also outlives a Redis restart (docs/deploy.md, "Redis restarts"): a ``receive`` that loses Redis
+waits and tries again until Redis answers (one warning per outage, one line when it is back), so
+workers and web processes reconnect by themselves; a ``send`` tries again for up to
+``RECONNECT_SECONDS`` before it fails; and ``epoch()`` names the Redis server's run (its
+``run_id``), which changes when Redis restarts: every message Redis held is gone then, and a
+connection's watchdog resubmits or ends the requests it was watching (``playground.edge.watchdog``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
+import redis.exceptions
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
@@ -43,6 +54,16 @@ HEALTH_CHECK_SECONDS = 30
 # with `busy` when its wait runs out, before the layer could drop it silently.
 EXPIRY_MARGIN_SECONDS = 60.0
 CHANNEL_CAPACITY = 1000
+# While Redis cannot be reached: a receive waits this long between tries (forever), a send tries
+# again for this long in all before it fails (shorter than a worker's lease: playground.wire.liveness).
+RECONNECT_INTERVAL_SECONDS = 0.5
+RECONNECT_SECONDS = 10.0
+EPOCH_CACHE_SECONDS = 1.0  # how long the Redis server's run id is trusted before it is asked again
+# What a lost Redis raises (a refused or dropped connection, a read that timed out, one still loading its data)
+LOST_REDIS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionError, TimeoutError, OSError)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def message_expiry(max_wait_seconds: float) -> int:
@@ -64,9 +85,71 @@ class SingleTakeRedisChannelLayer(RedisChannelLayer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._reader_id = uuid.uuid4().hex  # this instance's backups: "<channel>$inflight$<id>"
+        self._lost_since: float | None = None  # when Redis stopped answering (None: it answers)
+        self._epoch: tuple[float, str | None] = (-EPOCH_CACHE_SECONDS, None)  # (asked at, run id)
+
+    async def receive(self, channel: str) -> dict[str, Any]:
+        """channels_redis' receive, tried again until Redis answers when it is lost."""
+        while True:
+            try:
+                message: dict[str, Any] = await super().receive(channel)
+            except LOST_REDIS as error:
+                self._lost(error)
+                await asyncio.sleep(RECONNECT_INTERVAL_SECONDS)
+                continue
+            self._found()
+            return message
+
+    async def send(self, channel: str, message: dict[str, Any]) -> None:
+        """channels_redis' send, tried again for up to ``RECONNECT_SECONDS`` when Redis is lost."""
+        await self._retrying(lambda: super(SingleTakeRedisChannelLayer, self).send(channel, message))
+
+    async def epoch(self) -> str | None:
+        """The Redis server's run id (changes when Redis restarts, and every message is lost with
+        it); None when Redis cannot be reached. Asked at most every ``EPOCH_CACHE_SECONDS``."""
+        asked, run_id = self._epoch
+        if time.monotonic() - asked < EPOCH_CACHE_SECONDS:
+            return run_id
+        try:
+            info = await self.connection(0).info("server")
+            run_id = str(info.get("run_id")) if info.get("run_id") else None
+        except LOST_REDIS:
+            run_id = None
+        self._epoch = (time.monotonic(), run_id)
+        return run_id
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        deadline = time.monotonic() + RECONNECT_SECONDS
+        while True:
+            try:
+                result = await attempt()
+            except LOST_REDIS as error:
+                self._lost(error)
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(RECONNECT_INTERVAL_SECONDS)
+                continue
+            self._found()
+            return result
+
+    def _lost(self, error: BaseException) -> None:
+        if self._lost_since is None:
+            self._lost_since = time.monotonic()
+            log.warning("the channel layer lost Redis (%s: %s); trying again", type(error).__name__, error)
+
+    def _found(self) -> None:
+        if self._lost_since is not None:
+            log.warning("the channel layer reached Redis again after %.1f s", time.monotonic() - self._lost_since)
+            self._lost_since = None
 
     def _backup_channel_name(self, channel: str) -> str:
         return f"{channel}$inflight${self._reader_id}"
+
+    async def _clean_receive_backup(self, index: int, channel: str) -> None:
+        """Drops the message just taken from this reader's backup, tried again when Redis is lost: a
+        backup left behind (a pooled connection that died with a restarted Redis) is put back into
+        the channel by the next receive, and the message would be taken twice."""
+        await self._retrying(lambda: super(SingleTakeRedisChannelLayer, self)._clean_receive_backup(index, channel))
 
     async def send_in_place(self, channel: str, message: dict[str, Any], ticket: float) -> None:
         """``send`` for a message going back into a line it had already waited in (a request whose
@@ -82,6 +165,13 @@ class SingleTakeRedisChannelLayer(RedisChannelLayer):
             raise ChannelFull()
         await connection.zadd(key, {self.serialize(message): ticket})
         await connection.expire(key, int(self.expiry))
+
+
+async def layer_epoch(layer: Any) -> str | None:
+    """The layer's epoch (``SingleTakeRedisChannelLayer.epoch``); None for a layer that keeps its
+    messages as long as its process lives (the in-memory one) or that cannot tell."""
+    epoch = getattr(layer, "epoch", None)
+    return None if epoch is None else await epoch()
 
 
 async def unread_messages(layer: Any, channel: str) -> int | None:

@@ -94,10 +94,17 @@ class InferenceWorker(AsyncConsumer):
             command = channel_messages.job_from_dict(message["job"])
             quick = is_quick(command)
             job = Assignment(message["request_id"], message["reply_channel"], command, quick, message.get("lease"))
-            await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)  # (again: Redis groups expire)
+            await self._join_workers()
             if job.key in self.early_cancels:
                 del self.early_cancels[job.key]  # its connection closed before any worker took it
                 return
+            earlier = self.jobs.get(job.key)
+            if earlier is not None and earlier.lease == job.lease:  # the same message taken twice: served once
+                log.warning("request %s was taken twice; the second is dropped", job.request_id)
+                return
+            if earlier is not None:  # sent again under a new lease (the layer lost it or our answer): the new one wins
+                earlier.unheard = True
+                earlier.cancelled.set()
             self.jobs[job.key] = job
             self.heartbeat.ensure_running(self.channel_layer, self.channel_name)  # liveness
             log.info("took request %s", job.request_id)  # which worker serves what, in its log lines
@@ -106,6 +113,14 @@ class InferenceWorker(AsyncConsumer):
         finally:
             if key not in self.jobs:
                 intake_gate().release(key)
+
+    async def _join_workers(self) -> None:
+        """Joins the workers' group (again on every request: Redis groups expire, and a restarted
+        Redis has none); a layer that cannot be reached now is tried again with the next request."""
+        try:
+            await self.channel_layer.group_add(WORKERS_GROUP, self.channel_name)
+        except Exception as error:  # noqa: BLE001
+            log.warning("could not join the workers' group: %s", error)
 
     async def inference_cancel(self, message: dict[str, Any]) -> None:
         """Raises a request's cancel flag: the decode loop sees it before the request's next token

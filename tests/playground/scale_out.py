@@ -33,21 +33,19 @@ class ScaleOut:
         )
         self.processes: list[subprocess.Popen] = []
         self.workers = 0
-        redis, redis_log = self._start(
-            "redis",
-            [
-                redis_server,
-                "--port",
-                str(self.redis_port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-        )
-        wait_for_port(self.redis_port, redis, redis_log)
+        self.redis_argv = [
+            redis_server,
+            "--port",
+            str(self.redis_port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]
+        self.redis, redis_log = self._start("redis", self.redis_argv)
+        wait_for_port(self.redis_port, self.redis, redis_log)
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=self.env, check=True, timeout=120
         )
@@ -57,6 +55,13 @@ class ScaleOut:
         process = subprocess.Popen(argv, cwd=REPO, env=self.env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
         self.processes.append(process)
         return process, log
+
+    def restart_redis(self) -> None:
+        """Stops Redis and starts a fresh one on the same port: every message it held is gone (it
+        keeps nothing on disk, as in the compose stack)."""
+        stop(self.redis)
+        self.redis, redis_log = self._start("redis-restarted", self.redis_argv)
+        wait_for_port(self.redis_port, self.redis, redis_log)
 
     def start_worker(self) -> tuple[subprocess.Popen, Path]:
         """A `runworker inference` process, returned once it listens on the channel."""

@@ -5,16 +5,21 @@ percentiles printed (playground/loadtest.py; docs/loadtest.md).
 Exit status: 0 when every stream ended with ``done``; 1 when any stream broke (a lost, duplicated
 or out-of-order token, no end, counts that disagree); 2 when none broke but some ended with an
 ``error`` (e.g. ``busy``), counted by code in the output.
+
+``--soak MINUTES`` runs mixed traffic for that long instead, watching the server's memory, open
+files, database size and latency over time (playground/soak.py; docs/loadtest.md, "Soak"): exit
+status 0 when its verdict passes, 1 when it does not.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from playground import loadtest
+from playground import loadtest, soak
 
 
 class Command(BaseCommand):
@@ -23,8 +28,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--url", required=True, help="the server: ws://host:port or wss://host:port (path /ws/generate/)")
-        parser.add_argument("--clients", type=int, default=8, help="concurrent websocket clients, one stream each (default 8)")
-        parser.add_argument("--tokens", type=int, default=100, help="max_tokens of every stream (default 100)")
+        parser.add_argument(
+            "--clients", type=int, default=None, help="concurrent websocket clients, one stream each (default 8; soak 4)"
+        )
+        parser.add_argument("--tokens", type=int, default=None, help="max_tokens of every stream (default 100; soak 32)")
         parser.add_argument("--prompt", default=loadtest.LoadConfig.prompt, help="the prompt every client sends")
         parser.add_argument("--seed", type=int, default=None, help="client i sends seed + i (default: the server draws)")
         parser.add_argument("--temperature", type=float, default=None, help="params.temperature (default: the server's)")
@@ -34,13 +41,23 @@ class Command(BaseCommand):
         parser.add_argument("--origin", default=None, help="the Origin header (default: the URL's own http(s) origin)")
         parser.add_argument("--timeout", type=float, default=300.0, help="seconds a stream may take before it counts as broken")
         parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of text")
+        parser.add_argument(
+            "--soak", type=float, default=None, metavar="MINUTES", help="mixed traffic for this long, with a verdict"
+        )
+        parser.add_argument("--server-pid", type=int, default=None, help="soak: the server's process here (else its /metrics)")
+        parser.add_argument("--server-log", type=Path, default=None, help="soak: the server's log, searched for tracebacks")
+        parser.add_argument("--database", type=Path, default=None, help="soak: the server's SQLite file, whose size is shown")
+        parser.add_argument("--sample-every", type=float, default=None, help="soak: seconds between samples (default: 1/20)")
 
     def handle(self, *args, **options):
+        if options["soak"] is not None:
+            self._soak(options)
+            return
         try:
             config = loadtest.make_config(
                 options["url"],
-                options["clients"],
-                options["tokens"],
+                8 if options["clients"] is None else options["clients"],
+                100 if options["tokens"] is None else options["tokens"],
                 origin=options["origin"],
                 prompt=options["prompt"],
                 seed=options["seed"],
@@ -55,3 +72,26 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(summary.as_dict(), indent=2) if options["json"] else loadtest.format_summary(summary))
         self.stdout.flush()
         sys.exit(summary.exit_status)
+
+    def _soak(self, options):
+        minutes = options["soak"]
+        try:
+            config = soak.make_soak_config(
+                options["url"],
+                minutes,
+                origin=options["origin"],
+                clients=4 if options["clients"] is None else options["clients"],
+                tokens=32 if options["tokens"] is None else options["tokens"],
+                server_pid=options["server_pid"],
+                server_log=options["server_log"],
+                database=options["database"],
+                sample_every_s=options["sample_every"] or max(5.0, minutes * 60 / 20),
+                timeout_s=options["timeout"],
+            )
+        except loadtest.ConfigError as error:
+            raise CommandError(str(error)) from error
+        self.stderr.style_func = None
+        result = soak.run(config, progress=lambda line: self.stderr.write(line))
+        self.stdout.write(json.dumps(result.as_dict(), indent=2) if options["json"] else soak.format_soak(result))
+        self.stdout.flush()
+        sys.exit(0 if result.verdict()["pass"] else 1)

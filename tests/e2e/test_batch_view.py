@@ -222,13 +222,20 @@ LOAD_LINE = re.compile(
 )
 
 
-def shown_load(page: Page, after: str) -> tuple[int, int, int, int]:
-    """The load line once it shows an answer asked for after the page's own run's `after` event
-    (`data-after`: the line knows of it): running, rows, max_batch, waiting."""
-    page.locator(f"#worker-load[data-after={after}]").wait_for(timeout=30_000)
-    text = page.locator("#worker-load").text_content() or ""
-    shown = LOAD_LINE.fullmatch(text)
-    assert shown, text
+def shown_load(page: Page, *after: str) -> tuple[int, int, int, int]:
+    """The load line once it shows an answer asked for after one of the page's own run's `after`
+    events (`data-after`: the line knows of it), read at once with that mark: running, rows,
+    max_batch, waiting."""
+    line = page.wait_for_function(
+        """(names) => {
+          const el = document.querySelector("#worker-load");
+          return el && !el.hidden && names.includes(el.dataset.after) ? el.textContent : null;
+        }""",
+        arg=list(after),
+        timeout=30_000,
+    ).json_value()
+    shown = LOAD_LINE.fullmatch(line)
+    assert shown, line
     running, rows, max_batch, waiting = (int(g) for g in shown.groups())
     return running, rows, max_batch, waiting
 
@@ -260,8 +267,7 @@ def test_the_main_page_shows_the_workers_load_when_a_run_is_sent(playground: Pla
             pass
         playground.generate("The capital of France is", temperature=0, max_tokens=4)
         # Asked after the page's run started (or, if it was that quick, ended): the busy stream decodes.
-        page.locator("#worker-load[data-after=started], #worker-load[data-after=done]").wait_for(timeout=30_000)
-        running, rows, shown_batch, _ = shown_load(page, page.locator("#worker-load").get_attribute("data-after") or "")
+        running, rows, shown_batch, _ = shown_load(page, "started", "done")
         assert running >= 1 and rows >= 1 and shown_batch == max_batch
         playground.wait_done()
         running, rows, _, _ = shown_load(page, "done")  # the page's run has ended; the busy one still decodes

@@ -214,3 +214,55 @@ def test_the_library_computes_what_the_reference_does(tmp_path, weights, kind, m
     expected = matmul_gguf_reference(x, kernel_nodes(model)[0], initializers(model))
     error = np.abs(got - expected).max() / np.abs(expected).max()
     assert error < (1e-6 if mode == "exact" else 0.02)
+
+
+def random_blocks(kind: str, rows: int, k: int, seed: int) -> np.ndarray:
+    """Valid ``kind`` rows ``[rows, bytes]`` of random bits, each block's fp16 scales set to small normal values
+    (any bits are valid codes; a random fp16 scale could be inf or NaN)."""
+    rng = np.random.default_rng(seed)
+    size, per_block = gb.BLOCK_BYTES[kind]
+    blocks = rng.integers(0, 256, (rows, k // per_block, size), dtype=np.uint8)
+    scale_at = {"Q5_0": [0], "Q4_K": [0, 2], "Q6_K": [208]}[kind]  # byte offsets of the fp16 scales
+    for at in scale_at:
+        scales = rng.uniform(0.001, 0.01, blocks.shape[:2]).astype(np.float16)
+        blocks[..., at : at + 2] = scales[..., None].view(np.uint8)
+    return blocks.reshape(rows, -1)
+
+
+@needs_library
+@pytest.mark.parametrize("kind", ["Q5_0", "Q4_K", "Q6_K"])
+@pytest.mark.parametrize("mode", ["exact", "fast"])
+def test_gemmas_formats_through_the_library(tmp_path, kind, mode):
+    """Gemma's GGUF formats (blocks of random bits, 512 weights a row) through the rewrite and our library."""
+    if kind not in model_kernels.library_now()["formats"]:
+        pytest.skip(f"this build of the library does not compute {kind}")
+    k, n = 512, 40
+    raw = random_blocks(kind, n, k, seed=len(kind) + len(mode))
+    w = gb.blocks_of(gb.GgufMatrix("w", kind, n, k, raw)).dequantized  # [N, K]
+    write_raw_gguf(tmp_path / "m.gguf", "blk.0.ffn_down.weight", raw, kind)
+    model = single_matmul_model("/model/layers.0/mlp/down_proj/MatMul", w.T.copy())
+    lossless.convert(
+        model, tmp_path / "m.gguf", CONFIG, 0 if mode == "exact" else 4, permuted_qk=False, kernel_formats=frozenset({kind})
+    )
+    (node,) = kernel_nodes(model)
+    assert np.array_equal(initializers(model)[node.input[1]], raw)
+    model.ir_version = 10
+    options = ort.SessionOptions()
+    model_kernels.register_library(options, "the test graph")
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(4).standard_normal((1, 3, k)).astype(np.float32)
+    expected = x @ w.T.astype(np.float64)
+    error = np.abs(session.run(None, {"x": x})[0] - expected).max() / np.abs(expected).max()
+    assert error < (1e-6 if mode == "exact" else 0.02)
+
+
+def write_raw_gguf(path, name: str, raw: np.ndarray, kind: str) -> None:
+    """A GGUF holding one tensor of ``kind`` blocks ``raw`` as they are."""
+    from gguf import GGUFWriter
+
+    writer = GGUFWriter(str(path), "gemma3")
+    writer.add_tensor(name, raw, raw_dtype=getattr(GGMLQuantizationType, kind))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()

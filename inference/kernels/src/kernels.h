@@ -9,9 +9,10 @@
  * Columns are taken TILE = 16 at a time (one SIMD lane per column); a tile's blocks are one
  * sequential stream, block b at tile + b * block_bytes:
  *
- *   4-bit block (384 bytes): float d[16], float m[16], uint32 code[4][16]
- *        code[w][j] holds column j's q[4w + i] in the low nibble of byte i, q[16 + 4w + i] in its
- *        high nibble (the GGUF's own order of a Q4_1 block's bytes).
+ *   4-bit block (320 or 384 bytes): d[16], m[16] as fp16 (Q4_1's own, exactly) or fp32 (Q4_K's
+ *        d * scale needs more bits), then uint32 code[4][16]: code[w][j] holds column j's q[4w + i]
+ *        in the low nibble of byte i, q[16 + 4w + i] in its high nibble (the GGUF's own order of a
+ *        Q4_1 block's bytes).
  *   8-bit block (64 * groups + 512 bytes): float d[groups][16], then the codes: in fast mode
  *        uint32 code[8][16], code[w][j] holding column j's q[4w + i] in byte i (4 k per lane, for
  *        the int8 dot products); in exact mode int8 code[32][16], k-major (one sign extension
@@ -46,6 +47,7 @@ typedef void tile_fn(const uint8_t *tile, const struct acts *a, size_t row0, siz
 
 struct layout {
     int bits;           /* 4 or 8 */
+    int half;           /* 4-bit only: d and m stored as fp16 */
     int groups;         /* 8-bit only: scales per block of 32 (1, or 2 for Q6_K's groups of 16) */
     size_t block_bytes; /* bytes of one repacked block of a tile */
     tile_fn *exact[ISA_COUNT];
@@ -59,13 +61,16 @@ struct format {
     size_t block_bytes; /* GGUF bytes per block_k weights */
     int bits;           /* the layout it repacks into: 4 or 8 */
     int groups;         /* 8-bit: scales per 32 */
+    int half;           /* 4-bit: every d and m is an fp16 value (stored so: fewer bytes to read) */
     /* Block b (of 32 weights) of one GGUF row: its codes, scale(s) and offset (4-bit only). */
     void (*decode)(const uint8_t *row, size_t b, int8_t q[QK], float d[2], float *m);
 };
 
 const struct format *format_named(const char *name);
 const char *format_list(void); /* "Q4_1,Q8_0,...": the formats, in order */
-const struct layout *layout_for(int bits, int groups);
+const struct layout *layout_for(const struct format *f);
+float half_to_float(const uint8_t *p);  /* an fp16 value, little-endian */
+uint16_t float_to_half(float f);       /* for a value that is an fp16 value: exact */
 
 /* activations.c */
 void acts_block_sums(const float *x, size_t M, size_t K, float *sums);
@@ -78,6 +83,6 @@ int isa_best(void);
 const char *isa_name(int isa);
 
 /* The tile kernels, by layout (tile4.c, tile8.c). */
-extern const struct layout LAYOUT4, LAYOUT8_G1, LAYOUT8_G2;
+extern const struct layout LAYOUT4, LAYOUT4_HALF, LAYOUT8_G1, LAYOUT8_G2;
 
 #endif

@@ -104,14 +104,20 @@ static void repack(const struct format *f, const struct layout *l, const uint8_t
         for (size_t b = 0; b < k->nb; b++) {
             uint8_t *blk = k->packed + (t * k->nb + b) * l->block_bytes;
             float *d = (float *)blk;
-            uint32_t *code = (uint32_t *)(blk + (l->bits == 4 ? 2 : l->groups) * TILE * 4);
+            uint16_t *d16 = (uint16_t *)blk;
+            uint32_t *code = (uint32_t *)(blk + (l->bits == 4 ? 2 * TILE * (l->half ? 2 : 4) : l->groups * TILE * 4));
             for (size_t j = 0; j < TILE && t * TILE + j < k->N; j++) {
                 int8_t q[QK];
                 float scale[2] = {0, 0}, m = 0;
                 f->decode(B + (t * TILE + j) * row_bytes, b, q, scale, &m);
                 if (l->bits == 4) {
-                    d[j] = scale[0];
-                    d[TILE + j] = m;
+                    if (l->half) {
+                        d16[j] = float_to_half(scale[0]);
+                        d16[TILE + j] = float_to_half(m);
+                    } else {
+                        d[j] = scale[0];
+                        d[TILE + j] = m;
+                    }
                     for (int w = 0; w < 4; w++) {
                         uint32_t word = 0;
                         for (int i = 0; i < 4; i++)
@@ -211,7 +217,7 @@ static OrtStatus *create(const OrtCustomOp *op, const OrtApi *api, const OrtKern
     if (!k) return refuse(api, node, "out of memory");
     k->api = api;
     snprintf(k->node, sizeof k->node, "%s", node);
-    k->layout = layout_for(f->bits, f->groups);
+    k->layout = layout_for(f);
     k->fast = !strcmp(mode, "fast");
     k->isa = isa;
     k->tile = k->fast ? k->layout->fast[isa] : k->layout->exact[isa];

@@ -1,23 +1,29 @@
-/* Tile kernels of the 4-bit layout (Q4_1, Q4_K): w = d * q + m, q in 0..15 (kernels.h). */
+/* Tile kernels of the 4-bit layout (Q4_1, Q4_K): w = d * q + m, q in 0..15 (kernels.h). Each kernel
+ * is written once for `half` (d and m stored as fp16, Q4_1's own, or as fp32) and instantiated for both. */
 #include <string.h>
 
 #include "kernels.h"
 #include "simd.h"
 
-enum { BLOCK4 = 2 * TILE * 4 + 4 * TILE * 4 }; /* d[16], m[16], code[4][16]: 384 bytes */
+#define BLOCK4(half) ((half) ? 320 : 384)      /* d[16], m[16] (fp16 or fp32), code[4][16] */
+#define CODES4(half) ((half) ? 64 : 128)       /* where the codes start */
+
+/* Scale i of a block: d[0..15], then m[0..15]. */
+INLINE float scale4(const uint8_t *blk, int half, int i) {
+    return half ? half_to_float(blk + 2 * i) : ((const float *)blk)[i];
+}
 
 /* The k of nibble s (0..7, low bits first) of a lane's word w. */
 #define K_OF(w, s) (4 * (w) + (s) / 2 + 16 * ((s) & 1))
 
-static void exact_plain(const uint8_t *tile, const struct acts *a, size_t row0, size_t rows, float *y, size_t ldy,
-                        size_t cols) {
+INLINE void exact_plain(const uint8_t *tile, const struct acts *a, size_t row0, size_t rows, float *y, size_t ldy,
+                        size_t cols, const int half) {
     for (size_t r = 0; r < rows; r++) {
         const float *x = a->x + (row0 + r) * a->K, *sums = a->sums + (row0 + r) * a->nb;
         float acc[TILE] = {0};
         for (size_t b = 0; b < a->nb; b++) {
-            const uint8_t *blk = tile + b * BLOCK4;
-            const float *d = (const float *)blk, *m = d + TILE;
-            const uint32_t *code = (const uint32_t *)(blk + 2 * TILE * 4);
+            const uint8_t *blk = tile + b * BLOCK4(half);
+            const uint32_t *code = (const uint32_t *)(blk + CODES4(half));
             const float *xb = x + b * QK;
             float dot[TILE] = {0};
             for (int w = 0; w < 4; w++)
@@ -25,22 +31,21 @@ static void exact_plain(const uint8_t *tile, const struct acts *a, size_t row0, 
                     float xv = xb[K_OF(w, s)];
                     for (int j = 0; j < TILE; j++) dot[j] += xv * (float)((code[w * TILE + j] >> (4 * s)) & 15);
                 }
-            for (int j = 0; j < TILE; j++) acc[j] += d[j] * dot[j] + m[j] * sums[b];
+            for (int j = 0; j < TILE; j++) acc[j] += scale4(blk, half, j) * dot[j] + scale4(blk, half, TILE + j) * sums[b];
         }
         memcpy(y + r * ldy, acc, cols * sizeof(float));
     }
 }
 
-static void fast_plain(const uint8_t *tile, const struct acts *a, size_t row0, size_t rows, float *y, size_t ldy,
-                       size_t cols) {
+INLINE void fast_plain(const uint8_t *tile, const struct acts *a, size_t row0, size_t rows, float *y, size_t ldy,
+                       size_t cols, const int half) {
     for (size_t r = 0; r < rows; r++) {
         const int8_t *xq = a->xq + (row0 + r) * a->K;
         const float *dx = a->dx + (row0 + r) * a->nb, *sums = a->sums + (row0 + r) * a->nb;
         float acc[TILE] = {0};
         for (size_t b = 0; b < a->nb; b++) {
-            const uint8_t *blk = tile + b * BLOCK4;
-            const float *d = (const float *)blk, *m = d + TILE;
-            const uint32_t *code = (const uint32_t *)(blk + 2 * TILE * 4);
+            const uint8_t *blk = tile + b * BLOCK4(half);
+            const uint32_t *code = (const uint32_t *)(blk + CODES4(half));
             const int8_t *qb = xq + b * QK;
             for (int j = 0; j < TILE; j++) {
                 int32_t dot = 0;
@@ -50,7 +55,7 @@ static void fast_plain(const uint8_t *tile, const struct acts *a, size_t row0, s
                         dot += (int32_t)((c >> (8 * i)) & 15) * qb[4 * w + i] +
                                (int32_t)((c >> (8 * i + 4)) & 15) * qb[16 + 4 * w + i];
                 }
-                acc[j] += d[j] * dx[b] * (float)dot + m[j] * sums[b];
+                acc[j] += scale4(blk, half, j) * dx[b] * (float)dot + scale4(blk, half, TILE + j) * sums[b];
             }
         }
         memcpy(y + r * ldy, acc, cols * sizeof(float));
@@ -58,11 +63,19 @@ static void fast_plain(const uint8_t *tile, const struct acts *a, size_t row0, s
 }
 
 #ifdef HAVE_X86_SIMD
+/* 16 (or 8) scales from i: fp16 widened (F16C), or fp32 as they are. */
+TARGET_AVX512 INLINE __m512 load16(const uint8_t *blk, int half, int i) {
+    return half ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + 2 * i))) : _mm512_load_ps((const float *)blk + i);
+}
+
+TARGET_AVX2 INLINE __m256 load8(const uint8_t *blk, int half, int i) {
+    return half ? _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(blk + 2 * i))) : _mm256_load_ps((const float *)blk + i);
+}
+
 /* AVX-512: one lane per column. Exact: a nibble shifted into the low 4 bits of a lane indexes a
  * table of 0.0 … 15.0 (vpermps reads only those bits), so float(q) costs a shift and a permute. */
 TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a, size_t row0, float *y, size_t ldy,
-                                       size_t cols, const int R, const int unused) {
-    (void)unused;
+                                       size_t cols, const int R, const int half) {
     const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const float *x[8], *sums[8];
     __m512 acc[8];
@@ -72,11 +85,11 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
         acc[r] = _mm512_setzero_ps();
     }
     for (size_t b = 0; b < a->nb; b++) {
-        const uint8_t *blk = tile + b * BLOCK4;
+        const uint8_t *blk = tile + b * BLOCK4(half);
         __m512 dot[8][CHAINS]; /* per row, its k spread over CHAINS accumulators */
         for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm512_setzero_ps();
         UNROLL for (int w = 0; w < 4; w++) {
-            __m512i c = _mm512_load_si512(blk + 128 + 64 * w);
+            __m512i c = _mm512_load_si512(blk + CODES4(half) + 64 * w);
             UNROLL for (int s = 0; s < 8; s++) {
                 __m512 v = _mm512_permutexvar_ps(_mm512_srli_epi32(c, 4 * s), table);
                 for (int r = 0; r < R; r++)
@@ -84,7 +97,7 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
                         _mm512_fmadd_ps(_mm512_set1_ps(x[r][b * QK + K_OF(w, s)]), v, dot[r][s % CHAINS]);
             }
         }
-        __m512 d = _mm512_load_ps(blk), m = _mm512_load_ps(blk + 64);
+        __m512 d = load16(blk, half, 0), m = load16(blk, half, TILE);
         for (int r = 0; r < R; r++) {
             dot[r][0] = _mm512_add_ps(dot[r][0], dot[r][1]);
             acc[r] = _mm512_fmadd_ps(d, dot[r][0], acc[r]);
@@ -100,8 +113,7 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
  * saturation: 2 * 15 * 127 fits in int16). */
 #define FAST_AVX512(name, target, vnni)                                                                              \
     target INLINE void name(const uint8_t *tile, const struct acts *a, size_t row0, float *y, size_t ldy, size_t cols, \
-                            const int R, const int unused) {                                                           \
-        (void)unused;                                                                                                  \
+                            const int R, const int half) {                                                             \
         const __m512i low = _mm512_set1_epi8(15), ones = _mm512_set1_epi16(1);                                         \
         const int8_t *xq[8];                                                                                           \
         const float *dx[8], *sums[8];                                                                                  \
@@ -113,11 +125,11 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
             acc[r] = _mm512_setzero_ps();                                                                              \
         }                                                                                                              \
         for (size_t b = 0; b < a->nb; b++) {                                                                           \
-            const uint8_t *blk = tile + b * BLOCK4;                                                                    \
+            const uint8_t *blk = tile + b * BLOCK4(half);                                                                    \
             __m512i dot[8];                                                                                            \
             for (int r = 0; r < R; r++) dot[r] = _mm512_setzero_si512();                                               \
             UNROLL for (int w = 0; w < 4; w++) {                                                                       \
-                __m512i c = _mm512_load_si512(blk + 128 + 64 * w);                                                     \
+                __m512i c = _mm512_load_si512(blk + CODES4(half) + 64 * w);                                                     \
                 __m512i lo = _mm512_and_si512(c, low), hi = _mm512_and_si512(_mm512_srli_epi32(c, 4), low);            \
                 for (int r = 0; r < R; r++) {                                                                          \
                     __m512i xl = _mm512_set1_epi32(word_at(xq[r] + b * QK + 4 * w));                                   \
@@ -130,7 +142,7 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
                     }                                                                                                  \
                 }                                                                                                      \
             }                                                                                                          \
-            __m512 d = _mm512_load_ps(blk), m = _mm512_load_ps(blk + 64);                                              \
+            __m512 d = load16(blk, half, 0), m = load16(blk, half, TILE);                                              \
             for (int r = 0; r < R; r++) {                                                                              \
                 __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(dx[r][b]));                                             \
                 acc[r] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot[r]), acc[r]);                                   \
@@ -144,8 +156,7 @@ FAST_AVX512(fast_vnni, TARGET_VNNI, 1)
 
 /* AVX2: a tile is two registers of 8 lanes (h = 0, 1); float(q) is shift, mask, convert. */
 TARGET_AVX2 INLINE void exact_avx2(const uint8_t *tile, const struct acts *a, size_t row0, float *y, size_t ldy,
-                                   size_t cols, const int R, const int unused) {
-    (void)unused;
+                                   size_t cols, const int R, const int half) {
     const __m256i low = _mm256_set1_epi32(15);
     const float *x[2], *sums[2];
     __m256 acc[2][2];
@@ -155,12 +166,12 @@ TARGET_AVX2 INLINE void exact_avx2(const uint8_t *tile, const struct acts *a, si
         acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     }
     for (size_t b = 0; b < a->nb; b++) {
-        const uint8_t *blk = tile + b * BLOCK4;
+        const uint8_t *blk = tile + b * BLOCK4(half);
         __m256 dot[2][2];
         for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_ps();
         UNROLL for (int w = 0; w < 4; w++) {
-            __m256i c[2] = {_mm256_load_si256((const __m256i *)(blk + 128 + 64 * w)),
-                            _mm256_load_si256((const __m256i *)(blk + 160 + 64 * w))};
+            __m256i c[2] = {_mm256_load_si256((const __m256i *)(blk + CODES4(half) + 64 * w)),
+                            _mm256_load_si256((const __m256i *)(blk + CODES4(half) + 32 + 64 * w))};
             UNROLL for (int s = 0; s < 8; s++)
                 for (int h = 0; h < 2; h++) {
                     __m256 v = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(c[h], 4 * s), low));
@@ -169,7 +180,7 @@ TARGET_AVX2 INLINE void exact_avx2(const uint8_t *tile, const struct acts *a, si
                 }
         }
         for (int h = 0; h < 2; h++) {
-            __m256 d = _mm256_load_ps((const float *)blk + 8 * h), m = _mm256_load_ps((const float *)blk + 16 + 8 * h);
+            __m256 d = load8(blk, half, 8 * h), m = load8(blk, half, TILE + 8 * h);
             for (int r = 0; r < R; r++) {
                 acc[r][h] = _mm256_fmadd_ps(d, dot[r][h], acc[r][h]);
                 acc[r][h] = _mm256_fmadd_ps(m, _mm256_set1_ps(sums[r][b]), acc[r][h]);
@@ -180,8 +191,7 @@ TARGET_AVX2 INLINE void exact_avx2(const uint8_t *tile, const struct acts *a, si
 }
 
 TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, size_t row0, float *y, size_t ldy,
-                                  size_t cols, const int R, const int unused) {
-    (void)unused;
+                                  size_t cols, const int R, const int half) {
     const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
     const int8_t *xq[2];
     const float *dx[2], *sums[2];
@@ -193,12 +203,12 @@ TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, siz
         acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     }
     for (size_t b = 0; b < a->nb; b++) {
-        const uint8_t *blk = tile + b * BLOCK4;
+        const uint8_t *blk = tile + b * BLOCK4(half);
         __m256i dot[2][2];
         for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
         UNROLL for (int w = 0; w < 4; w++)
             for (int h = 0; h < 2; h++) {
-                __m256i c = _mm256_load_si256((const __m256i *)(blk + 128 + 64 * w + 32 * h));
+                __m256i c = _mm256_load_si256((const __m256i *)(blk + CODES4(half) + 64 * w + 32 * h));
                 __m256i lo = _mm256_and_si256(c, low), hi = _mm256_and_si256(_mm256_srli_epi32(c, 4), low);
                 for (int r = 0; r < R; r++) {
                     __m256i xl = _mm256_set1_epi32(word_at(xq[r] + b * QK + 4 * w));
@@ -208,7 +218,7 @@ TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, siz
                 }
             }
         for (int h = 0; h < 2; h++) {
-            __m256 d = _mm256_load_ps((const float *)blk + 8 * h), m = _mm256_load_ps((const float *)blk + 16 + 8 * h);
+            __m256 d = load8(blk, half, 8 * h), m = load8(blk, half, TILE + 8 * h);
             for (int r = 0; r < R; r++) {
                 __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(dx[r][b]));
                 acc[r][h] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot[r][h]), acc[r][h]);
@@ -219,24 +229,51 @@ TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, siz
     for (int r = 0; r < R; r++) store256(y + r * ldy, acc[r][0], acc[r][1], cols);
 }
 
-WALK_ROWS(exact_avx512_tile, TARGET_AVX512, exact_avx512, 0)
-WALK_ROWS(fast_avx512_tile, TARGET_AVX512, fast_avx512, 0)
-WALK_ROWS(fast_vnni_tile, TARGET_VNNI, fast_vnni, 0)
-WALK_ROWS_AVX2(exact_avx2_tile, exact_avx2, 0)
-WALK_ROWS_AVX2(fast_avx2_tile, fast_avx2, 0)
-
+#define SIMD_INSTANCES(half)                                              \
+    WALK_ROWS(exact_avx512_h##half, TARGET_AVX512, exact_avx512, half)    \
+    WALK_ROWS(fast_avx512_h##half, TARGET_AVX512, fast_avx512, half)      \
+    WALK_ROWS(fast_vnni_h##half, TARGET_VNNI, fast_vnni, half)            \
+    WALK_ROWS_AVX2(exact_avx2_h##half, exact_avx2, half)                  \
+    WALK_ROWS_AVX2(fast_avx2_h##half, fast_avx2, half)
+SIMD_INSTANCES(0)
+SIMD_INSTANCES(1)
 #else
-#define exact_avx2_tile exact_plain
-#define exact_avx512_tile exact_plain
-#define fast_avx2_tile fast_plain
-#define fast_avx512_tile fast_plain
-#define fast_vnni_tile fast_plain
+#define exact_avx2_h0 exact_plain_h0
+#define exact_avx512_h0 exact_plain_h0
+#define fast_avx2_h0 fast_plain_h0
+#define fast_avx512_h0 fast_plain_h0
+#define fast_vnni_h0 fast_plain_h0
+#define exact_avx2_h1 exact_plain_h1
+#define exact_avx512_h1 exact_plain_h1
+#define fast_avx2_h1 fast_plain_h1
+#define fast_avx512_h1 fast_plain_h1
+#define fast_vnni_h1 fast_plain_h1
 #endif
+
+#define PLAIN_INSTANCES(name, half)                                                                                   \
+    static void name##_h##half(const uint8_t *tile, const struct acts *a, size_t row0, size_t rows, float *y, size_t ldy, \
+                               size_t cols) {                                                                             \
+        name(tile, a, row0, rows, y, ldy, cols, half);                                                                    \
+    }
+PLAIN_INSTANCES(exact_plain, 0)
+PLAIN_INSTANCES(exact_plain, 1)
+PLAIN_INSTANCES(fast_plain, 0)
+PLAIN_INSTANCES(fast_plain, 1)
 
 const struct layout LAYOUT4 = {
     .bits = 4,
     .groups = 1,
-    .block_bytes = BLOCK4,
-    .exact = {exact_plain, exact_avx2_tile, exact_avx512_tile, exact_avx512_tile},
-    .fast = {fast_plain, fast_avx2_tile, fast_avx512_tile, fast_vnni_tile},
+    .half = 0,
+    .block_bytes = BLOCK4(0),
+    .exact = {exact_plain_h0, exact_avx2_h0, exact_avx512_h0, exact_avx512_h0},
+    .fast = {fast_plain_h0, fast_avx2_h0, fast_avx512_h0, fast_vnni_h0},
+};
+
+const struct layout LAYOUT4_HALF = {
+    .bits = 4,
+    .groups = 1,
+    .half = 1,
+    .block_bytes = BLOCK4(1),
+    .exact = {exact_plain_h1, exact_avx2_h1, exact_avx512_h1, exact_avx512_h1},
+    .fast = {fast_plain_h1, fast_avx2_h1, fast_avx512_h1, fast_vnni_h1},
 };

@@ -87,3 +87,22 @@ def test_a_row_is_the_same_alone_and_in_a_batch(kernels_library, cpu_isas, monke
     alone = session(kernels_library, node.model(), 1)
     for row in (0, 7, 8, 12, 44):
         assert np.array_equal(alone.run(None, {"A": x[row : row + 1]})[0][0], batch[row]), f"row {row}"
+
+
+@pytest.mark.parametrize("mode", ["exact", "fast"])
+def test_q4_1_scales_of_every_magnitude(kernels_library, mode) -> None:
+    """Q4_1's d and m kept as fp16 in the repacked blocks: subnormal, tiny, large, signed zeros, each
+    column checked against its own magnitude."""
+    values = np.array([2.0**-24, -3 * 2.0**-20, 6.1e-5, 1e-3, 1.0, -0.5, 1000.0, 0.0, -0.0, 65504.0], np.float16)
+    n, k = len(values), 64
+    raw = random_blocks("Q4_1", n, k, np.random.default_rng(5)).reshape(n, k // 32, 20)
+    raw[..., 0:2] = values.view(np.uint8).reshape(n, 1, 2)  # d
+    raw[..., 2:4] = values[::-1].copy().view(np.uint8).reshape(n, 1, 2)  # m
+    raw = raw.reshape(n, -1)
+    x = np.random.default_rng(6).standard_normal((8, k), dtype=np.float32)
+    y = session(kernels_library, Node("Q4_1", mode, k, n, raw).model()).run(None, {"A": x})[0].astype(np.float64)
+    w = weights("Q4_1", raw)
+    ref = (x.astype(np.float64) if mode == "exact" else quantized_activations(x)) @ w.T
+    for col in range(n):
+        scale = np.abs(ref[:, col]).max()
+        assert np.abs(y[:, col] - ref[:, col]).max() <= 2e-6 * scale, f"column {col}: d = {values[col]}"

@@ -24,6 +24,8 @@ class TokenScore:
     token_id: int
     logprob: float | None  # None for the first token: nothing comes before it
     top: tuple[tuple[int, float], ...]  # the most likely tokens at this position: (id, logprob), best first
+    entropy: float | None = None  # nats, of the model's distribution at this position (None for the first token)
+    rank: int | None = None  # 1: the most likely token there (ties: lower id first); None for the first token
 
 
 def score_prompt(
@@ -51,5 +53,9 @@ def score_prompt(
             candidates = np.argpartition(-row, top_n - 1)[:top_n] if top_n < row.shape[0] else np.arange(row.shape[0])
             best = sorted(candidates.tolist(), key=lambda i: (-row[i], i))  # highest first, ties: lower id
             top = tuple((int(i), float(row[i])) for i in best)
-            scores.append(TokenScore(ids[position], float(row[ids[position]]), top))
+            own = row[ids[position]]
+            rank = 1 + int(np.count_nonzero(row > own)) + int(np.count_nonzero(row[: ids[position]] == own))
+            finite = np.isfinite(row)
+            entropy = float(-(np.exp(row[finite]) * row[finite]).sum())  # -sum p ln p, tokens the model rules out add 0
+            scores.append(TokenScore(ids[position], float(own), top, entropy, rank))
     return scores

@@ -212,6 +212,7 @@ def _cell(token: TokenRow | None) -> dict[str, Any] | None:
         "prob": token.prob,
         "raw_prob": token.raw_prob,
         "draw": token.draw,
+        "origin": token.shown_origin,  # how it got there (docs/websocket-api.md, ``origin``)
     }
 
 

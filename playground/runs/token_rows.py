@@ -31,6 +31,12 @@ from playground.wire.token_event import TokenEvent, implied_origin
 
 StoredRow = list[Any]  # the JSON array kept in ``Run.tokens``
 
+# Where each field of an exported token goes (``origin``, added later, after ``forced``).
+EXPORT_ORDER = (
+    "sample", "index", "id", "token", "text", "raw_prob", "prob", "removed_by", "alternatives", "forced", "origin",
+    "draw", "draw_interval", "entropy", "stages", "elapsed_ms", "watched",
+)  # fmt: skip
+
 # The ``token`` event's keys that carry no data of the run: they are not stored (``batch`` says how
 # the worker batched the step, which no replay or export needs).
 ENVELOPE_KEYS = frozenset({"type", "request_id", "batch"})
@@ -122,11 +128,17 @@ class TokenRow:
     extra: Mapping[str, Any] = field(default_factory=dict)  # fields of later protocol versions
 
     # The keys of a ``token`` event (and of an exported token), in the order the server sends them.
-    # The keys of a ``token`` event (and of an exported token), in the order the server sends them
-    # (``TokenEvent``'s, without the optional ``drafted`` and ``batch``).
-    EVENT_KEYS = tuple(k for k in TokenEvent.field_names() if k not in TokenEvent.OPTIONAL and k != "request_id")
+    # The keys of an exported token: the ``token`` event's (``TokenEvent``'s, without its envelope and
+    # the optional ``drafted`` and ``batch``), in the order exports have always written them.
+    EVENT_KEYS = tuple(
+        sorted(
+            (k for k in TokenEvent.field_names() if k not in TokenEvent.OPTIONAL and k != "request_id"),
+            key=lambda k: EXPORT_ORDER.index(k),
+        )
+    )
     STORED_COLUMNS = 13  # the positional part of a stored row, before the optional ``extra``
-    IN_EXTRA = ("removed_by", "forced", "origin", "draw_interval", "watched")  # named fields stored in ``extra`` (rows predate them)
+    # named fields stored in ``extra`` (rows predate them)
+    IN_EXTRA = ("removed_by", "forced", "origin", "draw_interval", "watched")
 
     @classmethod
     def from_stored(cls, row: Sequence[Any]) -> TokenRow:
@@ -230,18 +242,22 @@ class TokenRow:
             "raw_prob": self.raw_prob,
             "prob": self.prob,
             "removed_by": self.removed_by,
+            "alternatives": [a.to_event() for a in self.alternatives],
             "forced": self.forced,
-            "origin": self.origin if self.origin is not None else implied_origin(self._implying()),
+            "origin": self.shown_origin,
             "draw": self.draw,
             "draw_interval": None if self.draw_interval is None else list(self.draw_interval),
-            "alternatives": [a.to_event() for a in self.alternatives],
-            "stages": [s.to_event() for s in self.stages],
             "entropy": {"before": self.entropy_before, "after": self.entropy_after},
-            "watched": [dict(w) for w in self.watched],
+            "stages": [s.to_event() for s in self.stages],
             "elapsed_ms": self.elapsed_ms,
+            "watched": [dict(w) for w in self.watched],
             **self.extra,
         }
 
+    @property
+    def shown_origin(self) -> str:
+        """The origin a view shows: the stored one, else what the row implies."""
+        return self.origin if self.origin is not None else implied_origin(self._implying())
 
     def _implying(self) -> dict[str, Any]:
         """The fields ``implied_origin`` reads."""

@@ -139,7 +139,9 @@ class TokenEvent:
             alternatives=tuple(Alternative(a.id, text_of(a.id), a.raw_prob, a.prob, a.removed_by) for a in trace.alternatives),
             stages=tuple(Stage(s.name, s.kept) for s in trace.stages),
             entropy=Entropy(trace.entropy_before, trace.entropy_after),
-            watched=tuple(Watched(w.id, w.raw_prob, w.prob, w.raw_rank, w.rank, w.removed_by, text_of(w.id)) for w in trace.watched),
+            watched=tuple(
+                Watched(w.id, w.raw_prob, w.prob, w.raw_rank, w.rank, w.removed_by, text_of(w.id)) for w in trace.watched
+            ),
             elapsed_ms=round(step.elapsed_ms, 3),
             drafted=step.drafted if speculative else None,
             batch=None if batch is None else BatchView(batch.step, batch.rows, batch.requests),
@@ -165,7 +167,7 @@ class TokenEvent:
             raise EventError("type", f"must be {cls.TYPE!r}")
         if "origin" not in data:
             data = {**data, "origin": implied_origin(data)}
-        return _read(cls, data, "")
+        return _read(cls, {"request_id": "", **data}, "")
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -175,9 +177,9 @@ class TokenEvent:
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         """The event's JSON Schema (draft 2020-12), derived from the fields above."""
-        schema = _schema(cls)
+        schema = _schema(cls)  # (a saved run's token is the event without ``type`` and ``request_id``: both optional)
         schema["properties"] = {"type": {"const": cls.TYPE}, **schema["properties"]}
-        schema["required"] = ["type", *schema["required"]]
+        schema["required"] = [name for name in schema["required"] if name != "request_id"]
         return {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": "token event (docs/websocket-api.md)",

@@ -26,6 +26,8 @@ def answer(model: Runtime, command: Score, is_cancelled: Callable[[], bool]) -> 
                 "id": score.token_id,
                 "token": text(score.token_id),
                 "logprob": score.logprob,
+                "rank": score.rank,
+                "entropy": score.entropy,
                 "top": [{"id": i, "token": text(i), "logprob": lp} for i, lp in score.top],
             }
             for score in scores

@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 
 from tests.js import module_url, run_js
+from tests.playground.token_fixtures import token_event
 
 SCRIPT = f"""
-const {{ cumulativeSegments, drawLabel }} = await import("{module_url("shared/js/draw-bar.js")}");
+const {{ cumulativeSegments, drawLabel, showsDraw }} = await import("{module_url("shared/js/draw-bar.js")}");
 const out = INPUT.map((token) => {{
   const segments = cumulativeSegments(token);
-  return {{ segments, label: typeof token.draw === "number" ? drawLabel(token, segments) : null }};
+  return {{ segments, shown: showsDraw(token), label: showsDraw(token) ? drawLabel(token, segments) : null }};
 }});
 console.log(JSON.stringify(out));
 """
@@ -28,16 +29,20 @@ LISTED = [
 ]
 
 
-def token(token_id, text, prob, draw, interval, alternatives=LISTED, forced=False):
-    return {
-        "id": token_id,
-        "token": text,
-        "prob": prob,
-        "draw": draw,
-        "draw_interval": interval,
-        "alternatives": alternatives,
-        "forced": forced,
-    }
+def token(token_id, text, prob, draw, interval, alternatives=LISTED, origin=None):
+    forced = origin in ("typed", "branch", "kept")
+    return token_event(
+        id=token_id,
+        token=text,
+        text=text,
+        raw_prob=prob,
+        prob=prob,
+        draw=draw,
+        draw_interval=interval,
+        alternatives=alternatives,
+        forced=forced,
+        origin=origin or ("greedy" if draw is None else "sampled"),
+    )
 
 
 def spans(result):
@@ -52,8 +57,8 @@ def bars():
             token(500, " Saturday", 0.0021, 0.7138, [0.7125, 0.7146]),  # far outside the top 5
             token(12, " its", 0.12, 0.41, [0.35, 0.47]),  # listed: right after those ahead of it
             token(500, " Saturday", 0.0021, 0.7138, None),  # a run saved before draw_interval
-            token(14, " sapp", 0.0399, 0.1, [0.5729, 0.6128], forced=True),  # forced: u is elsewhere
-            token(600, " removed", 0.0, 0.1, None, forced=True),  # forced, removed by a stage
+            token(14, " sapp", 0.0399, 0.1, [0.5729, 0.6128], origin="branch"),  # forced: u is elsewhere
+            token(600, " removed", 0.0, 0.1, None, origin="kept"),  # forced, removed by a stage
             token(10, " the", 0.2, None, [0.0, 0.2]),  # greedy: no draw, no label
         ],
     )
@@ -98,13 +103,20 @@ def test_without_the_interval_an_unlisted_token_gets_no_made_up_segment(bars):
     assert "'s segment" not in old["label"]
 
 
-def test_a_forced_token_is_not_said_to_be_picked_by_u(bars):
+def test_a_token_no_draw_picked_gets_no_bar_and_no_u(bars):
     forced, removed = bars[3], bars[4]
-    assert (" sapp", 0.5729, 0.6128, True) in spans(forced)
-    assert "forced (a branch's prefix), not picked by it; its segment runs from 0.5729 to 0.6128" in forced["label"]
-    assert "fell in" not in forced["label"]
-    assert not any(s["chosen"] for s in removed["segments"])
-    assert removed["label"].endswith("a stage had removed it, so it has no segment")
+    assert (" sapp", 0.5729, 0.6128, True) in spans(forced)  # its place is known, but u did not pick it
+    assert not forced["shown"] and forced["label"] is None
+    assert not any(s["chosen"] for s in removed["segments"]) and not removed["shown"]
+    assert [bar["shown"] for bar in bars] == [True, True, True, False, False, False]
+
+
+@pytest.mark.parametrize("origin", ["typed", "branch", "kept", "forced_by_grammar", "draft", "greedy"])
+def test_no_origin_but_sampled_shows_u_on_the_bar(origin):
+    (bar,) = run_js(SCRIPT, [token(12, " its", 0.12, 0.41, [0.35, 0.47], origin=origin)])
+    assert not bar["shown"]
+    (sampled,) = run_js(SCRIPT, [token(12, " its", 0.12, 0.41, [0.35, 0.47], origin="sampled")])
+    assert sampled["shown"] and "u = 0.4100 fell in" in sampled["label"]
 
 
 def test_segments_tile_the_bar_from_0_to_1(bars):

@@ -36,7 +36,6 @@ const pages = [{{ tokens: [{{ id: 1 }}, {{ id: 2 }}], next_offset: 2 }}, {{ toke
 const ids = await typedTokens(async (body) => {{ asked.push(body); return pages[asked.length - 1]; }}, " Lyon, of course");
 console.log(JSON.stringify({{
   edit: edit.request, withForm: withForm.request,
-  typed: edited.tokens.map((t) => t.typed === true),
   branchOfEdit: branchOfEdit.request, stepOfEdit: stepOfEdit.run.request,
   textFrom: textFrom(parent, 3), asked, ids,
 }}));
@@ -55,7 +54,7 @@ def test_an_edit_keeps_the_tokens_before_it_and_forces_the_typed_ones_marked():
     assert (edit["parent_run"], edit["branch_index"]) == ("R", 2)
     # The parent's seed and settings; as many new tokens after the edit as the parent had from 2 on.
     assert edit["params"] == {"temperature": 0.7, "seed": 42, "max_tokens": 8, "min_tokens": 2}
-    assert got["typed"] == [False, False, True, True, True, False]
+    assert "branched" not in edit  # nothing in it was picked as a branch
 
 
 def test_an_edit_can_take_other_settings_but_keeps_its_length_and_seed():
@@ -66,7 +65,8 @@ def test_an_edit_can_take_other_settings_but_keeps_its_length_and_seed():
 def test_branches_and_steps_of_an_edit_do_not_claim_its_typed_tokens():
     got = run_script()
     assert "typed_tokens" not in got["branchOfEdit"] and got["branchOfEdit"]["prefix_tokens"] == [5, 6, 70, 71, 72, 44]
-    assert "typed_tokens" not in got["stepOfEdit"]
+    assert got["branchOfEdit"]["branched"] is True  # its last prefix token is the alternative picked
+    assert "typed_tokens" not in got["stepOfEdit"] and "branched" not in got["stepOfEdit"]
 
 
 def test_the_edit_field_starts_with_the_text_from_the_token_on_and_is_tokenized_alone_page_by_page():

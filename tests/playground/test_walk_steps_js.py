@@ -3,29 +3,34 @@ told with one token event's own numbers, on events worked out by hand (sampled, 
 
 from __future__ import annotations
 
+import pytest
+
 from tests.js import module_url, run_js
+from tests.playground.token_fixtures import token_event
 
 WALK = f"""
 const {{ walkSteps }} = await import("{module_url("playground/js/walk-steps.js")}");
 console.log(JSON.stringify(INPUT.map(([token, params]) => walkSteps(token, params))));
 """
 
-SAMPLED = {
-    "index": 2,
-    "id": 31,
-    "token": " Lyon",
-    "raw_prob": 0.25,
-    "prob": 0.5,
-    "draw": 0.6,
-    "draw_interval": [0.5, 1.0],
-    "forced": False,
-    "alternatives": [
-        {"id": 7, "token": " Paris", "raw_prob": 0.5, "prob": 0.5},
-        {"id": 31, "token": " Lyon", "raw_prob": 0.25, "prob": 0.5},
-    ],
-    "stages": [{"name": "temperature", "kept": 100}, {"name": "top_k", "kept": 2}],
-    "entropy": {"before": 1.04, "after": 0.69},
-}
+SAMPLED = token_event(
+    **{
+        "index": 2,
+        "id": 31,
+        "token": " Lyon",
+        "raw_prob": 0.25,
+        "prob": 0.5,
+        "draw": 0.6,
+        "draw_interval": [0.5, 1.0],
+        "forced": False,
+        "alternatives": [
+            {"id": 7, "token": " Paris", "raw_prob": 0.5, "prob": 0.5, "removed_by": None},
+            {"id": 31, "token": " Lyon", "raw_prob": 0.25, "prob": 0.5, "removed_by": None},
+        ],
+        "stages": [{"name": "temperature", "kept": 100}, {"name": "top_k", "kept": 2}],
+        "entropy": {"before": 1.04, "after": 0.69},
+    }
+)
 
 
 def test_a_sampled_step_in_words():
@@ -42,12 +47,32 @@ def test_a_sampled_step_in_words():
 
 
 def test_greedy_forced_and_no_truncation():
-    greedy = SAMPLED | {"draw": None, "stages": [{"name": "temperature", "kept": 1}], "index": 0}
-    forced = SAMPLED | {"forced": True}
+    greedy = token_event(
+        **SAMPLED | {"draw": None, "stages": [{"name": "temperature", "kept": 1}], "index": 0, "origin": "greedy"}
+    )
+    forced = token_event(**SAMPLED | {"forced": True, "origin": "branch"})
     unchanged = SAMPLED | {"stages": []}
     walks = run_js(WALK, [[greedy, {"temperature": 0}], [forced, {"temperature": 1.5}], [unchanged, {}]])
     assert "Temperature 0 is greedy" in walks[0][2]["text"] and walks[0][4]["text"].startswith("Greedy: nothing is drawn")
     assert "the 0 tokens generated before position 1" in walks[0][0]["text"]
-    assert "flattens" in walks[1][2]["text"] and "was forced" in walks[1][4]["text"]
+    assert "flattens" in walks[1][2]["text"] and "you picked it as a branch" in walks[1][4]["text"]
     assert walks[2][2]["text"].startswith("Temperature 1 leaves the logits")  # the default when params omit it
     assert walks[2][3]["text"].startswith("No other stage is on")
+
+
+@pytest.mark.parametrize(
+    ("origin", "said"),
+    [
+        ("typed", 'No draw chose " Lyon": you typed it'),
+        ("branch", 'No draw chose " Lyon": you picked it as a branch'),
+        ("kept", 'No draw chose " Lyon": it is kept from the run this one continues'),
+        ("forced_by_grammar", 'The grammar allowed only " Lyon" here'),
+        ("draft", '" Lyon" was drafted ahead and the model accepted it: its acceptance draw u = 0.6000'),
+    ],
+)
+def test_the_draw_step_tells_how_a_token_not_drawn_got_there(origin, said):
+    event = token_event(**SAMPLED | {"origin": origin, "forced": origin in ("typed", "branch", "kept")})
+    (steps,) = run_js(WALK, [[event, {"temperature": 0.5}]])
+    draw = steps[4]["text"]
+    assert draw.startswith(said)
+    assert "falls in it" not in draw and "[0.5000, 1.0000)" not in draw  # nothing says u picked it

@@ -49,6 +49,14 @@ export class BranchTree extends EventTarget {
     return node;
   }
 
+  /** Takes `node` (not the root) and its subtree out; its parent becomes current. */
+  remove(node) {
+    if (!node.parent) return;
+    node.parent.children = node.parent.children.filter((child) => child !== node);
+    if (this.nodes().indexOf(this.current) === -1) this.current = node.parent;
+    this.#changed();
+  }
+
   select(node) {
     this.current = node;
     this.#changed();

@@ -1,6 +1,7 @@
 // What continuing a run sends: a step (one token more on the text), a branch (another alternative
 // forced at a token), a what-if continuation (new dials from a token on) and an edit (the person's
-// own text forced from a token on, `typed_tokens` saying how much of the prefix they typed). The form's lengths are
+// own text forced from a token on, `typed_tokens` saying how much of the prefix they typed; a
+// branch says `branched`: its last prefix token is the alternative picked). The form's lengths are
 // for the whole text, while the server counts `max_tokens` and `min_tokens` after the forced prefix
 // (docs/websocket-api.md), so each request asks for the whole text's length less its own prefix.
 // Continuations sample one text (no `n`, no beams) with the parent's seed, so the draws line up.
@@ -51,13 +52,15 @@ function branchParams(base, overrides, prefixLength) {
 /** Branch: `base`'s text up to token `index`, then the alternative `altId` forced, then sampling. */
 export function branchRun(base, index, altId) {
   const params = branchParams(base, {}, index + 1);
-  return new Run({ ...base.request, params, prefix_tokens: [...base.ids(index), altId], typed_tokens: undefined, ...savedParent(base, index) });
+  return new Run({
+    ...base.request, params, prefix_tokens: [...base.ids(index), altId], typed_tokens: undefined, branched: true, ...savedParent(base, index),
+  });
 }
 
 /** "Continue from here with these settings": `run`'s first `index` tokens, then the `sampling` dials. */
 export function whatIfRun(run, index, sampling) {
   const params = branchParams(run, sampling, index);
-  return new Run({ ...run.request, params, prefix_tokens: run.ids(index), typed_tokens: undefined, ...savedParent(run, index) });
+  return new Run({ ...run.request, params, prefix_tokens: run.ids(index), typed_tokens: undefined, branched: undefined, ...savedParent(run, index) });
 }
 
 /** Edit and continue: `base`'s first `index` tokens kept, then `typedIds` (the person's text,
@@ -72,7 +75,7 @@ export function editRun(base, index, typedIds, overrides = {}) {
   if (base.started) params.seed = wireSeed(base.started.seed);
   withLengths(params, shifted, prefix.length);
   return new Run({
-    ...base.request, params, prefix_tokens: prefix, typed_tokens: typedIds.length, ...savedParent(base, index),
+    ...base.request, params, prefix_tokens: prefix, typed_tokens: typedIds.length, branched: undefined, ...savedParent(base, index),
   });
 }
 
@@ -112,6 +115,7 @@ export function stepRun(current, request) {
     delete run.request.parent_run;
     delete run.request.branch_index;
     delete run.request.typed_tokens;
+    delete run.request.branched;
   } else {
     run = new Run({ ...request, params });
   }

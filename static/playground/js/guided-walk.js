@@ -1,6 +1,8 @@
 // The guided walk of the loop on the person's own run: a small panel that tells one step at a time
 // (walk-steps.js) and points at the part of the page that shows it (highlighted, scrolled into
 // view). Next / Back buttons (and → / ←), Escape or Close ends it; text via textContent only.
+// The panel keeps the token's alternatives open while it is used (`data-keeps-inspector`): a click
+// or tap on Next must not close what the next step points at.
 
 import { walkSteps } from "./walk-steps.js";
 
@@ -55,7 +57,7 @@ export class GuidedWalk {
     this.root.querySelector("[data-walk-count]").textContent = `Step ${index + 1} of ${this.steps.length}`;
     this.back.disabled = index === 0;
     this.next.textContent = index === this.steps.length - 1 ? "Done" : "Next";
-    this.#mark(this.targets(step.target));
+    this.#mark(visible(this.targets(step.target)) ?? visible(this.targets("token")));
     this.next.focus({ preventScroll: true });
   }
 
@@ -67,10 +69,21 @@ export class GuidedWalk {
   }
 
   #mark(target) {
+    // (a step never points at nothing on screen: a closed group of settings opens, and a part
+    // that is not shown falls back to the token itself; `visible` above)
     this.marked?.classList.remove("walk-target");
     this.marked = target ?? null;
     if (!target) return;
     target.classList.add("walk-target");
     target.scrollIntoView({ block: "center", behavior: "instant" });
   }
+}
+
+/** `target` when it has a box on screen (a closed <details> around it is opened first), else null. */
+function visible(target) {
+  if (!target) return null;
+  const closed = target.closest("details:not([open])");
+  if (closed) closed.open = true;
+  const box = target.getBoundingClientRect();
+  return box.width > 0 && box.height > 0 ? target : null;
 }

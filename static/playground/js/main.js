@@ -360,8 +360,8 @@ function branchFrom(index, alt) {
   const parent = tree.current;
   if (active || !parent?.run.finished) return;
   const run = branchRun(parent.run, index, alt.id);
-  controller.reset();
-  launch(run, tree.add(run, parent, index));
+  controller.reset(); // (its Branch button goes with it: focus moves to the new run's output)
+  launch(run, tree.add(run, parent, index), { focusOutput: true });
 }
 
 /** What-if's "continue from here with these settings": a branch at `index` with new dials. */
@@ -385,7 +385,7 @@ function continueEdited(run, index, typedIds, useForm) {
   launch(child, tree.add(child, parent, index, useForm ? "edited, form settings" : "edited"));
 }
 
-async function launch(run, node, { keepView = false } = {}) {
+async function launch(run, node, { keepView = false, focusOutput = false } = {}) {
   active = run;
   const held = document.activeElement;
   controller.reset();
@@ -409,6 +409,7 @@ async function launch(run, node, { keepView = false } = {}) {
   workerLoad.watchWhile(() => active === run); // while it waits and streams, then until the workers idle
   form.setRunning(true);
   keepFocus(held);
+  if (focusOutput) output.focus({ preventScroll: true }); // a Branch: where the new run streams, not Stop
   bringStatusIntoView();
   output.setAttribute("aria-busy", "true");
   // A step keeps the text on screen until its first token replaces it.
@@ -506,6 +507,7 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
       finish(run);
       break;
     case "error":
+      if (run && refusedContinuation(run, event.error)) break;
       if (onScreen) {
         const target = form.showError(event.error.param, event.error.message);
         stats.failed(errorText(event.error.message, event.error.param));
@@ -516,6 +518,19 @@ function receive(run, event, view = { forkIndex: null, replaceOnFirstToken: fals
     default:
       break;
   }
+}
+
+/** A branch or an edit the server refused before it started (a token forced where the grammar does
+ *  not allow it): its node leaves the tree, the run it came from is shown again, and the status
+ *  says why in the server's words. True when handled. */
+function refusedContinuation(run, error) {
+  const node = tree.nodes().find((n) => n.run === run);
+  if (!node?.parent || run.started || !/^(prefix_tokens|typed_tokens|branched)\b/.test(error.param ?? "")) return false;
+  finish(run);
+  tree.remove(node);
+  showRun(node.parent);
+  stats.failed(`this continuation could not start: ${error.message}.`);
+  return true;
 }
 
 /** Keeps a saved run's id and delete token (static/shared/js/store.js keeps a token it already has);

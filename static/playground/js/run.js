@@ -5,8 +5,6 @@
 // alternative; an edit: the kept ids, then the person's typed text), and the branch tree
 // (branches.js) keeps the links between runs.
 
-import { markTyped } from "../../shared/js/typed.js";
-
 export class Run {
   constructor(request) {
     this.request = request;
@@ -44,7 +42,7 @@ export class Run {
       case "token": {
         const sample = event.sample ?? 0;
         this.samples[sample] ??= [];
-        this.samples[sample][event.index] = markTyped(event, this.request); // `typed`: written by the person
+        this.samples[sample][event.index] = event; // its `origin` says how it got there (typed, branch, …)
         break;
       }
       case "beam_step":

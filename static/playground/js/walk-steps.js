@@ -4,6 +4,7 @@
 // page that shows it (`target`, resolved by guided-walk.js).
 
 import { formatProb, quoteToken } from "../../shared/js/format.js";
+import { originOf } from "../../shared/js/origin.js";
 
 const TEMPERATURE_STAGES = new Set(["temperature", "dynamic_temperature"]);
 const num = (x, digits = 4) => (typeof x === "number" ? x.toFixed(digits) : "–");
@@ -59,9 +60,17 @@ export function walkSteps(token, params) {
         `What is left is renormalized: ${name} ends with ${formatProb(token.prob)}.`
       : `No other stage is on: every token keeps its chance, and ${name} ends with ${formatProb(token.prob)}.`,
   });
+  // The draw as it happened for this token's origin (origin.js): only a sampled token was picked by u.
+  const origin = originOf(token);
   let draw;
-  if (token.forced) draw = `${name} was forced (this branch's prefix), not drawn.`;
-  else if (token.draw === null || token.draw === undefined) draw = `Greedy: nothing is drawn; the most likely token, ${name}, is taken.`;
+  if (origin === "typed") draw = `No draw chose ${name}: you typed it (your edit), so it is forced here and the loop goes on after it.`;
+  else if (origin === "branch") draw = `No draw chose ${name}: you picked it as a branch, so it is forced here and the loop goes on after it.`;
+  else if (origin === "kept") draw = `No draw chose ${name}: it is kept from the run this one continues; this run's own settings and draw would have picked another token.`;
+  else if (origin === "forced_by_grammar") draw = `The grammar allowed only ${name} here, so whatever the draw, ${name} is taken.`;
+  else if (origin === "draft") {
+    draw = `${name} was drafted ahead and the model accepted it` +
+      (typeof token.draw === "number" ? `: its acceptance draw u = ${num(token.draw)} fell below p / q.` : ": it is the model's own greedy choice.");
+  } else if (token.draw === null || token.draw === undefined) draw = `Greedy: nothing is drawn; the most likely token, ${name}, is taken.`;
   else if (token.draw_interval) {
     const [start, end] = token.draw_interval;
     draw = `A uniform random number u = ${num(token.draw)} is drawn. Stacking the final probabilities in pick order ` +

@@ -24,6 +24,9 @@ export function replayRequest(run, seed) {
   }
   if (request.prefix_tokens?.length) body.prefix_tokens = request.prefix_tokens;
   if (request.typed_tokens) body.typed_tokens = request.typed_tokens;
+  // A branch's alternative (its token says so) is the prefix's last token before the typed ones.
+  const picked = (request.prefix_tokens?.length ?? 0) - (request.typed_tokens ?? 0) - 1;
+  if (picked >= 0 && run.tokens?.some((t) => (t.sample ?? 0) === 0 && t.index === picked && t.origin === "branch")) body.branched = true;
   const model = request.model ?? run.model?.id ?? run.model?.name; // the model that ran it (by id, or its manifest name)
   if (model) body.model = model;
   return body;

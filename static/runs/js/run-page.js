@@ -12,7 +12,6 @@ import { showGrammar } from "./grammar-view.js";
 import { replay } from "./replay.js";
 import { deleteToken, describeError, forgetRun, picked, postJson, rememberRun, setPicked } from "../../shared/js/store.js";
 import { drawStrip } from "./strip.js";
-import { markTyped } from "../../shared/js/typed.js";
 import { VerificationView } from "../../shared/js/verification-view.js";
 
 const root = document.querySelector(".saved-run");
@@ -22,7 +21,7 @@ rememberRun(run.id);
 
 // Output: sample 0's tokens, as the playground shows a live run.
 renderLegend(document.getElementById("legend"));
-const tokens = run.tokens.filter((t) => (t.sample ?? 0) === 0).map((t) => markTyped(t, run.request)); // a speculative run's keep `drafted`
+const tokens = run.tokens.filter((t) => (t.sample ?? 0) === 0); // each with its `origin` (older runs': the server derives it)
 const byIndex = new Map(tokens.map((t) => [t.index, t]));
 const inspector = new Inspector(document.getElementById("inspector"));
 const output = document.getElementById("output");

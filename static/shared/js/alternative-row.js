@@ -5,8 +5,9 @@
 import { barCell, el } from "./dom.js";
 import { quoteToken } from "./format.js";
 
-/** A <tr> for `alt` ({id, token, raw_prob, prob, removed_by}); `chosenText` marks the chosen row. */
-export function alternativeRow(alt, chosenText = null) {
+/** A <tr> for `alt` ({id, token, raw_prob, prob, removed_by}); `chosenText` marks the chosen row;
+ *  `final: false` leaves out the final probability (a prompt token's: nothing was sampled). */
+export function alternativeRow(alt, chosenText = null, { final: withFinal = true } = {}) {
   const row = el("tr");
   row.dataset.id = String(alt.id);
   row.dataset.rawProb = String(alt.raw_prob);
@@ -18,8 +19,10 @@ export function alternativeRow(alt, chosenText = null) {
     row.classList.add("chosen");
     name.append(el("span", "chosen-mark", chosenText));
   }
+  row.append(name, barCell("raw", alt.raw_prob));
+  if (!withFinal) return row;
   const final = barCell("final", alt.prob);
   if (alt.removed_by) final.append(el("span", "removed-by", `removed by ${alt.removed_by}`));
-  row.append(name, barCell("raw", alt.raw_prob), final);
+  row.append(final);
   return row;
 }

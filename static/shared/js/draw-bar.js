@@ -7,8 +7,11 @@
 // tokens". Listed tokens ahead of it are drawn from 0, those after it right after it: their true
 // places too unless a stage reordered tokens (penalties, logit bias, DRY), which may put unlisted
 // tokens among them.
+// Only a token the draw picked gets the bar (origin.js): a typed, branched, kept, greedy, drafted
+// token or one the grammar forced has no u to show there.
 
 import { formatProb, quoteToken } from "./format.js";
+import { wasDrawn } from "./origin.js";
 import { r2, svg, titled } from "./svg.js";
 
 const WIDTH = 300;
@@ -57,18 +60,19 @@ export function drawLabel(token, segments) {
   const chosen = segments.find((s) => s.chosen);
   const span = chosen ? `from ${chosen.start.toFixed(4)} to ${chosen.end.toFixed(4)}` : "";
   const lead = `Cumulative bar of the final probabilities; the draw u = ${u}`;
-  if (token.forced) {
-    return `${lead} was taken, but ${quoteToken(token.token)} was forced (a branch's prefix), not picked by it` +
-      (chosen ? `; its segment runs ${span}` : "; a stage had removed it, so it has no segment");
-  }
   if (chosen) return `${lead} fell in ${quoteToken(chosen.token)}'s segment, ${span}`;
   return `${lead} fell among the other tokens, where ${quoteToken(token.token)} lies ` +
     "(this run was saved before the chosen token's place was kept)";
 }
 
-/** An SVG of the cumulative bar with the draw marked, or null under greedy (no draw). */
+/** Whether a token gets the bar: the draw u picked it. */
+export function showsDraw(token) {
+  return typeof token.draw === "number" && wasDrawn(token);
+}
+
+/** An SVG of the cumulative bar with the draw marked, or null for a token no draw picked. */
 export function drawBar(token) {
-  if (typeof token.draw !== "number") return null;
+  if (!showsDraw(token)) return null;
   const segments = cumulativeSegments(token);
   const u = token.draw;
   const root = svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, class: "draw-bar", role: "img", "aria-label": drawLabel(token, segments) });

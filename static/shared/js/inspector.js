@@ -6,7 +6,11 @@
 // text, not by colour alone. Under the chart: the entropy before and after the sampling stages,
 // how many tokens each stage kept, the random draw and where it fell on the cumulative bar.
 // Each alternative has a "Branch" button (when the page gives an `onBranch` callback): generation
-// continues from that prefix with that token forced.
+// continues from that prefix with that token forced; an alternative the grammar removed has none
+// (it cannot be forced: the constraint does not allow it there).
+// What the panel says follows the token's origin (origin.js): a token the draw picked shows its
+// draw and the cumulative bar; one typed, branched, kept or forced by the grammar says so, with
+// the model's probability of it, and shows no draw; a prompt token has no "final" column.
 //
 // `Inspector` renders; `InspectorController` decides when it shows (hover, focus, tap, Escape).
 
@@ -14,7 +18,11 @@ import { drawBar } from "./draw-bar.js";
 import { alternativeRow } from "./alternative-row.js";
 import { el } from "./dom.js";
 import { formatProb, isEndToken, quoteToken } from "./format.js";
+import { originFacts, originOf } from "./origin.js";
 import { allRemovedNote, stageCounts } from "./stage-counts.js";
+
+const GRAMMAR = "grammar"; // the stage whose removed alternatives cannot be branched on
+const TAP_FOCUS_MS = 400; // how long after a finger lifts its focus may still arrive (then its click)
 
 let unnamed = 0; // inspectors whose root has no id: each summary still gets an id of its own
 
@@ -99,29 +107,37 @@ export class Inspector {
   }
 
   #render(token) {
+    const origin = originOf(token);
+    const facts = originFacts(token);
+    const prompt = origin === "prompt";
     const title = el("p", "inspector-title");
-    title.append(`${token.prompt ? "Prompt token" : "Token"} ${token.index + 1}: `, el("code", "token-text", quoteToken(token.token)), ` (id ${token.id})`);
+    title.dataset.origin = origin;
+    title.append(`${prompt ? "Prompt token" : "Token"} ${token.index + 1}: `, el("code", "token-text", quoteToken(token.token)), ` (id ${token.id})`);
     if (isEndToken(token)) title.append(": the end-of-sequence token, which ends the text");
-    if (token.typed) title.append(el("span", "typed-badge", " typed by you"));
+    if (!prompt && origin !== "sampled" && origin !== "greedy") title.append(el("span", `origin-badge ${origin}-badge`, ` ${facts.short}`));
 
     const summary = el("p", "inspector-summary");
     summary.id = this.summaryId;
-    if (token.prompt) { // a prompt token: what the model gave it after the tokens before it (prompt-surprisal.js)
+    if (prompt) { // a prompt token: what the model gave it after the tokens before it (prompt-surprisal.js)
       summary.append("The model gave it ", el("strong", "chosen-prob", formatProb(token.prob)),
         token.rank ? `, rank ${token.rank}` : "", token.prob === null ? " (nothing comes before it)" : "");
-    } else {
+    } else if (origin === "sampled" || origin === "greedy") {
       summary.append("Chosen with ", el("strong", "chosen-prob", formatProb(token.prob)),
         "; model alone: ", el("span", "chosen-raw", formatProb(token.raw_prob)));
+    } else { // not chosen by the draw: how it got here, and what the model made of it
+      summary.append(`${facts.says}. The model gave it `, el("strong", "model-prob", formatProb(token.raw_prob)),
+        "; after the sampling stages: ", el("span", "final-prob", formatProb(token.prob)));
     }
 
-    const removed = token.prompt ? null : allRemovedNote(token);
+    const removed = prompt ? null : allRemovedNote(token);
     const note = removed ? el("p", "all-removed", removed) : null;
 
     const table = el("table", "alternatives");
     const caption = el("caption", null, `Top ${token.alternatives.length} alternatives by model probability`);
     const head = el("thead");
     const headRow = el("tr");
-    const columns = [["Token", "tok"], ["Model (raw)", "num raw"], ["Sampled with (final)", "num final"]];
+    // A prompt token's alternatives have one probability: the model's (no sampler stage applies to a prompt).
+    const columns = prompt ? [["Token", "tok"], ["Model", "num raw"]] : [["Token", "tok"], ["Model (raw)", "num raw"], ["Sampled with (final)", "num final"]];
     if (this.onBranch) columns.push(["Branch", "act"]);
     for (const [label, cls] of columns) {
       const th = el("th", cls, label);
@@ -134,11 +150,11 @@ export class Inspector {
     for (const alt of token.alternatives) {
       const chosen = alt.id === token.id;
       chosenListed ||= chosen;
-      body.append(this.#row(alt, chosen));
+      body.append(this.#row(alt, chosen, facts.mark, prompt));
     }
     if (!chosenListed && token.prob !== null) {
       // Sampling can pick a token ranked below the top N: show it anyway, marked.
-      const row = this.#row({ id: token.id, token: token.token, raw_prob: token.raw_prob, prob: token.prob, removed_by: null }, true);
+      const row = this.#row({ id: token.id, token: token.token, raw_prob: token.raw_prob, prob: token.prob, removed_by: token.removed_by ?? null }, true, facts.mark, prompt);
       row.classList.add("outside");
       body.append(row);
     }
@@ -146,7 +162,8 @@ export class Inspector {
 
     const details = el("dl", "step-details");
     const add = (term, value) => details.append(el("dt", null, term), el("dd", null, value));
-    if (token.entropy && token.prompt) add("Entropy there", `${num(token.entropy.before)} nats`);
+    if (prompt && !token.entropy) add("Entropy there", token.prob === null ? "none: nothing comes before the first token" : "not reported");
+    else if (token.entropy && prompt) add("Entropy there", `${num(token.entropy.before)} nats`);
     else if (token.entropy) add("Entropy, before → after sampling", `${num(token.entropy.before)} → ${num(token.entropy.after)} nats`);
     if (Array.isArray(token.stages) && token.stages.length) {
       const list = el("ol", "stage-counts");
@@ -159,10 +176,10 @@ export class Inspector {
       counts.append(list);
       details.append(el("dt", null, "Kept by each stage"), counts);
     }
-    if (typeof token.draw === "number") add("Random draw u", num(token.draw, 4));
-    else if (token.draw === null) add("Random draw u", "none (greedy)");
-    if (token.typed) add("Typed by you", "yes: text you wrote in an edit, forced, not sampled");
-    else if (token.forced) add("Forced", "yes: this branch's prefix, not drawn");
+    if (!prompt) add("How it got here", facts.says);
+    if (origin === "sampled") add("Random draw u", num(token.draw, 4));
+    else if (origin === "greedy") add("Random draw u", "none (greedy)");
+    else if (origin === "draft" && typeof token.draw === "number") add("Acceptance draw u", `${num(token.draw, 4)} (accepted: u below p / q)`);
     if (typeof token.elapsed_ms === "number") add("Step time", `${num(token.elapsed_ms, 1)} ms`);
     const bar = drawBar(token);
     const where = bar ? el("figure", "draw-figure") : null;
@@ -180,12 +197,14 @@ export class Inspector {
     this.token = token;
   }
 
-  #row(alt, chosen) {
-    const row = alternativeRow(alt, chosen ? "✓ chosen" : null);
+  #row(alt, chosen, mark, prompt) {
+    const row = alternativeRow(alt, chosen ? mark : null, { final: !prompt });
     if (chosen) row.setAttribute("aria-current", "true");
     if (this.onBranch) {
       const cell = el("td", "act");
-      if (!chosen) {
+      if (!chosen && alt.removed_by === GRAMMAR) {
+        cell.append(el("span", "no-branch", "not allowed by the grammar"));
+      } else if (!chosen) {
         const button = el("button", "branch-button", "Branch");
         button.type = "button";
         button.dataset.branch = String(alt.id);
@@ -223,8 +242,10 @@ export class InspectorController {
       if (e.target.closest("[data-action=close-inspector]")) this.close(true);
     });
     root.addEventListener("keydown", (e) => e.key === "Escape" && this.close(true));
+    // A press outside closes it, but not on a token or on a companion that works with it (the
+    // guided walk's panel, marked `data-keeps-inspector`: its Next and Back point into this panel).
     document.addEventListener("pointerdown", (e) => {
-      if (!root.contains(e.target) && !e.target.closest?.(".token")) this.close(false);
+      if (!root.contains(e.target) && !e.target.closest?.(".token, [data-keeps-inspector]")) this.close(false);
     });
     window.addEventListener("resize", () => inspector.place());
     // Focus from a press comes before its click; opening (and, when docked, scrolling) on that
@@ -232,9 +253,11 @@ export class InspectorController {
     streamRoot.addEventListener("pointerdown", () => {
       this.#pressing = true;
     });
-    const released = () => setTimeout(() => {
+    // A finger's focus comes with the compatibility mouse events after pointerup: the press lasts
+    // until then (a tap that opened the docked panel on its focus lost its own click, now and then).
+    const released = (e) => setTimeout(() => {
       this.#pressing = false;
-    }, 0);
+    }, e.pointerType === "mouse" ? 0 : TAP_FOCUS_MS);
     streamRoot.addEventListener("pointerup", released);
     streamRoot.addEventListener("pointercancel", released);
   }

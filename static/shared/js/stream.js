@@ -7,11 +7,22 @@
 //
 // Whitespace on demand: each token keeps its text and carries a `data-ws` copy with spaces,
 // tabs and newlines made visible; the stylesheet swaps one for the other (`.show-whitespace`), so
-// the output's text stays exactly the model's. A token forced by a branch is marked, and so is one
-// a speculative run's draft proposed and the model accepted (`drafted`).
+// the output's text stays exactly the model's. A token's origin (origin.js) marks it: typed by the
+// person, picked as a branch, kept from the run this continues, forced by the grammar, or a
+// speculative run's draft the model accepted (`drafted`); `data-origin` carries it.
 
 import { probColors } from "./colors.js";
 import { isEndToken, isSpecial, visibleWhitespace } from "./format.js";
+import { originOf } from "./origin.js";
+
+// The class and tooltip each origin not drawn puts on its token (sampled and greedy ones have none).
+const MARKS = {
+  typed: ["typed", "typed by you: your edit, forced, not sampled"],
+  branch: ["forced", "picked as a branch: the alternative you chose, forced, not sampled"],
+  kept: ["kept", "kept from the run this continues (forced)"],
+  forced_by_grammar: ["grammar-forced", "the grammar allowed only this token here"],
+  draft: ["drafted", "drafted and accepted: the model checked it in the same pass as the tokens around it"],
+};
 
 export class TokenStream {
   /**
@@ -40,15 +51,15 @@ export class TokenStream {
     this.root.replaceChildren();
   }
 
-  /** Shows a whole run's tokens (moving between branches); `forkIndex` marks the forced token. */
-  render(tokens, tail = "", forkIndex = null) {
+  /** Shows a whole run's tokens (moving between branches). */
+  render(tokens, tail = "") {
     this.clear();
-    for (const token of tokens) if (token) this.append(token, forkIndex);
+    for (const token of tokens) if (token) this.append(token);
     this.appendTail(tail);
   }
 
   /** Adds the element for a `token` event and returns it. */
-  append(token, forkIndex = null) {
+  append(token) {
     const el = document.createElement("span");
     el.className = "token";
     el.dataset.index = String(token.index);
@@ -59,7 +70,7 @@ export class TokenStream {
       el.style.setProperty("--tint-strong", strong);
       el.dataset.prob = String(token.prob);
     } else {
-      el.classList.add("unscored"); // a prompt's first token: nothing predicts it
+      el.classList.add("unscored"); // a prompt's first token: nothing predicts it (its title says so, below)
     }
     if (typeof token.entropy?.before === "number") el.dataset.entropy = String(token.entropy.before); // the entropy tint's
     const end = isEndToken(token);
@@ -85,16 +96,15 @@ export class TokenStream {
       el.dataset.name = token.token;
       el.title = `special token ${token.token}: the model's own markup, not ordinary text`;
     }
-    if (token.typed) {
-      el.classList.add("typed");
-      el.title = "typed by you: your edit, forced, not sampled";
-    } else if (token.forced && token.index === forkIndex) {
-      el.classList.add("forced");
-      el.title = "forced: the alternative this branch was started from";
+    const origin = originOf(token);
+    el.dataset.origin = origin;
+    const mark = MARKS[origin];
+    if (mark) {
+      el.classList.add(mark[0]);
+      if (!end) el.title = mark[1];
     }
-    if (token.drafted) {
-      el.classList.add("drafted"); // speculative: drafted and accepted, checked in one pass with its neighbours
-      el.title ||= "drafted and accepted: the model checked it in the same pass as the tokens around it";
+    if (el.classList.contains("unscored")) {
+      el.title = `${el.title ? `${el.title}; ` : ""}the first token: nothing comes before it, so the model gave it no probability and no entropy (it stays untinted)`;
     }
     // A token is a button: activating it pins its alternatives open. Its name is its text; the
     // inspector describes it (aria-describedby) while open.

@@ -85,3 +85,69 @@ def test_typed_and_branched_prefix_tokens_are_the_persons_whatever_the_pick():
 def test_a_plan_the_prefix_cannot_hold_is_refused(length, typed, branched):
     with pytest.raises(ValueError):
         PrefixPlan(length, typed, branched)
+
+
+# -- the origins the generation loop gives (the tiny random model) -------------------------------
+
+
+def request(prefix=(), *, temperature=1.0, seed=11, typed=0, branched=False, max_tokens=3, grammar=None):
+    from inference.decoding.generation import GenerationRequest
+    from inference.decoding.loop_params import LoopParams
+
+    return GenerationRequest(
+        "Once upon a time",
+        sampling=SamplingParams(temperature=temperature, seed=seed, grammar=grammar),
+        loop=LoopParams(max_tokens=max_tokens),
+        prefix_tokens=tuple(prefix),
+        typed_tokens=typed,
+        branched=branched,
+    )
+
+
+def origins(runtime, req) -> list[str]:
+    from tests.inference.helpers import collect
+
+    return [step.origin.value for step in collect(runtime, req)[1]]
+
+
+def test_a_plain_run_is_sampled_and_a_greedy_one_greedy(tiny_runtime):
+    assert origins(tiny_runtime, request()) == ["sampled"] * 3
+    assert origins(tiny_runtime, request(temperature=0.0)) == ["greedy"] * 3
+
+
+def test_a_branch_keeps_the_parents_picks_then_its_alternative_then_samples(tiny_runtime):
+    from tests.inference.helpers import collect
+
+    parent = collect(tiny_runtime, request(max_tokens=4))[1]
+    alternative = next(a.id for a in parent[2].trace.alternatives if a.id != parent[2].token_id)
+    prefix = [parent[0].token_id, parent[1].token_id, alternative]
+    # the same seed and settings: the kept tokens are the ones this run's own draws pick
+    assert origins(tiny_runtime, request(prefix, branched=True)) == ["sampled", "sampled", "branch"] + ["sampled"] * 3
+    # the same prefix under greedy settings (a what-if): greedy takes the top token, not a sampled one
+    top = [int(np.argmax([a.raw_prob for a in s.trace.alternatives])) for s in parent[:2]]
+    kept = ["greedy" if s.token_id == s.trace.alternatives[i].id else "kept" for s, i in zip(parent[:2], top)]
+    assert origins(tiny_runtime, request(prefix, temperature=0.0, branched=True))[:3] == [*kept, "branch"]
+
+
+def test_typed_tokens_are_typed_even_where_the_model_would_have_picked_them(tiny_runtime):
+    from tests.inference.helpers import collect
+
+    greedy = collect(tiny_runtime, request(temperature=0.0, max_tokens=2))[1]
+    typed = [greedy[0].token_id, greedy[1].token_id]  # exactly what greedy picks
+    assert origins(tiny_runtime, request(typed, temperature=0.0, typed=2, max_tokens=1)) == ["typed", "typed", "greedy"]
+    assert origins(tiny_runtime, request(typed, temperature=0.0, max_tokens=1)) == ["greedy", "greedy", "greedy"]
+
+
+def test_a_token_the_grammar_leaves_alone_is_forced_by_it(tiny_runtime):
+    from tests.inference.helpers import collect
+
+    choice = {"type": "choice", "options": ["unbelievably", "x"]}  # once it starts, one spelling: one token a step
+    for seed in (1, 2, 3):
+        steps = collect(tiny_runtime, request(grammar=choice, max_tokens=20, seed=seed))[1]
+        for step in steps:
+            grammar = next(s for s in step.trace.stages if s.name == "grammar")
+            assert step.origin.value == ("forced_by_grammar" if grammar.kept == 1 else "sampled")
+        if tiny_runtime.codec.decode([s.token_id for s in steps]).startswith("unbeliev"):
+            assert "forced_by_grammar" in [step.origin.value for step in steps]
+            return
+    pytest.fail("no seed started the long option")

@@ -45,6 +45,7 @@ def assert_matches_separate_pass(runtime, ids: list[int], record: PromptSurprisa
     assert (first.logprob, first.rank, first.entropy, first.top) == (None, None, None, ())
     for mine, theirs in zip(record.tokens[1:], reference[1:]):
         assert mine.logprob == pytest.approx(theirs.logprob, abs=tolerance)
+        assert (mine.rank, mine.entropy) == (theirs.rank, pytest.approx(theirs.entropy, abs=tolerance * 10))
         assert [p for _, p in mine.top] == pytest.approx([p for _, p in theirs.top], abs=tolerance)
     bits = -sum(t.logprob for t in reference[1:]) / math.log(2)
     assert record.total_bits == pytest.approx(bits, abs=tolerance * len(ids))

@@ -73,6 +73,9 @@ async def test_a_generate_asking_for_prompt_scores_gets_them_from_its_prefill_as
         assert mine["logprob"] == pytest.approx(theirs["logprob"], abs=5e-3)
         assert [a["id"] for a in mine["alternatives"]] == [a["id"] for a in theirs["top"]]
         assert mine["rank"] >= 1 and mine["entropy"] >= 0
+        # "Score this text" gets each token's rank and entropy too (its entropy tint shows them)
+        assert theirs["rank"] == mine["rank"] and theirs["entropy"] == pytest.approx(mine["entropy"], abs=5e-3)
+    assert scores["tokens"][0]["rank"] is None and scores["tokens"][0]["entropy"] is None
     bits = -math.fsum(t["logprob"] for t in tokens[1:]) / math.log(2)
     assert surprisal["total_bits"] == pytest.approx(bits)
     assert surprisal["perplexity"] == pytest.approx(2 ** (bits / (len(tokens) - 1)))

@@ -3,7 +3,8 @@
 (schema ``token-playground.run`` / ``.comparison``, version 3) for runs of every kind made by the
 worker on the tiny model. Only ``id``, ``source``, ``imported_from`` (and a branch's
 ``parent_run``, whose parent is not saved here) say that the copy is a copy, and the fields
-added since these files were written: a token's ``draw_interval`` (exported as null after
+added since these files were written: a token's ``origin`` (after ``forced``: what its
+``forced``, ``draw`` and stages imply), ``draw_interval`` (exported as null after
 ``draw``) and ``watched`` (exported as [] after ``elapsed_ms``), the request's ``watch`` ([] after
 ``prefix_tokens``) and ``typed_tokens`` (0 after ``watch``), the sampling parameter ``grammar``
 (null after ``dynatemp_exponent``; the old ``sampler_order`` is kept as it was), a run's
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from playground.runs.compare import METRIC
+from playground.wire.token_event import implied_origin
 
 pytestmark = pytest.mark.django_db(databases=["default", "postgres"])
 
@@ -56,6 +58,7 @@ def _with(data: dict, after: str, key: str, value) -> dict:
 
 
 def _as_exported_now(token: dict) -> dict:
+    token = _with(token, "forced", "origin", implied_origin(token))  # (none of these runs typed or branched)
     return _with(_with(token, "draw", "draw_interval", None), "elapsed_ms", "watched", [])
 
 

@@ -17,7 +17,9 @@
 #define EXPORT __attribute__((visibility("default")))
 #define VERSION "1.0.0"
 
-enum { PANEL = 32 }; /* rows of one work item: a tile's weights are read once per panel */
+/* A work item: up to PANEL rows (a tile's weights are read once per panel) of a run of tiles, at
+ * most about ITEMS runs per panel (a few per thread: the pool's hand-out costs per item). */
+enum { PANEL = 32, ITEMS = 64 };
 
 struct kernel {
     const OrtApi *api;
@@ -240,17 +242,20 @@ struct job {
     const struct kernel *k;
     struct acts acts;
     size_t M;
-    float *y; /* [M, N] */
+    size_t run, runs; /* tiles per item, items per panel */
+    float *y;         /* [M, N] */
 };
 
 static void run_item(void *data, size_t item) {
     const struct job *job = data;
     const struct kernel *k = job->k;
-    size_t t = item % k->tiles, row0 = item / k->tiles * PANEL;
-    size_t rows = job->M - row0 < PANEL ? job->M - row0 : PANEL;
-    size_t cols = k->N - t * TILE < TILE ? k->N - t * TILE : TILE;
-    k->tile(k->packed + t * k->nb * k->layout->block_bytes, &job->acts, row0, rows, job->y + row0 * k->N + t * TILE,
-            k->N, cols);
+    size_t row0 = item / job->runs * PANEL, rows = job->M - row0 < PANEL ? job->M - row0 : PANEL;
+    size_t first = item % job->runs * job->run, last = first + job->run < k->tiles ? first + job->run : k->tiles;
+    for (size_t t = first; t < last; t++) {
+        size_t cols = k->N - t * TILE < TILE ? k->N - t * TILE : TILE;
+        k->tile(k->packed + t * k->nb * k->layout->block_bytes, &job->acts, row0, rows,
+                job->y + row0 * k->N + t * TILE, k->N, cols);
+    }
 }
 
 static OrtStatus *compute(void *kernel, OrtKernelContext *ctx) {
@@ -299,7 +304,9 @@ static OrtStatus *compute(void *kernel, OrtKernelContext *ctx) {
         if (k->layout->bits == 4) acts_block_sums(x, M, k->K, scratch);
         job.acts.sums = scratch;
     }
-    size_t items = k->tiles * ((M + PANEL - 1) / PANEL);
+    job.run = (k->tiles + ITEMS - 1) / ITEMS;
+    job.runs = (k->tiles + job.run - 1) / job.run;
+    size_t items = job.runs * ((M + PANEL - 1) / PANEL);
     st = api->KernelContext_ParallelFor(ctx, run_item, items, 0, &job);
     if (st) { /* no thread pool to be had: run the items here */
         api->ReleaseStatus(st);

@@ -106,3 +106,14 @@ def test_q4_1_scales_of_every_magnitude(kernels_library, mode) -> None:
     for col in range(n):
         scale = np.abs(ref[:, col]).max()
         assert np.abs(y[:, col] - ref[:, col]).max() <= 2e-6 * scale, f"column {col}: d = {values[col]}"
+
+
+@pytest.mark.parametrize("mode", ["exact", "fast"])
+def test_many_tiles_per_work_item(kernels_library, mode) -> None:
+    """N = 1,107: 70 tiles of 16, handed out two to a work item (the last alone, and partly filled)."""
+    rng = np.random.default_rng(9)
+    raw = random_blocks("Q4_1", 1107, 64, rng)
+    x = rng.standard_normal((40, 64), dtype=np.float32)  # two panels of rows
+    y = session(kernels_library, Node("Q4_1", mode, 64, 1107, raw).model(), 2).run(None, {"A": x})[0]
+    ref = (x.astype(np.float64) if mode == "exact" else quantized_activations(x)) @ weights("Q4_1", raw).T
+    assert relative_error(y, ref) < EXACT_TOLERANCE

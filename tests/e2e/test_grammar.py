@@ -200,6 +200,17 @@ def test_the_live_comparison_demo_runs_free_and_constrained_and_marks_validity(
     expect(page.locator("th[data-column='1'] .validity")).to_contain_text("checked against Settings 2's constraint")
     expect(page.locator("th[data-column='2'] .column-summary")).to_contain_text("grammar: JSON Schema: object with name, age")
     page.screenshot(path=str(artifacts / "grammar-live-demo.png"), full_page=True)
+
+    # Grammar x compare: the saved comparison names the grammar as the one setting that differs, as
+    # the JSON it was sent as, and gives the first step (the same context) a range, not 0: the
+    # grammar shapes the distribution.
+    page.get_by_test_id("comparison-link").click()
+    page.wait_for_url("**/compare/*")
+    expect(page.get_by_test_id("differing").locator("tbody tr")).to_have_count(1)
+    cells = page.locator("tr[data-setting='params.grammar'] td")
+    assert cells.nth(0).inner_text() == "null"
+    assert json.loads(cells.nth(1).inner_text()) == generates[1]["params"]["grammar"]
+    expect(page.locator("[data-testid=aligned] tr[data-index='0'] td.tv")).to_have_attribute("data-tv", "range")
     assert errors == []
 
 

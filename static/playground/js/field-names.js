@@ -22,6 +22,7 @@ const REQUEST_NAMES = {
   continue_final_message: "The answer starts with",
   prefix_tokens: "The text before the branch",
   typed_tokens: "The edited text",
+  branched: "The alternative picked",
   watch: "Watched tokens",
   top_n: "Top-N shown",
   use_cache: "No KV cache",

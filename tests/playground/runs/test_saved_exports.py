@@ -107,26 +107,35 @@ def test_a_saved_comparison_imports_as_a_branch_of_the_new_parent_and_exports_th
     assert branch["parent_run"] == parent["id"]
     expected = written | {
         "runs": [_copy(parent, parent_id, None), _copy(branch, branch_id, parent_id)],
-        "comparison": _comparison_now(written["comparison"]) | {"runs": [parent_id, branch_id]},
+        "comparison": _comparison_now(written["comparison"], written["runs"]) | {"runs": [parent_id, branch_id]},
     }
     _assert_served_as(again.content, expected, db_alias)
 
 
-def _comparison_now(comparison: dict) -> dict:
+def _comparison_now(comparison: dict, runs: list[dict]) -> dict:
     """The derived comparison as this server computes it (ignored on import): the file's runs have
     the same settings and share their tokens up to the branch's extra one, so each TV the file
     gave as a range (0–0.9998: the top-3 lists hold almost none of the tiny model's mass) is now
-    exactly 0 (issue 30), and the metric says so; the note counts positions from 1, as the pages do."""
+    exactly 0 (issue 30), and the metric says so; the note counts positions from 1, as the pages do;
+    each cell says its token's origin (what the run's token implies: these runs have none stored)."""
+
+    def cell(token: dict | None, run: dict, index: int) -> dict | None:
+        if token is None:
+            return None
+        (stored,) = [t for t in run["tokens"] if t["sample"] == 0 and t["index"] == index]
+        return token | {"origin": implied_origin(stored)}
+
     positions = [
         position
         | {
+            "tokens": [cell(t, run, position["index"]) for t, run in zip(position["tokens"], runs, strict=True)],
             "divergence": [
                 None
                 if d is None
                 else {"context": "same", "same_settings": True, "lower": 0.0, "upper": 0.0}
                 | {"shared_tokens": d["shared_tokens"]}
                 for d in position["divergence"]
-            ]
+            ],
         }
         for position in comparison["positions"]
     ]

@@ -75,3 +75,14 @@ def test_the_draw_label_sits_beside_the_marker_never_across_it(playground: Playg
         assert apart, (tokens[i]["draw"], label, head)
         assert label["x"] >= bar.bounding_box()["x"] - 0.5  # and inside the bar's box
         assert label["x"] + label["width"] <= bar.bounding_box()["x"] + bar.bounding_box()["width"] + 0.5
+
+
+def test_the_live_comparisons_presets_fit_a_phone(page, daphne_server):
+    page.set_viewport_size(SCREENS["phone"])
+    page.goto(daphne_server.url + "/compare/live")
+    for name in ("Base vs instruct", "Demo: JSON with and without a grammar"):
+        button = page.get_by_role("button", name=name, exact=True)
+        expect(button).to_be_visible()
+        box = button.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= SCREENS["phone"]["width"], (name, box)
+    assert page.evaluate("document.documentElement.scrollWidth") <= SCREENS["phone"]["width"]  # nothing sideways

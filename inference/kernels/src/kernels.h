@@ -72,6 +72,10 @@ const struct layout *layout_for(const struct format *f);
 float half_to_float(const uint8_t *p);  /* an fp16 value, little-endian */
 uint16_t float_to_half(float f);       /* for a value that is an fp16 value: exact */
 
+/* repack.c: B [N, row_bytes] into packed [tiles][nb][l->block_bytes] (fast: 8-bit codes 4 k a lane). */
+void repack(const struct format *f, const struct layout *l, const uint8_t *B, size_t row_bytes, size_t N, size_t nb,
+            int fast, uint8_t *packed);
+
 /* activations.c */
 void acts_block_sums(const float *x, size_t M, size_t K, float *sums);
 void acts_quantize(int isa, const float *x, size_t M, size_t K, int8_t *xq, float *dx, float *sums, int32_t *isum);

@@ -98,49 +98,6 @@ static OrtStatus *input_type(const OrtApi *api, const OrtKernelInfo *info, size_
     return st;
 }
 
-/* B's rows, decoded block by block into the layout's tiles (kernels.h). */
-static void repack(const struct format *f, const struct layout *l, const uint8_t *B, size_t row_bytes,
-                   struct kernel *k) {
-    memset(k->packed, 0, k->tiles * k->nb * l->block_bytes);
-    for (size_t t = 0; t < k->tiles; t++)
-        for (size_t b = 0; b < k->nb; b++) {
-            uint8_t *blk = k->packed + (t * k->nb + b) * l->block_bytes;
-            float *d = (float *)blk;
-            uint16_t *d16 = (uint16_t *)blk;
-            uint32_t *code = (uint32_t *)(blk + (l->bits == 4 ? 2 * TILE * (l->half ? 2 : 4) : l->groups * TILE * 4));
-            for (size_t j = 0; j < TILE && t * TILE + j < k->N; j++) {
-                int8_t q[QK];
-                float scale[2] = {0, 0}, m = 0;
-                f->decode(B + (t * TILE + j) * row_bytes, b, q, scale, &m);
-                if (l->bits == 4) {
-                    if (l->half) {
-                        d16[j] = float_to_half(scale[0]);
-                        d16[TILE + j] = float_to_half(m);
-                    } else {
-                        d[j] = scale[0];
-                        d[TILE + j] = m;
-                    }
-                    for (int w = 0; w < 4; w++) {
-                        uint32_t word = 0;
-                        for (int i = 0; i < 4; i++)
-                            word |= (uint32_t)((q[4 * w + i] & 15) | (q[16 + 4 * w + i] & 15) << 4) << (8 * i);
-                        code[w * TILE + j] = word;
-                    }
-                } else if (!k->fast) {
-                    for (int g = 0; g < l->groups; g++) d[g * TILE + j] = scale[g];
-                    for (int kk = 0; kk < QK; kk++) ((int8_t *)code)[kk * TILE + j] = q[kk];
-                } else {
-                    for (int g = 0; g < l->groups; g++) d[g * TILE + j] = scale[g];
-                    for (int w = 0; w < 8; w++) {
-                        uint32_t word = 0;
-                        for (int i = 0; i < 4; i++) word |= (uint32_t)(uint8_t)q[4 * w + i] << (8 * i);
-                        code[w * TILE + j] = word;
-                    }
-                }
-            }
-        }
-}
-
 static OrtStatus *create(const OrtCustomOp *op, const OrtApi *api, const OrtKernelInfo *info, void **out) {
     (void)op;
     char node[160] = "?", format[16], mode[16], why[200];
@@ -233,7 +190,7 @@ static OrtStatus *create(const OrtCustomOp *op, const OrtApi *api, const OrtKern
         free(k);
         return refuse(api, node, "out of memory for %zu bytes of repacked weights", bytes);
     }
-    repack(f, k->layout, bdata, row_bytes, k);
+    repack(f, k->layout, bdata, row_bytes, k->N, k->nb, k->fast, k->packed);
     *out = k;
     return NULL;
 }

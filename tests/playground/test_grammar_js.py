@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from tests.js import module_url, run_js
+from tests.playground.token_fixtures import token_event
 
 SCRIPT = f"""
 const g = await import("{module_url("shared/js/grammar.js")}");
@@ -99,11 +100,12 @@ def test_a_step_whose_alternatives_were_all_removed_says_so():
     ]
     chosen = {"id": 9, "token": '{"', "raw_prob": 0.001, "prob": 1.0, "removed_by": None}
     stages = [{"name": "grammar", "kept": 1}, {"name": "temperature", "kept": 1}]
-    tokens = [
-        {"id": 9, "raw_prob": 0.001, "alternatives": removed, "stages": stages},  # chosen below them all
-        {"id": 9, "raw_prob": 0.001, "alternatives": [chosen, *removed], "stages": stages},
-        {"id": 9, "raw_prob": 0.001, "alternatives": [chosen, {**removed[0], "removed_by": None}], "stages": stages},
-        {"id": 9, "raw_prob": 0.9, "alternatives": [chosen], "stages": stages},  # nothing else listed
+    step = {"id": 9, "token": '{"', "text": '{"', "prob": 1.0, "stages": stages, "origin": "forced_by_grammar"}
+    tokens = [  # whole token events, checked against the event's schema
+        token_event(**step, raw_prob=0.001, alternatives=removed),  # chosen below them all
+        token_event(**step, raw_prob=0.001, alternatives=[chosen, *removed]),
+        token_event(**step, raw_prob=0.001, alternatives=[chosen, {**removed[0], "removed_by": None}]),
+        token_event(**step, raw_prob=0.9, alternatives=[chosen]),  # nothing else listed
     ]
     out = run(tokens=tokens)["notes"]
     assert out[0] == (

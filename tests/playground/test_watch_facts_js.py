@@ -5,6 +5,7 @@ was never chosen, and the lines' points, on runs worked out by hand."""
 from __future__ import annotations
 
 from tests.js import module_url, run_js
+from tests.playground.token_fixtures import token_event
 
 FACTS = f"""
 const facts = await import("{module_url("playground/js/watch-facts.js")}");
@@ -38,11 +39,11 @@ def paris(raw, prob, rank):
     return watched(7, " Paris", raw, prob, 2, rank, None)
 
 
-TOKENS = [
-    {"id": 5, "watched": [lyon(0.001, 57), paris(0.3, 0.4, 2)]},
-    {"id": 7, "watched": [lyon(0.002, 31), paris(0.5, 0.625, 1)]},
-    {"id": 9},  # a step that watched nothing (a run saved before watching existed)
-    {"id": 5, "watched": [lyon(0.004, 25, "top_k"), paris(0.2, 0.0, None) | {"removed_by": "min_p"}]},
+TOKENS = [  # whole token events, checked against the event's schema (the third: no ``watched``, as saved before it)
+    token_event(index=0, id=5, watched=[lyon(0.001, 57), paris(0.3, 0.4, 2)]),
+    token_event(index=1, id=7, watched=[lyon(0.002, 31), paris(0.5, 0.625, 1)]),
+    {k: v for k, v in token_event(index=2, id=9).items() if k != "watched"},
+    token_event(index=3, id=5, watched=[lyon(0.004, 25, "top_k"), paris(0.2, 0.0, None) | {"removed_by": "min_p"}]),
 ]
 
 

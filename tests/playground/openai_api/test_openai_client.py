@@ -78,6 +78,9 @@ def test_usage_counts_and_the_saved_run(client, api_server, model_id):
     trace = answer.choices[0].model_extra["playground"]["tokens"][0]
     assert {"raw_prob", "prob", "removed_by", "stages", "draw", "alternatives", "entropy"} <= trace.keys()
     assert trace["draw_interval"] == [0.0, 1.0]  # greedy: the one token left fills the bar
+    # how each token got there, as the websocket's token event and the saved run say it
+    origins = [t["origin"] for t in answer.choices[0].model_extra["playground"]["tokens"]]
+    assert origins == ["greedy"] * 5 == [t["origin"] for t in run["tokens"]]
 
 
 def test_max_tokens_defaults_to_openais_16_for_completions(client, model_id):

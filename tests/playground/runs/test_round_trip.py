@@ -146,6 +146,20 @@ def test_the_runs_are_of_the_kinds_they_claim(runs_of_every_kind):
     assert edit["request"]["typed_tokens"] == 2 and edit["parent_run"] == runs["plain"].id
     assert [t["forced"] for t in edit["tokens"][:4]] == [True, True, True, False]
     assert [t["id"] for t in edit["tokens"][:3]] == [load_rows(runs["plain"].tokens)[0].id, 7, 8]
+    # each token's origin, recorded from its event and exported: the typed ones the person's
+    assert [t["origin"] for t in edit["tokens"][1:4]] == ["typed", "typed", "sampled"]
+    assert edit["tokens"][0]["origin"] in ("sampled", "kept")
+
+
+def test_a_run_saved_before_origins_gets_them_from_its_request(runs_of_every_kind):
+    """Rows without ``origin`` (as saved before it): typed from ``typed_tokens``, a branch's
+    alternative from ``branch_index``, other forced tokens kept, the rest from their draws."""
+    edit = Run.objects.get(pk=runs_of_every_kind["edit"])
+    old_rows = [row[:13] + [{k: v for k, v in row[13].items() if k != "origin"}] if len(row) > 13 else row for row in edit.tokens]
+    edit.tokens = old_rows
+    assert [t["origin"] for t in schema.run_to_dict(edit)["tokens"][:4]] == ["kept", "typed", "typed", "sampled"]
+    edit.typed_tokens, edit.branch_index = 0, 2  # as a branch: its parent's tokens, then the alternative at 2
+    assert [t["origin"] for t in schema.run_to_dict(edit)["tokens"][:4]] == ["kept", "kept", "branch", "sampled"]
 
 
 KINDS = ("plain", "chat", "conversation", "turns", "samples", "beams", "branch", "edit", "cancelled", "failed")

@@ -80,7 +80,8 @@ def test_typed_tokens_say_so_everywhere_and_show_no_draw(playground: PlaygroundP
     expect(inspector.locator(".chosen-prob")).to_have_text(format_prob(sampled["prob"]))
     expect(inspector.locator("svg.draw-bar")).to_have_attribute("data-draw", repr_js(sampled["draw"]))
 
-    # The saved run says the same, from the server's record.
+    # The saved run says the same, from the server's record; so does a comparison with its parent.
+    root_id = playground.sent_of("generate")[-1]["parent_run"]
     saved = browser.new_page()
     try:
         saved.goto(f"{playground.base_url}/r/{done['run_id']}")
@@ -88,6 +89,10 @@ def test_typed_tokens_say_so_everywhere_and_show_no_draw(playground: PlaygroundP
         expect(typed_there).to_have_count(len(typed))
         typed_there.first.focus()
         assert_not_drawn(saved.locator("#inspector"), first, "Typed by you")
+        saved.goto(f"{playground.base_url}/compare/{root_id},{done['run_id']}")
+        cells = saved.locator(".aligned .token[data-origin=typed]")
+        expect(cells).to_have_count(len(typed))
+        expect(cells.first).to_have_attribute("title", re.compile(r"typed by you$"))
     finally:
         saved.close()
 
@@ -243,3 +248,28 @@ def test_scored_prompt_tokens_show_no_sampling_and_are_tinted_by_their_entropy(p
     expect(inspector).not_to_contain_text("Sampled with")
     expect(inspector).not_to_contain_text("✓ chosen")
     expect(inspector.locator(".step-details")).to_contain_text(f"{answer['tokens'][1]['entropy']:.2f} nats")
+
+
+# -- a speculative run: accepted drafts ------------------------------------------------------------
+
+
+def test_an_accepted_draft_says_so_and_shows_no_draw_bar(playground: PlaygroundPage) -> None:
+    from tests.e2e.test_speculative_page import PROMPT as CODE
+    from tests.e2e.test_speculative_page import switch_on
+
+    page = playground.page
+    page.get_by_label("Prompt", exact=True).fill(CODE)
+    playground.set(temperature=0.3, max_tokens=24, seed=7)
+    switch_on(playground, k=4)
+    playground.frames.clear()
+    page.get_by_role("button", name="Generate").click()
+    playground.wait_done()
+    tokens = playground.events("token")
+    drafts = [t for t in tokens if t.get("drafted")]
+    assert drafts and all(t["origin"] == "draft" for t in drafts)
+    assert all(t["origin"] == "sampled" for t in tokens if not t.get("drafted"))
+    draft = drafts[0]
+    playground.tokens.nth(draft["index"]).click()
+    inspector = playground.inspector
+    assert_not_drawn(inspector, draft, "Drafted, then accepted")
+    expect(inspector).to_contain_text(f"Acceptance draw u{draft['draw']:.4f}")

@@ -263,8 +263,9 @@ class _Sample:
         self.texts.append(text)
         return token, text, trace
 
-    def origin(self, index: int, trace: StepTrace, drafted: bool = False) -> Origin:
-        """The origin of this sample's token ``index``, traced as ``trace``."""
+    def origin(self, index: int, trace: StepTrace, drafted: bool | None = None) -> Origin:
+        """The origin of this sample's token ``index``, traced as ``trace`` (``drafted``: its draft's
+        verdict in a speculative step, ``picked_origin``)."""
         return self.plan.origin(index, trace) if index < len(self.prefix) else picked_origin(trace, drafted)
 
     def _judge(self, draft: int, q: np.ndarray) -> Callable[[Candidates], tuple[int, float | None]]:
@@ -464,7 +465,7 @@ class Generation:
             raise RuntimeError("verify() needs a token pending and the logits after it and each draft")
         sample, vocab_size = self.samples[0], logits.shape[-1]
         first = len(sample.generated)
-        picked: list[tuple[int, str, StepTrace, bool]] = []
+        picked: list[tuple[int, str, StepTrace, bool | None]] = []  # … and the draft's verdict (None: the bonus)
         checks: list[Check] = []
         for position, token in enumerate(draft.tokens):
             chosen = sample.pick(logits[position], self.prompt_ids, self.request.top_n, (token, draft.q_of(position, vocab_size)))
@@ -477,7 +478,7 @@ class Generation:
         bonus = None
         if sample.reason is None and all(check.accepted for check in checks):
             bonus, text, trace = sample.pick(logits[len(draft.tokens)], self.prompt_ids, self.request.top_n)
-            picked.append((bonus, text, trace, False))
+            picked.append((bonus, text, trace, None))
         self.drafted += len(draft.tokens)
         self.checked += len(checks)
         self.accepted += sum(check.accepted for check in checks)
@@ -494,9 +495,16 @@ class Generation:
         verification = Verification(sample.index, first, draft.tokens, tuple(checks), corrected, bonus)
         steps = [
             TokenStep(
-                sample.index, first + i, token, text, trace, elapsed, drafted=accepted, origin=sample.origin(first + i, trace, accepted)
+                sample.index,
+                first + i,
+                token,
+                text,
+                trace,
+                elapsed,
+                drafted=bool(verdict),
+                origin=sample.origin(first + i, trace, verdict),
             )
-            for i, (token, text, trace, accepted) in enumerate(picked)
+            for i, (token, text, trace, verdict) in enumerate(picked)
         ]
         return verification, steps
 

@@ -7,6 +7,9 @@ HTTP trace, saved runs and every view of the page read it (docs/websocket-api.md
 - ``greedy``: temperature 0, the most likely token taken, nothing drawn;
 - ``forced_by_grammar``: the grammar left this one token, so no draw could pick another;
 - ``draft``: a speculative draft the model accepted (its draw is the acceptance draw);
+- ``corrected``: sampled in place of a draft the model rejected, from what the draft left,
+  max(0, p − q) (its event's draw is the acceptance test's, not the one that picked it; a greedy
+  run's correction is its own pick: ``greedy``);
 - ``typed``: written by the person (edit and continue), forced;
 - ``branch``: the alternative the person picked to branch on, forced;
 - ``kept``: forced from the run this one continues, where this run's own pick would have taken
@@ -33,6 +36,7 @@ class Origin(StrEnum):
     GREEDY = "greedy"
     FORCED_BY_GRAMMAR = "forced_by_grammar"
     DRAFT = "draft"
+    CORRECTED = "corrected"
     TYPED = "typed"
     BRANCH = "branch"
     KEPT = "kept"
@@ -62,13 +66,16 @@ def grammar_left_one(trace: StepTrace) -> bool:
     return False
 
 
-def picked_origin(trace: StepTrace, drafted: bool = False) -> Origin:
-    """The origin of a token the loop chose itself (``drafted``: an accepted speculative draft)."""
+def picked_origin(trace: StepTrace, drafted: bool | None = None) -> Origin:
+    """The origin of a token the loop chose itself. ``drafted``: None for a plain pick; in a
+    speculative step, True for an accepted draft, False for the token drawn in place of a rejected one."""
     if drafted:
         return Origin.DRAFT
     if grammar_left_one(trace):
         return Origin.FORCED_BY_GRAMMAR
-    return Origin.GREEDY if trace.draw is None else Origin.SAMPLED
+    if trace.draw is None:
+        return Origin.GREEDY  # (a greedy correction is the model's own pick: greedy)
+    return Origin.SAMPLED if drafted is None else Origin.CORRECTED
 
 
 @dataclass(frozen=True)

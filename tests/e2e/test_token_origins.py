@@ -253,13 +253,13 @@ def test_scored_prompt_tokens_show_no_sampling_and_are_tinted_by_their_entropy(p
 # -- a speculative run: accepted drafts ------------------------------------------------------------
 
 
-def test_an_accepted_draft_says_so_and_shows_no_draw_bar(playground: PlaygroundPage) -> None:
+def test_an_accepted_draft_and_a_correction_say_how_they_came_and_show_no_draw_bar(playground: PlaygroundPage) -> None:
     from tests.e2e.test_speculative_page import PROMPT as CODE
     from tests.e2e.test_speculative_page import switch_on
 
     page = playground.page
     page.get_by_label("Prompt", exact=True).fill(CODE)
-    playground.set(temperature=0.3, max_tokens=24, seed=7)
+    playground.set(temperature=0.8, max_tokens=24, seed=11)
     switch_on(playground, k=4)
     playground.frames.clear()
     page.get_by_role("button", name="Generate").click()
@@ -267,9 +267,21 @@ def test_an_accepted_draft_says_so_and_shows_no_draw_bar(playground: PlaygroundP
     tokens = playground.events("token")
     drafts = [t for t in tokens if t.get("drafted")]
     assert drafts and all(t["origin"] == "draft" for t in drafts)
-    assert all(t["origin"] == "sampled" for t in tokens if not t.get("drafted"))
+    assert {t["origin"] for t in tokens if not t.get("drafted")} == {"sampled", "corrected"}
     draft = drafts[0]
     playground.tokens.nth(draft["index"]).click()
     inspector = playground.inspector
     assert_not_drawn(inspector, draft, "Drafted, then accepted")
     expect(inspector).to_contain_text(f"Acceptance draw u{draft['draw']:.4f}")
+    # A correction (drawn from what a rejected draft left): its u is the acceptance test's, not on its bar.
+    rejected = [v for v in playground.events("verification") if v["corrected"]]
+    assert rejected, "these settings reject a draft"
+    at = rejected[0]["index"] + rejected[0]["accepted"]
+    corrected = tokens[at]
+    assert corrected["id"] == rejected[0]["corrected"]["id"] and corrected["origin"] == "corrected"
+    assert [t["index"] for t in tokens if t["origin"] == "corrected"] == [
+        v["index"] + v["accepted"] for v in playground.events("verification") if v["corrected"]
+    ]
+    playground.tokens.nth(at).click()
+    assert_not_drawn(inspector, corrected, "Sampled after a rejected draft")
+    expect(inspector).to_contain_text(f"Acceptance draw u{corrected['draw']:.4f} (rejected the draft here")

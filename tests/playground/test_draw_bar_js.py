@@ -111,7 +111,7 @@ def test_a_token_no_draw_picked_gets_no_bar_and_no_u(bars):
     assert [bar["shown"] for bar in bars] == [True, True, True, False, False, False]
 
 
-@pytest.mark.parametrize("origin", ["typed", "branch", "kept", "forced_by_grammar", "draft", "greedy"])
+@pytest.mark.parametrize("origin", ["typed", "branch", "kept", "forced_by_grammar", "draft", "corrected", "greedy"])
 def test_no_origin_but_sampled_shows_u_on_the_bar(origin):
     (bar,) = run_js(SCRIPT, [token(12, " its", 0.12, 0.41, [0.35, 0.47], origin=origin)])
     assert not bar["shown"]
@@ -126,3 +126,9 @@ def test_segments_tile_the_bar_from_0_to_1(bars):
         for before, after in zip(segments, segments[1:]):
             assert after["start"] == pytest.approx(before["end"])
     assert bars[5]["label"] is None and spans(bars[5])[0] == (" the", 0.0, 0.2, True)
+
+
+def test_a_speculative_correction_is_sampled_but_its_u_is_the_acceptance_tests_and_gets_no_bar():
+    # u = 0.66 rejected the draft; the token was drawn from max(0, p - q): its segment does not hold u
+    (bar,) = run_js(SCRIPT, [token(12, " its", 0.12, 0.66, [0.35, 0.47], origin="corrected") | {"drafted": False}])
+    assert not bar["shown"] and bar["label"] is None

@@ -76,3 +76,13 @@ def test_the_draw_step_tells_how_a_token_not_drawn_got_there(origin, said):
     draw = steps[4]["text"]
     assert draw.startswith(said)
     assert "falls in it" not in draw and "[0.5000, 1.0000)" not in draw  # nothing says u picked it
+
+
+def test_a_speculative_correction_is_not_said_to_be_picked_by_its_u():
+    corrected = token_event(**SAMPLED | {"draw": 0.2, "drafted": False, "origin": "corrected"})
+    (steps,) = run_js(WALK, [[corrected, {"temperature": 0.5}]])
+    assert steps[4]["text"].startswith("A speculative step: the acceptance draw u = 0.2000 rejected")
+    assert "falls in it" not in steps[4]["text"]
+    inside = token_event(**SAMPLED | {"draw": 0.7, "drafted": False, "origin": "corrected"})  # u in [0.5, 1.0) by chance
+    (steps,) = run_js(WALK, [[inside, {"temperature": 0.5}]])
+    assert "falls in it" not in steps[4]["text"] and "rejected" in steps[4]["text"]

@@ -66,11 +66,15 @@ export function walkSteps(token, params) {
   if (origin === "typed") draw = `No draw chose ${name}: you typed it (your edit), so it is forced here and the loop goes on after it.`;
   else if (origin === "branch") draw = `No draw chose ${name}: you picked it as a branch, so it is forced here and the loop goes on after it.`;
   else if (origin === "kept") draw = `No draw chose ${name}: it is kept from the run this one continues; this run's own settings and draw would have picked another token.`;
-  else if (origin === "forced_by_grammar") draw = `The grammar allowed only ${name} here, so whatever the draw, ${name} is taken.`;
+  else if (origin === "corrected") {
+    draw = `A speculative step: the acceptance draw u = ${num(token.draw)} rejected the token drafted here, and ${name} ` +
+      "was drawn instead from what the draft left, max(0, p − q).";
+  } else if (origin === "forced_by_grammar") draw = `The grammar allowed only ${name} here, so whatever the draw, ${name} is taken.`;
   else if (origin === "draft") {
     draw = `${name} was drafted ahead and the model accepted it` +
       (typeof token.draw === "number" ? `: its acceptance draw u = ${num(token.draw)} fell below p / q.` : ": it is the model's own greedy choice.");
   } else if (token.draw === null || token.draw === undefined) draw = `Greedy: nothing is drawn; the most likely token, ${name}, is taken.`;
+
   else if (token.draw_interval) {
     const [start, end] = token.draw_interval;
     draw = `A uniform random number u = ${num(token.draw)} is drawn. Stacking the final probabilities in pick order ` +

@@ -178,6 +178,7 @@ export class Inspector {
     }
     if (!prompt) add("How it got here", facts.says);
     if (origin === "sampled") add("Random draw u", num(token.draw, 4));
+    else if (origin === "corrected") add("Acceptance draw u", `${num(token.draw, 4)} (rejected the draft here; see the speculative steps)`);
     else if (origin === "greedy") add("Random draw u", "none (greedy)");
     else if (origin === "draft" && typeof token.draw === "number") add("Acceptance draw u", `${num(token.draw, 4)} (accepted: u below p / q)`);
     if (typeof token.elapsed_ms === "number") add("Step time", `${num(token.elapsed_ms, 1)} ms`);

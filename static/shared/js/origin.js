@@ -9,6 +9,7 @@ export const ORIGINS = {
   greedy: { drawn: false, mark: "✓ chosen", short: "greedy", says: "Greedy: the most likely token, taken with no draw" },
   forced_by_grammar: { drawn: false, mark: "✓ the only one allowed", short: "the grammar allowed only this token", says: "The grammar allowed only this token here, so no draw could pick another" },
   draft: { drawn: false, mark: "✓ accepted draft", short: "accepted from a draft", says: "Drafted, then accepted by the model's acceptance rule (speculative decoding)" },
+  corrected: { drawn: false, mark: "✓ drawn for a rejected draft", short: "drawn after a rejected draft", says: "Sampled after a rejected draft: drawn from what the draft left, max(0, p − q)" },
   typed: { drawn: false, mark: "typed by you", short: "typed by you", says: "Typed by you: your edit, forced, not sampled" },
   branch: { drawn: false, mark: "picked as a branch", short: "picked as a branch", says: "Picked as a branch: the alternative you chose, forced, not sampled" },
   kept: { drawn: false, mark: "kept", short: "kept from the run this continues", says: "Kept from the run this one continues: forced, and this run's own settings and draw would have picked another token" },

@@ -22,6 +22,7 @@ const MARKS = {
   kept: ["kept", "kept from the run this continues (forced)"],
   forced_by_grammar: ["grammar-forced", "the grammar allowed only this token here"],
   draft: ["drafted", "drafted and accepted: the model checked it in the same pass as the tokens around it"],
+  corrected: ["corrected", "drawn in place of a rejected draft, from what the draft left"],
 };
 
 export class TokenStream {

@@ -6,9 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from inference.decoding.generation import GenerationRequest, TokenStep, Verification, run
+from inference.decoding.loop_params import LoopParams
 from inference.decoding.origin import TOKEN_ORIGINS, Origin, PrefixPlan, grammar_left_one, picked_origin
 from inference.sampling import SamplerChain, SamplingParams
+from tests.inference.helpers import collect, single_token
 from tests.inference.sampling.helpers import HAND_TOKENS, HandVocab, ScriptedRng
+from tests.inference.speculative.conftest import COLOURS
+from tests.inference.speculative.test_loop_tiny import request as speculative_request
 
 CHOICE = {"type": "choice", "options": ["yes", "no"]}
 
@@ -26,9 +31,9 @@ def logits(favourite: int, others: float = 0.0) -> np.ndarray:
 
 def test_the_names_are_decided_once():
     assert [o.value for o in Origin] == [
-        "sampled", "greedy", "forced_by_grammar", "draft", "typed", "branch", "kept", "prompt",
+        "sampled", "greedy", "forced_by_grammar", "draft", "corrected", "typed", "branch", "kept", "prompt",
     ]  # fmt: skip
-    assert Origin.PROMPT not in TOKEN_ORIGINS and len(TOKEN_ORIGINS) == 7
+    assert Origin.PROMPT not in TOKEN_ORIGINS and len(TOKEN_ORIGINS) == 8
     assert [o for o in Origin if o.drawn] == [Origin.SAMPLED]
     assert {o for o in Origin if o.chosen_by_person} == {Origin.TYPED, Origin.BRANCH}
 
@@ -91,8 +96,6 @@ def test_a_plan_the_prefix_cannot_hold_is_refused(length, typed, branched):
 
 
 def request(prefix=(), *, temperature=1.0, seed=11, typed=0, branched=False, max_tokens=3, grammar=None):
-    from inference.decoding.generation import GenerationRequest
-    from inference.decoding.loop_params import LoopParams
 
     return GenerationRequest(
         "Once upon a time",
@@ -105,7 +108,6 @@ def request(prefix=(), *, temperature=1.0, seed=11, typed=0, branched=False, max
 
 
 def origins(runtime, req) -> list[str]:
-    from tests.inference.helpers import collect
 
     return [step.origin.value for step in collect(runtime, req)[1]]
 
@@ -116,7 +118,6 @@ def test_a_plain_run_is_sampled_and_a_greedy_one_greedy(tiny_runtime):
 
 
 def test_a_branch_keeps_the_parents_picks_then_its_alternative_then_samples(tiny_runtime):
-    from tests.inference.helpers import collect
 
     parent = collect(tiny_runtime, request(max_tokens=4))[1]
     alternative = next(a.id for a in parent[2].trace.alternatives if a.id != parent[2].token_id)
@@ -130,7 +131,6 @@ def test_a_branch_keeps_the_parents_picks_then_its_alternative_then_samples(tiny
 
 
 def test_typed_tokens_are_typed_even_where_the_model_would_have_picked_them(tiny_runtime):
-    from tests.inference.helpers import collect
 
     greedy = collect(tiny_runtime, request(temperature=0.0, max_tokens=2))[1]
     typed = [greedy[0].token_id, greedy[1].token_id]  # exactly what greedy picks
@@ -139,7 +139,6 @@ def test_typed_tokens_are_typed_even_where_the_model_would_have_picked_them(tiny
 
 
 def test_a_token_the_grammar_leaves_alone_is_forced_by_it(tiny_runtime):
-    from tests.inference.helpers import collect
 
     choice = {"type": "choice", "options": ["unbelievably", "x"]}  # once it starts, one spelling: one token a step
     for seed in (1, 2, 3):
@@ -151,3 +150,25 @@ def test_a_token_the_grammar_leaves_alone_is_forced_by_it(tiny_runtime):
             assert "forced_by_grammar" in [step.origin.value for step in steps]
             return
     pytest.fail("no seed started the long option")
+
+
+def test_a_speculative_steps_tokens_are_draft_corrected_or_the_bonus_pick():
+    sampled = SamplerChain(SamplingParams(temperature=1.0)).step(logits(3), [], ScriptedRng(0.1))
+    greedy = SamplerChain(SamplingParams(temperature=0.0)).step(logits(3), [], ScriptedRng())
+    assert picked_origin(sampled, drafted=True) is picked_origin(greedy, drafted=True) is Origin.DRAFT
+    assert picked_origin(sampled, drafted=False) is Origin.CORRECTED  # drawn from what the rejected draft left
+    assert picked_origin(greedy, drafted=False) is Origin.GREEDY  # greedy corrects with its own pick
+    assert picked_origin(sampled, drafted=None) is Origin.SAMPLED  # the bonus: a plain pick
+
+
+def test_a_speculative_runs_tokens_are_drafts_corrections_and_plain_picks(tiny_runtime):
+
+    colours = [single_token(tiny_runtime, text) for text in COLOURS]
+    items = list(run(tiny_runtime, speculative_request(colours, seed=5, k=3, max_tokens=24)))
+    steps = [item for item in items if isinstance(item, TokenStep)]
+    expected = ["sampled"] * len(steps)
+    for v in (item for item in items if isinstance(item, Verification)):
+        for i, check in enumerate(v.checks):
+            expected[v.index + i] = "draft" if check.accepted else "corrected"
+    assert [s.origin.value for s in steps] == expected
+    assert {"draft", "corrected", "sampled"} <= set(expected)  # all three in this run

@@ -183,6 +183,9 @@ def test_an_unknown_key_of_any_length_gives_a_bounded_error():
         (generate(prefix_tokens=[1, 2], typed_tokens=3), "invalid_value", "typed_tokens"),
         (generate(typed_tokens=-1), "invalid_value", "typed_tokens"),
         (generate(prefix_tokens=[1], typed_tokens=True), "invalid_value", "typed_tokens"),
+        (generate(prefix_tokens=[1], branched="yes"), "invalid_value", "branched"),
+        (generate(branched=True), "invalid_value", "branched"),  # no prefix token to be the alternative
+        (generate(prefix_tokens=[1, 2], typed_tokens=2, branched=True), "invalid_value", "branched"),  # all typed
     ],
 )
 def test_bad_frames_name_their_field(frame, code, param):
@@ -213,6 +216,7 @@ def test_tokenize_pages_default_to_the_first_page():
             parent_run="a" * 22,
             branch_index=1,
             typed_tokens=1,
+            branched=True,  # 5: the alternative picked, then 6 typed
             params={"temperature": 0.7, "logit_bias": {"42": -3}, "stop": "x", "seed": 2**63 - 1, "n": 2, "max_tokens": 9},
         ),
         generate(),
@@ -251,6 +255,13 @@ def test_a_job_crosses_the_channel_layer_as_plain_data_and_comes_back_the_same(f
     carried = msgpack.unpackb(msgpack.packb(message), raw=False)
     assert channel_messages.job_from_dict(carried["job"]) == job
     assert carried["quick"] is (frame["type"] in ("tokenize", "inspect", "score"))  # no decode slot needed
+
+
+def test_branched_and_typed_tokens_reach_the_generation_request():
+    job = parse_client_frame(json.dumps(generate(prefix_tokens=[5, 6, 7], typed_tokens=1, branched=True)))
+    assert (job.request.typed_tokens, job.request.branched, job.typed_tokens) == (1, True, 1)
+    assert job.request.prefix_plan.branch_index == 1
+    assert parse_client_frame(json.dumps(generate(prefix_tokens=[5]))).request.branched is False
 
 
 def test_the_recorder_gets_the_branch_from_the_typed_job():

@@ -100,6 +100,7 @@ GEMMA = ModelRecipe(
     quality_text_start=2,  # <bos>
     quality_prompt_starts={"none": (), "bos": (2,)},
     sliding_mask=True,
+    kernel_formats=("Q8_0", "Q5_0", "Q4_K", "Q6_K"),  # every quantized tensor of its GGUF
 )
 
 RECIPES: dict[str, ModelRecipe] = {r.key: r for r in (SMOLLM2, GEMMA)}

@@ -19,6 +19,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from inference import model_dir as md
+from inference import model_kernels
 from inference.modelbuild.models import GEMMA
 from inference.modelbuild.quality import MIXED_TEXT, divergence
 from tests.inference.modelbuild.gemma_session import forward
@@ -44,6 +45,7 @@ def gemma_dir():
 def session(gemma_dir):
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
+    model_kernels.register_beside(options, gemma_dir / md.MODEL_FILE)  # a build with our kernels needs them
     return ort.InferenceSession(str(gemma_dir / md.MODEL_FILE), options, providers=["CPUExecutionProvider"])
 
 

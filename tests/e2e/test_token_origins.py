@@ -64,6 +64,11 @@ def test_typed_tokens_say_so_everywhere_and_show_no_draw(playground: PlaygroundP
     inspector = playground.inspector
     assert_not_drawn(inspector, first, "Typed by you")
     expect(inspector.locator("tr[aria-current=true] .chosen-mark")).to_have_text("typed by you")
+    column = page.locator(f"#strip-chart rect.hit[data-index='{first['index']}'] title")  # the chart across the output
+    expect(column).to_have_text(
+        f"Token {first['index'] + 1} {quote_token(first['text'])}: typed by you, final probability {format_prob(first['prob'])}"
+        f", entropy {first['entropy']['before']:.2f} nats"
+    )
 
     page.get_by_role("button", name="Walk through this step of the loop").click()
     walk = page.locator("#walk")

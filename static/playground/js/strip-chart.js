@@ -5,6 +5,7 @@
 // not by colour alone.
 
 import { formatProb } from "../../shared/js/format.js";
+import { originFacts, originOf, wasDrawn } from "../../shared/js/origin.js";
 import { r2, svg } from "../../shared/js/svg.js";
 import { CHART_H as H, CHART_W as W, hitColumn, showFocusableChart } from "./chart-columns.js";
 
@@ -92,7 +93,9 @@ export class StripChart {
     // Hit areas: one column per token.
     tokens.forEach((t, i) => {
       const entropy = t.entropy ? `, entropy ${t.entropy.before.toFixed(2)} nats` : "";
-      chart.append(hitColumn(i, x(i), step, H, `Token ${i + 1} ${JSON.stringify(t.text)}: chosen with ${formatProb(t.prob)}${entropy}`));
+      // (only a drawn token was "chosen with" its probability: any other says how it got there)
+      const how = wasDrawn(t) || originOf(t) === "greedy" ? "chosen with" : `${originFacts(t).short}, final probability`;
+      chart.append(hitColumn(i, x(i), step, H, `Token ${i + 1} ${JSON.stringify(t.text)}: ${how} ${formatProb(t.prob)}${entropy}`));
     });
 
     showFocusableChart(this.root, chart, label, refocus);

@@ -94,6 +94,8 @@ def test_typed_tokens_say_so_everywhere_and_show_no_draw(playground: PlaygroundP
         expect(typed_there).to_have_count(len(typed))
         typed_there.first.focus()
         assert_not_drawn(saved.locator("#inspector"), first, "Typed by you")
+        bar = saved.locator("[data-testid=strip] rect").nth(first["index"]).locator("title")
+        expect(bar).to_have_text(f"token {first['index']}: {first['prob'] * 100:.1f}% (typed by you)")
         saved.goto(f"{playground.base_url}/compare/{root_id},{done['run_id']}")
         cells = saved.locator(".aligned .token[data-origin=typed]")
         expect(cells).to_have_count(len(typed))

@@ -2,6 +2,8 @@
 // and the step's entropy before sampling (line). Small SVG of our own; clicking a bar selects
 // that token.
 
+import { originFacts, originOf } from "../../shared/js/origin.js";
+
 const SVG = "http://www.w3.org/2000/svg";
 
 function node(tag, attrs) {
@@ -23,7 +25,9 @@ export function drawStrip(root, tokens, select) {
     const h = Math.max(1, t.prob * (height - 2));
     const bar = node("rect", { x: i * step + 0.5, y: height - h, width: Math.max(1, step - 1), height: h, class: "strip-bar" });
     bar.append(node("title", {}));
-    bar.firstChild.textContent = `token ${i}: ${(t.prob * 100).toFixed(1)}%`;
+    const origin = originOf(t); // (a token no draw chose says how it got there)
+    const how = origin === "sampled" || origin === "greedy" ? "" : ` (${originFacts(t).short})`;
+    bar.firstChild.textContent = `token ${i}: ${(t.prob * 100).toFixed(1)}%${how}`;
     bar.addEventListener("click", () => select(i));
     svg.append(bar);
     const e = t.entropy?.before;

@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 
 class GenerateConsumer(AsyncWebsocketConsumer):
+    gone = False  # the socket closed under a send: nothing more is sent, its requests were cancelled
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """However the connection ends (its ``disconnect``, or the server cancelling a consumer that
         was slow to end), every request it started is cancelled."""
@@ -97,6 +99,16 @@ class GenerateConsumer(AsyncWebsocketConsumer):
         await self.submissions.handle(message)
 
     async def _send(self, event: dict[str, Any] | events.Frame) -> None:
-        """Sends an event; one the worker encoded already (a ``Frame``) goes out as its text."""
+        """Sends an event; one the worker encoded already (a ``Frame``) goes out as its text. A socket
+        that closed before the server's ``disconnect`` reached this consumer refuses the send (the
+        server's own error): its requests are cancelled at once and nothing more is sent."""
+        if self.gone:
+            return
         metrics.event_sent(self.channel_name, event)
-        await self.send(text_data=event.text if isinstance(event, events.Frame) else events.encode_event(event))
+        text = event.text if isinstance(event, events.Frame) else events.encode_event(event)
+        try:
+            await self.send(text_data=text)
+        except Exception as error:  # noqa: BLE001 — the server says the socket is gone, in its own words
+            self.gone = True
+            log.info("the socket closed as an event was sent (%s: %s); its requests are cancelled", type(error).__name__, error)
+            await asyncio.shield(self.submissions.close())

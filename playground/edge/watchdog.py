@@ -32,7 +32,7 @@ from channels.exceptions import ChannelFull
 from playground.edge import waiting_line
 from playground.runs.recording import RunRecorder
 from playground.wire import channel_messages
-from playground.wire.channel_layer import layer_epoch, unread_messages
+from playground.wire.channel_layer import layer_epoch, oldest_unread_age
 from playground.wire.channel_messages import WORKERS_GROUP
 from playground.wire.events import FINAL_EVENTS, Frame
 from playground.wire.liveness import Timing
@@ -255,12 +255,14 @@ class Watchdog:
             lease.ack_deadline += seconds
 
     async def _unread(self) -> bool:
-        """Whether this connection's channel holds messages it has not read yet; true too while the
-        layer cannot be reached (Redis restarting): the workers' words cannot reach us then."""
+        """Whether this connection's channel holds a message it has left unread for longer than a
+        watch interval (it lags behind its mail); true too while the layer cannot be reached (Redis
+        restarting): the workers' words cannot reach us then."""
         try:
-            return bool(await unread_messages(self.channel_layer, self.reply_channel))
+            age = await oldest_unread_age(self.channel_layer, self.reply_channel)
         except Exception:  # noqa: BLE001 — the layer's silence, not the worker's
             return True
+        return age is not None and age > self.timing.watch_interval
 
     async def _current_epoch(self) -> str | None:
         try:

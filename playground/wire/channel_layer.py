@@ -174,20 +174,22 @@ async def layer_epoch(layer: Any) -> str | None:
     return None if epoch is None else await epoch()
 
 
-async def unread_messages(layer: Any, channel: str) -> int | None:
-    """Messages sent to ``channel`` that its reader has not taken yet (None: the layer cannot tell).
-    A connection's watchdog asks it of its own channel: a worker's heartbeats waiting there unread
-    mean the silence is the connection's, not the worker's (``playground.wire.liveness``)."""
+async def oldest_unread_age(layer: Any, channel: str) -> float | None:
+    """How long (seconds) the oldest message sent to ``channel`` has waited for its reader: 0 when
+    none waits, None when the layer cannot tell. A connection's watchdog asks it of its own
+    channel: a worker's heartbeats waiting there while the connection does not read (it is busy, or
+    closing) mean the silence is the connection's, not the worker's (``playground.wire.liveness``).
+    A reader that keeps up leaves nothing older than a moment, however busy its channel."""
     if isinstance(layer, InMemoryChannelLayer):
         queue = layer.channels.get(channel)
-        return 0 if queue is None else queue.qsize()
-    if isinstance(layer, RedisChannelLayer):
-        buffered = layer.receive_buffer.get(channel)  # pulled off Redis for this process, not read yet
-        waiting = 0
-        if "!" in channel:  # a process-local channel: the rest still waits in the process's queue in Redis
-            key = layer.prefix + layer.non_local_name(channel)
-            waiting = int(await layer.connection(layer.consistent_hash(channel)).zcard(key))
-        return waiting + (0 if buffered is None else buffered.qsize())
+        if queue is None or queue.empty():
+            return 0.0
+        expires_at = queue._queue[0][0]  # (the layer keeps (expiry time, message) pairs, oldest first)
+        return max(0.0, time.time() - (expires_at - layer.expiry))
+    if isinstance(layer, RedisChannelLayer) and "!" in channel:  # a process-local channel: its process's queue
+        key = layer.prefix + layer.non_local_name(channel)
+        oldest = await layer.connection(layer.consistent_hash(channel)).zrange(key, 0, 0, withscores=True)
+        return max(0.0, time.time() - float(oldest[0][1])) if oldest else 0.0  # (scored by send time)
     return None
 
 

@@ -292,3 +292,35 @@ def test_an_accepted_draft_and_a_correction_say_how_they_came_and_show_no_draw_b
     playground.tokens.nth(at).click()
     assert_not_drawn(inspector, corrected, "Sampled after a rejected draft")
     expect(inspector).to_contain_text(f"Acceptance draw u{corrected['draw']:.4f} (rejected the draft here")
+
+
+# -- a what-if continuation: the tokens it keeps --------------------------------------------------
+
+
+def test_a_what_if_continuation_marks_the_tokens_it_keeps_as_its_own_pick_would_not_take_them(
+    playground: PlaygroundPage,
+) -> None:
+    page = playground.page
+    playground.run(PROMPT, max_tokens=6, seed=2, temperature=1.5)
+    parent = playground.events("token")
+    playground.tokens.nth(4).click()  # its step below: the what-if dials
+    page.get_by_label("What-if Temperature", exact=True).fill("0")  # greedy from here on
+    page.wait_for_function("() => document.querySelector('#what-if').dataset.state === 'ready'")
+    playground.frames.clear()
+    page.get_by_role("button", name="Continue from here with these settings").click()
+    expect(page.locator("#branches button.branch")).to_have_count(2)
+    playground.wait_done()
+    tokens = playground.events("token")
+    assert [t["id"] for t in tokens[:4]] == [t["id"] for t in parent[:4]]
+    assert "branched" not in playground.sent_of("generate")[-1]  # nothing picked: a what-if keeps
+    # greedy now: a kept token is greedy where it is the top token, else kept (greedy would not pick it)
+    for kept, was in zip(tokens[:4], parent[:4]):
+        top = max(was["alternatives"], key=lambda a: (a["raw_prob"], -a["id"]))
+        assert kept["origin"] == ("greedy" if top["id"] == kept["id"] else "kept")
+    assert "kept" in [t["origin"] for t in tokens[:4]], "T 1.5 picked a token below the top in the first four"
+    assert {t["origin"] for t in tokens[4:]} == {"greedy"}
+    for token in tokens:
+        expect(playground.tokens.nth(token["index"])).to_have_attribute("data-origin", token["origin"])
+    first_kept = next(t for t in tokens if t["origin"] == "kept")
+    playground.tokens.nth(first_kept["index"]).click()
+    assert_not_drawn(playground.inspector, first_kept, "Kept from the run this one continues")

@@ -27,7 +27,7 @@ export function walkSteps(token, params) {
     // number shown is ln raw_prob and is called that.
     text: `The model reads the prompt and the ${token.index} token${token.index === 1 ? "" : "s"} generated before position ` +
       `${position} and gives every token of its vocabulary a score, its logit. The run does not send the logits ` +
-      `themselves; it sends their softmax, so the page shows the log-probability: the token chosen here, ${name} ` +
+      `themselves; it sends their softmax, so the page shows the log-probability: the token at this position, ${name} ` +
       `(id ${token.id}), has ln p = ${num(Math.log(token.raw_prob))}, its logit minus ln Σ e^logit over the whole ` +
       "vocabulary. That shift is the same for every token, so log-probabilities rank and space the tokens exactly as the logits do.",
   });

@@ -129,7 +129,8 @@ export class Inspector {
         "; after the sampling stages: ", el("span", "final-prob", formatProb(token.prob)));
     }
 
-    const removed = prompt ? null : allRemovedNote(token);
+    // (about the loop's own pick: not said of a token typed, branched or kept)
+    const removed = prompt || token.forced ? null : allRemovedNote(token);
     const note = removed ? el("p", "all-removed", removed) : null;
 
     const table = el("table", "alternatives");

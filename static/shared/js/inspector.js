@@ -130,7 +130,7 @@ export class Inspector {
     }
 
     // (about the loop's own pick: not said of a token typed, branched or kept)
-    const removed = prompt || token.forced ? null : allRemovedNote(token);
+    const removed = prompt || ["typed", "branch", "kept"].includes(origin) ? null : allRemovedNote(token);
     const note = removed ? el("p", "all-removed", removed) : null;
 
     const table = el("table", "alternatives");

@@ -54,6 +54,7 @@ class SoakConfig:
     database: Path | None = None  # an SQLite file whose size is reported
     sample_every_s: float = 30.0
     timeout_s: float = 300.0  # a request that has not ended by then is broken
+    only: tuple[str, ...] = ()  # the scenarios to run (their names in ``SCENARIOS``); empty: every one
 
     @property
     def http(self) -> str:
@@ -67,6 +68,9 @@ def make_soak_config(url: str, minutes: float, origin: str | None = None, **opti
         raise ConfigError(f"--soak must be a positive number of minutes, got {minutes:g}")
     if options.get("clients", 1) < 1 or options.get("tokens", 1) < 1:
         raise ConfigError("--clients and --tokens must be at least 1")
+    unknown = sorted(set(options.get("only", ())) - {name for name, _ in SCENARIOS})
+    if unknown:
+        raise ConfigError(f"--only names no scenario {unknown}; they are {', '.join(name for name, _ in SCENARIOS)}")
     target = endpoint(url)
     return SoakConfig(url=target, origin=origin or default_origin(target), minutes=minutes, **options)
 
@@ -399,7 +403,8 @@ async def run_soak(config: SoakConfig, progress: Callable[[str], None] | None = 
 
     async def client_loop(number: int) -> None:
         client = Client(soak, number)
-        for _, scenario in itertools.islice(itertools.cycle(SCENARIOS), number, None):
+        chosen = [(name, scenario) for name, scenario in SCENARIOS if not config.only or name in config.only]
+        for _, scenario in itertools.islice(itertools.cycle(chosen), number, None):
             if time.monotonic() >= deadline:
                 return
             soak.outcomes.append(await scenario(client))

@@ -69,6 +69,9 @@ def test_the_verdict_fails_memory_that_grows_after_the_first_tenth_and_a_traceba
     assert not broken.verdict()["pass"]
 
 
-def test_a_soak_of_no_time_is_refused() -> None:
+def test_a_soak_of_no_time_or_an_unknown_scenario_is_refused() -> None:
     with pytest.raises(soak.ConfigError, match="--soak"):
         soak.make_soak_config("ws://127.0.0.1:1", 0)
+    with pytest.raises(soak.ConfigError, match="--only names no scenario"):
+        soak.make_soak_config("ws://127.0.0.1:1", 1, only=("greedy", "sing"))
+    assert soak.make_soak_config("ws://127.0.0.1:1", 1, only=("greedy",)).only == ("greedy",)

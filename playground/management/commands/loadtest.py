@@ -48,6 +48,7 @@ class Command(BaseCommand):
         parser.add_argument("--server-log", type=Path, default=None, help="soak: the server's log, searched for tracebacks")
         parser.add_argument("--database", type=Path, default=None, help="soak: the server's SQLite file, whose size is shown")
         parser.add_argument("--sample-every", type=float, default=None, help="soak: seconds between samples (default: 1/20)")
+        parser.add_argument("--only", default="", help="soak: these scenarios alone, comma-separated (default: every one)")
 
     def handle(self, *args, **options):
         if options["soak"] is not None:
@@ -87,6 +88,7 @@ class Command(BaseCommand):
                 database=options["database"],
                 sample_every_s=options["sample_every"] or max(5.0, minutes * 60 / 20),
                 timeout_s=options["timeout"],
+                only=tuple(name.strip() for name in options["only"].split(",") if name.strip()),
             )
         except loadtest.ConfigError as error:
             raise CommandError(str(error)) from error

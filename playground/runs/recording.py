@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import IntegrityError, connections, router, transaction
+from django.db import IntegrityError, connections, reset_queries, router, transaction
 
 from playground.runs import prompt_surprisal
 from playground.runs.conversation import shown_prompt
@@ -173,8 +173,12 @@ class RunRecorder:
 
 
 def _drop_if_stale(db: str) -> None:
-    """Closes this thread's connection if it is broken or past CONN_MAX_AGE (as Django does
-    around each request); never inside a transaction."""
+    """Closes this thread's connection if it is broken or past CONN_MAX_AGE, and empties its debug
+    query log (as Django does around each request: the decode thread serves none, so with DEBUG
+    on, as in the dev settings, it kept its last 9,000 queries, each run's INSERT with all its
+    tokens: the server's memory grew by tens of kB a run); the connection is never closed inside a
+    transaction."""
     connection = connections[db]
+    reset_queries()
     if not connection.in_atomic_block:
         connection.close_if_unusable_or_obsolete()

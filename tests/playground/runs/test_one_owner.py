@@ -54,3 +54,15 @@ def test_one_recorder_ending_twice_writes_once(db_alias):
     assert worker.finish(CANCELLED)["run_id"] == worker.run_id
     assert worker.fail(LOST) == worker.run_id
     assert Run.objects.filter(pk=worker.run_id).get().status == Run.Status.FAILED
+
+
+def test_saving_a_run_leaves_no_debug_query_log_behind(db_alias, settings):
+    """The decode thread serves no request, so nothing else empties its connection's debug query log
+    (DEBUG on, as in the dev settings): a run's INSERT, all its tokens included, must not stay there."""
+    from django.db import connections
+
+    settings.DEBUG = True
+    worker, _ = both_ends()
+    worker.finish(CANCELLED)
+    assert Run.objects.filter(pk=worker.run_id).exists()
+    assert len(connections[db_alias].queries_log) <= 1  # at most the read just above

@@ -166,7 +166,9 @@ def seed_note(runs: Sequence[Run], columns: list[list[TokenRow]], first: int | N
             "The different choice there comes from the settings, not from chance."
         )
     if all(d is None for d in draws):
-        return f"Every run chose greedily at position {first + 1}, so no chance is involved: the settings alone made the difference."
+        return (
+            f"Every run chose greedily at position {first + 1}, so no chance is involved: the settings alone made the difference."
+        )
     return (
         f"The runs share seed {seed}, but at position {first + 1} they did not draw the same random number "
         "(a greedy run draws none, so the streams fall out of step): chance may play a part."

@@ -339,6 +339,8 @@ PROMPT_TOKENS = Field(
     export=lambda rows: [{"id": token_id, "text": token} for token_id, token in rows],
     store=lambda tokens: [[t["id"], t["text"]] for t in tokens],
 )
+
+
 @dataclass(frozen=True)
 class TokensField(Field):
     """The run's tokens; a row saved before origins were gets the one its run implies

@@ -269,7 +269,7 @@ async def cancel(client: Client) -> Outcome:
         return None
 
     outcome = await client.stream(frame, "cancel", until)
-    if outcome.problem is None and outcome.code not in (None, "cancelled"):
+    if outcome.problem is None and outcome.code not in (None, "cancelled", *LIMIT_CODES):
         outcome.problem = f"a cancelled request ended with {outcome.code}"
     return outcome
 

@@ -3,9 +3,10 @@ real model: eight long generations on one websocket, the socket closed at the fi
 same for the HTTP API's streamed and non-streamed requests dropped by their client.
 
 Whatever state each request is in when its client goes (waiting in the worker's backlog,
-prefilling, decoding), the server's compute stops: its CPU time over a window after the close is
-near idle, measured, not timed. Every run that had started is saved once, as cancelled; nothing
-is resubmitted, no channel fills, no traceback is logged. No assertion depends on how fast the
+prefilling, decoding, drafting: two of the eight draft by prompt lookup), the server's compute
+stops: its CPU time over a window after the close is near idle, measured, not timed. Every run
+that had started is saved once, as cancelled; nothing is resubmitted, no channel fills, no
+traceback is logged. No assertion depends on how fast the
 machine is: the waits are for outcomes, with loose upper bounds.
 """
 
@@ -95,6 +96,8 @@ def test_a_socket_closed_at_the_first_token_ends_its_eight_requests_at_once(serv
                 "prompt": f"ws-q{i}: {PROMPT}",
                 "params": {"max_tokens": 2000, "ignore_eos": True, "temperature": 1},
             }
+            if i >= 6:  # drafting too: prompt lookup finds the prompt's repeats
+                frame["params"]["speculative"] = {"draft": "prompt_lookup"}
             socket.send(json.dumps(frame))
         while True:
             event = json.loads(socket.recv(timeout=120))

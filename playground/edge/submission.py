@@ -173,12 +173,11 @@ class Submissions:
                 await self.deliver(self.line.event(request_id))
 
     async def _join_line(self, request_id: str, ticket: float, channel: str) -> int | None:
-        """Joins the waiting line's group (once) and takes the request's place in its model's line
-        (``channel``): the requests in that channel now are ahead of it. None when the layer cannot
-        count them (no positions then)."""
-        if not self.in_line_group:
-            await self.layer.group_add(LINE_GROUP, self.reply_channel)
-            self.in_line_group = True
+        """Joins the waiting line's group (again with each generation: a restarted Redis has no
+        groups) and takes the request's place in its model's line (``channel``): the requests in
+        that channel now are ahead of it. None when the layer cannot count them (no positions then)."""
+        await self.layer.group_add(LINE_GROUP, self.reply_channel)
+        self.in_line_group = True
         ahead = await waiting_line.requests_in_line(self.layer, channel)
         if ahead is not None:
             self.line.join(request_id, ticket, ahead, channel)

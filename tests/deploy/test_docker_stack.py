@@ -122,7 +122,8 @@ def test_the_image_refuses_debug_settings_runs_unprivileged_and_has_no_torch(sta
 
 def test_a_generation_streams_through_the_stack_and_is_saved_in_postgres(stack):
     events = generate(stack, "docker-1", 6)
-    assert [e["type"] for e in events][0] == "started" and events[-1]["type"] == "done", events[-1]
+    kinds = [e["type"] for e in events if e["type"] != "loading"]  # the worker may load its model first
+    assert kinds[0] == "started" and events[-1]["type"] == "done", events[-1]
     tokens = [e for e in events if e["type"] == "token"]
     assert len(tokens) == 6 and events[-1]["text"] == "".join(t["text"] for t in tokens)
     status, _, _ = stack.http(f"/r/{events[-1]['run_id']}")

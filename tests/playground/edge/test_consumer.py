@@ -57,6 +57,7 @@ async def test_full_stream_greedy():
     assert "".join(t["text"] for t in started["prompt_tokens"]) == "<|endoftext|>The capital of France is"
     assert started["params"]["temperature"] == 0 and started["params"]["max_tokens"] == 5
     assert started["model"]["execution_provider"] == "CPUExecutionProvider"
+    assert started["model"]["kernels"].startswith(("our kernels (", "ONNX Runtime MatMulNBits"))
     assert len(started["model"]["manifest_sha256"]) == 64
     assert [t["index"] for t in tokens] == list(range(5))
     first = tokens[0]

@@ -12,6 +12,8 @@ import pytest
 from django.test import AsyncClient
 
 from inference import model_dir as md
+from inference.model_catalog import configured_models, model_dir_for
+from inference.model_kernels import serving_text
 from inference.modelbuild.models import GEMMA
 from playground.runs.models import Run
 from tests.client_frames import generate
@@ -55,6 +57,8 @@ async def test_api_models_lists_both_with_what_a_page_shows():
     assert gemma["license"] == {"name": "Gemma Terms of Use", "url": "https://ai.google.dev/gemma/terms"}
     assert smollm["license"]["name"] == "Apache-2.0"
     assert smollm["chat"] == {"available": True, "reason": None}
+    # which kernels serve: the build's manifest's fact, in the words model_kernels gives it
+    assert smollm["kernels"] == serving_text(md.read_manifest(model_dir_for(SMOLLM_ID, configured_models())))
     if gemma["built"]:
         assert gemma["chat"] == {"available": False, "reason": NO_CHAT}
         assert gemma["vocab_size"] == 262144 and gemma["variant"] == "exact"

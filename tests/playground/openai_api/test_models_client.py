@@ -31,12 +31,15 @@ def gemma_built():
         pytest.skip("Gemma is not built: python -m inference.modelbuild --model gemma-3-270m")
 
 
-def test_models_carry_owner_and_our_extension_fields(client, model_id):
+def test_models_carry_owner_and_our_extension_fields(client, model_id, api_server):
     smollm, gemma = client.models.list().data
     assert (smollm.id, smollm.owned_by, gemma.id, gemma.owned_by) == (model_id, "HuggingFaceTB", GEMMA_ID, "google")
     ours = smollm.model_extra["playground"]
     assert ours["kind"] == "instruct" and ours["default"] is True and ours["context_length"] == 8192
     assert ours["license"]["name"] == "Apache-2.0" and ours["variant"] == "exact"
+    with urllib.request.urlopen(f"{api_server.url}/api/models") as response:
+        served = json.loads(response.read())["models"][0]
+    assert ours["kernels"] == served["kernels"]  # one fact: /v1/models says what /api/models says
     theirs = client.models.retrieve(GEMMA_ID).model_extra["playground"]
     assert theirs["kind"] == "base" and theirs["default"] is False
     assert theirs["license"] == {"name": "Gemma Terms of Use", "url": "https://ai.google.dev/gemma/terms"}

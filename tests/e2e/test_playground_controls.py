@@ -404,7 +404,7 @@ def test_a_seed_with_leading_zeros_is_that_number(playground: PlaygroundPage) ->
         page.get_by_role("button", name="Generate").click()
         error = page.locator("#seed-error")
         expect(error).to_be_visible()
-        expect(error).to_contain_text("seed must be an integer")
+        expect(error).to_contain_text("Seed must be an integer")  # the field named as the page labels it
         expect(page.get_by_label("Seed", exact=True)).to_have_attribute("aria-invalid", "true")
         expect(page.locator("[data-action=generate]")).to_be_enabled()
     playground.run(seed=" 0012 ")

@@ -90,4 +90,4 @@ def test_an_id_beyond_the_vocabulary_is_named_at_the_field(playground: Playgroun
     page.get_by_role("button", name="Generate").click()
     error = page.locator("#watch-words-error")
     expect(error).to_be_visible()
-    expect(error).to_contain_text("watch.0 must be a token id")
+    expect(error).to_contain_text("Watched tokens, entry 1 must be a token id")  # named as the page labels it

@@ -20,6 +20,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from inference import kernels
+from inference.model_dir import MANIFEST_FILE, read_manifest
+
 DOMAIN = "playground.kernels"
 OPSET_VERSION = 1
 OP_TYPE = "MatMulGguf"
@@ -35,12 +38,6 @@ class KernelLibraryMissingError(RuntimeError):
 def library_now() -> dict[str, Any]:
     """What a build made now would record (``ops`` left out): the library's version, ISA and the GGUF
     formats it computes, or ``{"library": None, "why": …}``."""
-    try:
-        from inference import kernels  # the library's loader (scripts/env.sh builds the library)
-    except ImportError as exc:
-        return {"library": None, "why": f"inference.kernels cannot be imported: {exc}"}
-    if not hasattr(kernels, "library_path"):
-        return {"library": None, "why": "inference.kernels has no library loader"}
     facts = kernels.describe()
     if kernels.library_path() is None or "version" not in facts:
         return {"library": None, "why": str(facts.get("why") or "the kernel library cannot be loaded")}
@@ -112,15 +109,11 @@ def register_library(options: Any, model: Path | str) -> None:
             f"{model} was built with our kernels ({OP_TYPE}) but the kernel library is not available here: "
             f"{now['why']}; build it (source scripts/env.sh) or rebuild the model without it"
         )
-    from inference import kernels
-
     options.register_custom_ops_library(str(kernels.library_path()))
 
 
 def register_beside(options: Any, model_file: Path) -> None:
     """:func:`register` for the ``model.onnx`` at ``model_file``, by the manifest beside it (none there:
     a graph being built or a bare file, which registers nothing)."""
-    from inference.model_dir import MANIFEST_FILE, read_manifest
-
     if (model_file.parent / MANIFEST_FILE).is_file():
         register(options, read_manifest(model_file.parent), model_file.parent)

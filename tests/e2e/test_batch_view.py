@@ -222,16 +222,23 @@ LOAD_LINE = re.compile(
 )
 
 
-def shown_load(page: Page, *after: str) -> tuple[int, int, int, int]:
+def run_events(page: Page) -> int:
+    """How many run events (starts, ends) the page's load line has been told of so far."""
+    return int(page.evaluate('Number(document.querySelector("#worker-load").dataset.runEvents || 0)'))
+
+
+def shown_load(page: Page, *after: str, since: int = 0) -> tuple[int, int, int, int]:
     """The load line once it shows an answer asked for after one of the page's own run's `after`
-    events (`data-after`: the line knows of it), read at once with that mark: running, rows,
+    events (`data-after`: the line knows of it) later than its first `since` run events (an earlier
+    run's `done` is no answer about this one), read at once with that mark: running, rows,
     max_batch, waiting."""
     line = page.wait_for_function(
-        """(names) => {
+        """([names, since]) => {
           const el = document.querySelector("#worker-load");
-          return el && !el.hidden && names.includes(el.dataset.after) ? el.textContent : null;
+          const known = el && !el.hidden && names.includes(el.dataset.after) && Number(el.dataset.afterSeq) > since;
+          return known ? el.textContent : null;
         }""",
-        arg=list(after),
+        arg=[list(after), since],
         timeout=30_000,
     ).json_value()
     shown = LOAD_LINE.fullmatch(line)
@@ -277,7 +284,9 @@ def test_the_main_page_shows_the_workers_load_when_a_run_is_sent(playground: Pla
     expect(page.locator("#worker-load")).to_contain_text(
         f": 0 streams decoding (0 of {max_batch} batch rows in use), 0 waiting.", timeout=60_000
     )
-    # A run alone: the line asked after its `done` shows nothing left of it, not "1 waiting".
+    # A run alone: the line asked after its `done` shows nothing left of it, not "1 waiting" (the
+    # first run's `done` still marks the line until this run starts: only this run's events count).
+    before = run_events(page)
     playground.generate("The capital of France is", temperature=0, max_tokens=3)
     playground.wait_done()
-    assert shown_load(page, "done") == (0, 0, max_batch, 0)
+    assert shown_load(page, "done", since=before) == (0, 0, max_batch, 0)

@@ -39,8 +39,13 @@ export function answerTime(load, arrivedAt) {
 /** The latest of the page's own run events ({type, at}, in order) that happened before `at`: what an
  *  answer true at `at` already knows of (null: none). Pure. */
 export function knownEvent(events, at) {
+  return latestKnown(events, at)?.type ?? null;
+}
+
+/** The last of `events` at or before `at` (null: none). */
+function latestKnown(events, at) {
   let known = null;
-  for (const event of events) if (event.at <= at) known = event.type;
+  for (const event of events) if (event.at <= at) known = event;
   return known;
 }
 
@@ -48,7 +53,8 @@ export class LoadIndicator {
   #polling = false;
   #while = null;
   #shownAt = -Infinity; // when the answer on screen was true
-  #events = []; // the page's own run events: {type, at}
+  #events = []; // the page's own run events: {type, at, seq}
+  #seq = 0; // how many run events the page has had (each event's seq: which run's start or end a line knows of)
 
   /** @param root  the element the sentence goes in (hidden when there is none) */
   constructor(root, url = "/api/load") {
@@ -73,9 +79,12 @@ export class LoadIndicator {
 
   /** The page's own run started, ended or failed (`type`: the event's): the line is asked afresh. */
   runEvent(type) {
-    this.#events.push({ type, at: Date.now() });
+    this.#seq += 1;
+    this.#events.push({ type, at: Date.now(), seq: this.#seq });
     if (this.#events.length > 8) this.#events.shift();
+    this.root.dataset.runEvents = String(this.#seq);
     delete this.root.dataset.after; // the line on screen predates this event
+    delete this.root.dataset.afterSeq;
     return this.refresh({ fresh: true });
   }
 
@@ -89,9 +98,14 @@ export class LoadIndicator {
     this.#shownAt = at;
     this.root.dataset.waiting = String(load.total.waiting);
     this.root.dataset.at = String(Math.round(at));
-    const known = knownEvent(this.#events, at);
-    if (known) this.root.dataset.after = known; // the line knows of the page's run having started / ended
-    else delete this.root.dataset.after;
+    const known = latestKnown(this.#events, at);
+    if (known) {
+      this.root.dataset.after = known.type; // the line knows of the page's run having started / ended
+      this.root.dataset.afterSeq = String(known.seq); // (which of the page's run events: a later run's are higher)
+    } else {
+      delete this.root.dataset.after;
+      delete this.root.dataset.afterSeq;
+    }
   }
 
   /** Polls every few seconds while `condition()` holds (a run of the page's own is on) and, after

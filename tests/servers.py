@@ -24,9 +24,20 @@ LOG_TAIL_CHARS = 3000
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free local ports: every probe stays bound until all are chosen (two probes
+    one after the other may be handed the same port, e.g. a Redis and a daphne on one port)."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
 
 
 def read_log(log: Path) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import REPO, free_port, playground_env, stop, wait_for_log, wait_for_port
+from tests.servers import REPO, free_ports, playground_env, stop, wait_for_log, wait_for_port
 
 
 class ScaleOut:
@@ -24,7 +24,7 @@ class ScaleOut:
         if redis_server is None:
             pytest.fail("redis-server is not installed (the test command installs Debian's redis-server)")
         self.state = state
-        self.redis_port, self.web_port = free_port(), free_port()
+        self.redis_port, self.web_port = free_ports(2)
         self.env = playground_env(
             state,
             PLAYGROUND_REDIS_URL=f"redis://127.0.0.1:{self.redis_port}/0",

@@ -17,6 +17,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
@@ -150,11 +151,11 @@ class TokenEvent:
     def to_json(self) -> dict[str, Any]:
         """The event as the JSON object the websocket sends."""
         out: dict[str, Any] = {"type": self.TYPE}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None and f.name in self.OPTIONAL:
+        for name in _field_names(type(self)):
+            value = getattr(self, name)
+            if value is None and name in self.OPTIONAL:
                 continue
-            out[f.name] = _plain(value)
+            out[name] = _plain(value)
         return out
 
     @classmethod
@@ -172,7 +173,7 @@ class TokenEvent:
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         """The event's data keys in order (without ``type``)."""
-        return tuple(f.name for f in fields(cls))
+        return _field_names(cls)
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
@@ -206,14 +207,19 @@ def implied_origin(data: Mapping[str, Any]) -> str:
 
 
 def _plain(value: Any) -> Any:
-    """A field's value as JSON data."""
+    """A field's value as JSON data (on every token's path: the field names are read once a class)."""
     if isinstance(value, Origin):
         return value.value
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+        return {name: _plain(getattr(value, name)) for name in _field_names(type(value))}
     return value
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
 
 
 # Reading and describing the fields, by their type hints.

@@ -107,7 +107,7 @@ XTC_STAGE = Declaration(
 MIROSTAT_STAGE = Declaration(
     MirostatV2,
     "mirostat v2: keep surprise <= mu, then adapt mu to the target tau",
-    params=(MIROSTAT, MIROSTAT_TAU, MIROSTAT_ETA),
+    params=(MIROSTAT_TAU, MIROSTAT_ETA),
     on=(ParamIs("mirostat", "==", 2),),
-    builder=lambda p, _: MirostatV2(p.mirostat_tau, p.mirostat_eta),
+    switches=(MIROSTAT,),
 )

@@ -86,7 +86,9 @@ class Declaration:
     for it to be in a chain (its "off" test); ``switches``: fields only the on-rule reads (mirostat's
     version), not passed to the class; ``builder``: only for a stage whose ``__init__`` needs more
     than its fields' values (a seed, the vocabulary); ``ends_chain``: when it holds, no stage after
-    this one runs (greedy temperature)."""
+    this one runs (greedy temperature); ``title``: its name in words ("Nucleus (top-p)"); ``group``:
+    the family of dials the page shows its fields in ("randomness", "truncation", "penalties";
+    None: an editor of its own)."""
 
     stage: type[Stage]
     does: str
@@ -95,6 +97,8 @@ class Declaration:
     builder: Builder | None = None
     ends_chain: ParamIs | None = None
     switches: tuple[Field, ...] = ()
+    title: str = ""
+    group: str | None = None
 
     @property
     def name(self) -> str:

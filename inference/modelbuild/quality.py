@@ -78,7 +78,7 @@ def _empty_past(session) -> dict[str, np.ndarray]:
     past = {}
     for i in session.get_inputs():
         if i.name.startswith("past_key_values."):
-            past[i.name] = np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32)  # [1, kv_heads, 0, head_dim]
+            past[i.name] = np.zeros((1, i.shape[1], 0, i.shape[3]), md.CACHE_DTYPES[i.type])  # [1, kv_heads, 0, head_dim]
     return past
 
 

@@ -72,3 +72,11 @@ def host_edit(mirrors: Sequence[np.ndarray], values: Sequence[ort.OrtValue], ind
     yield
     for i in indices:
         values[i].update_inplace(mirrors[i])
+
+
+def load_cuda_libraries() -> None:
+    """Loads NVIDIA's CUDA and cuDNN runtime wheels (the ``cuda`` extra) before a CUDA session is
+    made: ``onnxruntime.preload_dlls`` (the CUDA build of ONNX Runtime; absent from the CPU one)."""
+    preload = getattr(ort, "preload_dlls", None)
+    if preload is not None:
+        preload()

@@ -70,6 +70,8 @@ def choose_providers(requested: Sequence[str]) -> list[str]:
     missing = [p for p in requested if p not in available]
     if missing:
         log.warning("execution providers %s are not available here (have %s); falling back", missing, sorted(available))
+    if CUDA in chosen:
+        device_binding.load_cuda_libraries()
     return [*chosen, CPU]
 
 

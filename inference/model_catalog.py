@@ -35,6 +35,7 @@ from inference.model_dir import (
     read_manifest,
 )
 from inference.model_kernels import serving_text
+from inference.modelbuild.cuda_variant import fidelity_note
 from inference.modelbuild.models import RECIPES, ModelRecipe
 
 MODELS_ENV = "PLAYGROUND_MODELS"
@@ -92,6 +93,7 @@ DEFAULT_MODELS: tuple[str, ...] = tuple(entry.id for entry in ENTRIES)
 VARIANT_NOTES = {
     "exact": "every weight as the GGUF stores it: every probability is the model's",
     "exact-8bit": "every weight as the GGUF stores it (8-bit kernels): every probability is the model's",
+    "cuda": fidelity_note(RECIPES["smollm2-135m-instruct"].variants["cuda"]),  # the GPU build: its measured fidelity
 }
 
 

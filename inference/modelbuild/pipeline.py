@@ -23,7 +23,7 @@ from tokenizers import Tokenizer
 
 from .. import model_dir as md
 from .. import model_kernels
-from . import recipe, steps  # cheap: each step imports its tools as it runs
+from . import cuda_variant, recipe, steps  # cheap: each step imports its tools as it runs
 from .models import SMOLLM2, ModelRecipe
 from .progress import ConsoleProgress, Progress, StepTimer
 from .source import LICENSE_TERMS_FILE, NOTICE_FILE, GgufSource, Source, SourceNotFoundError, sha256_file
@@ -124,8 +124,14 @@ def inspect_model(model_dir: Path | None = None, source: Source | None = None, v
         info = source.describe()
     except SourceNotFoundError:
         info = None
-    kernels = model_kernels.library_for(source.recipe.kernel_formats)
-    return check_model(model_dir, info, _variant_for(source, variant), source.recipe.recipe_version, kernels)
+    wanted = _variant_for(source, variant)
+    kernels = _kernels_for(source.recipe, wanted)
+    return check_model(model_dir, info, wanted, source.recipe.recipe_version, kernels)
+
+
+def _kernels_for(model: ModelRecipe, variant: str | None) -> dict[str, Any]:
+    """Our kernel library as a build of ``model``'s ``variant`` uses it (none for the GPU variant)."""
+    return cuda_variant.kernels_for(model.variants.get(variant or "", {}), model_kernels.library_for(model.kernel_formats))
 
 
 def _variant_for(source: Source, variant: str | None) -> str | None:
@@ -168,7 +174,7 @@ def ensure_model(
                 source, source_info, source_error = None, None, str(exc)
             wanted = _variant_for(source, variant) if source is not None else variant or recipe.DEFAULT_VARIANT
             version = source.recipe.recipe_version if source is not None else recipe.RECIPE_VERSION
-            kernels = model_kernels.library_for((source.recipe if source is not None else SMOLLM2).kernel_formats)
+            kernels = _kernels_for(source.recipe if source is not None else SMOLLM2, wanted)
             status = check_model(model_dir, source_info, wanted, version, kernels)
         if status.up_to_date and not force:
             progress.info(f"{model_dir}: up to date")

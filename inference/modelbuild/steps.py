@@ -22,7 +22,7 @@ from tokenizers import Tokenizer
 
 from .. import model_dir as md
 from .. import model_kernels
-from . import attention, gelu, gemma_attention, head, lossless, mlp, norms, recipe
+from . import attention, cuda_variant, gelu, gemma_attention, head, lossless, mlp, norms, recipe
 from .models import SMOLLM2, ModelRecipe
 
 ONNX_DTYPES = {"tensor(float)": "float32", "tensor(int64)": "int64", "tensor(float16)": "float16"}
@@ -193,6 +193,7 @@ def transform(
         raise ValueError(f"unknown transformations {sorted(unknown)} in the recipe of {model.key}")
     settings = model.variants[variant or model.default_variant]
     kernels = model_kernels.library_for(model.kernel_formats) if kernels is None else kernels
+    kernels = cuda_variant.kernels_for(settings, kernels)  # the GPU variant: ONNX Runtime's kernels only
     kernel_formats = frozenset(kernels.get("formats", ())) if kernels.get("library") else frozenset()
     onnx_model = onnx.load(str(src))
     done: dict[str, Any] = {"export": {"nodes": len(onnx_model.graph.node)}}
@@ -244,6 +245,8 @@ def transform(
         done["requantize"] = {**q, "matmuls": len(requantize), "nodes_after": len(onnx_model.graph.node)}
     if "head" in steps_wanted and not head_first:
         done["head"] = {**head.keep_last_positions(onnx_model), "nodes_after": len(onnx_model.graph.node)}
+    if cuda_variant.is_cuda(settings):  # float16 but the logits; every node checked against CUDA's kernels
+        onnx_model, done["cuda"] = cuda_variant.to_cuda(onnx_model)
     onnx.save(onnx_model, str(dest))
     ops: dict[str, int] = {}
     for node in onnx_model.graph.node:
@@ -369,7 +372,8 @@ def verify_onnx(
                 raise RuntimeError(f"bad shape {value.shape} for {name} after {offset} + {n} tokens")
         return logits, present
 
-    empty = {n: np.zeros((1, kv_heads, 0, head_dim), dtype=np.float32) for n in past_names}
+    cache_dtypes = {i.name: md.CACHE_DTYPES[i.type] for i in inputs if i.name in past_names}  # float16 for the GPU variant
+    empty = {n: np.zeros((1, kv_heads, 0, head_dim), dtype=cache_dtypes[n]) for n in past_names}
     ids = Tokenizer.from_file(str(tokenizer_path)).encode(prompt, add_special_tokens=False).ids
     checks = []
     for prefix in ([], [] if bos_token_id is None else [bos_token_id]):

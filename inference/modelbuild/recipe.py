@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 
-RECIPE_VERSION = 5
+RECIPE_VERSION = 6  # 6: with the kernels, the Q8_0 embedding is GatherBlockQuantized (no fp32 table)
 MANIFEST_SCHEMA_VERSION = 1
 
 MODEL_NAME = "SmolLM2-135M-Instruct"

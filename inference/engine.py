@@ -40,6 +40,7 @@ import numpy as np
 import onnxruntime as ort
 
 from inference import device_binding
+from inference.call_stop import run_stoppable
 from inference.model_dir import CACHE_DTYPES, SLIDING_LAYERS_KEY, SLIDING_MASK, SLIDING_WINDOW_KEY
 from inference.model_kernels import register_beside
 
@@ -457,7 +458,7 @@ class Decoder:
         kept = min(logits_to_keep, length) if logits_to_keep else length
         logits = np.empty((rows, kept, self.shape.vocab_size), dtype=np.float32)  # [R, kept, V], a new array each run
         binding.bind_output("logits", "cpu", 0, np.float32, list(logits.shape), logits.ctypes.data)
-        self.session.run_with_iobinding(binding)
+        run_stoppable(self.session, binding)  # a cancel may stop it mid-way (``Terminated``)
         return logits
 
     def _binding(self, cache: list[ort.OrtValue] | device_binding.CacheRows, holder: KVCache) -> ort.IOBinding:
@@ -550,13 +551,14 @@ class DecodeState:
             raise ValueError(
                 f"{self.length + block.shape[1]} tokens exceed the context window of {self.decoder.shape.context_window}"
             )
-        self.ids = np.concatenate([self.ids, block], axis=1)
+        ids = np.concatenate([self.ids, block], axis=1)  # kept once the call succeeds (one stopped feeds nothing)
         if self.use_cache:
-            logits, self._past = self.decoder.run(block, self._past, self.length - block.shape[1], all_logits)
+            logits, self._past = self.decoder.run(block, self._past, self.length, all_logits)
         else:
-            logits, _ = self.decoder.run(self.ids, self.decoder.empty_past(self.batch_size, self.length), 0, all_logits)
+            logits, _ = self.decoder.run(ids, self.decoder.empty_past(self.batch_size, ids.shape[1]), 0, all_logits)
             if all_logits:
                 logits = logits[:, -block.shape[1] :]
+        self.ids = ids
         return logits
 
     def truncate(self, length: int) -> None:

@@ -6,6 +6,10 @@ Exit status: 0 when every stream ended with ``done``; 1 when any stream broke (a
 or out-of-order token, no end, counts that disagree); 2 when none broke but some ended with an
 ``error`` (e.g. ``busy``), counted by code in the output.
 
+``--close-cost TRIES`` measures what a closed connection costs instead: one socket's long
+generations closed at the first token, the server's CPU read (``--server-pid``) until it is quiet,
+figures per try and median / max (playground/loadtest/close_cost.py; docs/loadtest.md, "A closed socket").
+
 ``--soak MINUTES`` runs mixed traffic for that long instead, watching the server's memory, open
 files, database size and latency over time (playground/loadtest/soak.py; docs/loadtest.md, "Soak"): exit
 status 0 when its verdict passes, 1 when it does not.
@@ -19,7 +23,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from playground.loadtest import burst, soak
+from playground.loadtest import burst, close_cost, soak
 
 
 class Command(BaseCommand):
@@ -44,7 +48,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--soak", type=float, default=None, metavar="MINUTES", help="mixed traffic for this long, with a verdict"
         )
-        parser.add_argument("--server-pid", type=int, default=None, help="soak: the server's process here (else its /metrics)")
+        parser.add_argument(
+            "--close-cost", type=int, default=None, metavar="TRIES", help="close a socket of --clients generations TRIES times"
+        )
+        parser.add_argument(
+            "--server-pid",
+            type=int,
+            default=None,
+            help="soak: the server's process here (else its /metrics); close-cost: required",
+        )
         parser.add_argument("--server-log", type=Path, default=None, help="soak: the server's log, searched for tracebacks")
         parser.add_argument("--database", type=Path, default=None, help="soak: the server's SQLite file, whose size is shown")
         parser.add_argument("--sample-every", type=float, default=None, help="soak: seconds between samples (default: 1/20)")
@@ -53,6 +65,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if options["soak"] is not None:
             self._soak(options)
+            return
+        if options["close_cost"] is not None:
+            self._close_cost(options)
             return
         try:
             config = burst.make_config(
@@ -97,3 +112,22 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(result.as_dict(), indent=2) if options["json"] else soak.format_soak(result))
         self.stdout.flush()
         sys.exit(0 if result.verdict()["pass"] else 1)
+
+    def _close_cost(self, options):
+        if options["close_cost"] < 1 or options["server_pid"] is None:
+            raise CommandError("--close-cost needs at least 1 try and the --server-pid whose CPU it reads")
+        try:
+            url = burst.endpoint(options["url"])
+        except burst.ConfigError as error:
+            raise CommandError(str(error)) from error
+        self.stderr.style_func = None
+        costs = close_cost.run(
+            url,
+            options["origin"] or burst.default_origin(url),
+            options["server_pid"],
+            options["close_cost"],
+            8 if options["clients"] is None else options["clients"],
+            progress=lambda line: self.stderr.write(line),
+        )
+        summary = close_cost.summary(costs)
+        self.stdout.write(json.dumps(summary, indent=2) if options["json"] else close_cost.format_summary(costs))

@@ -13,7 +13,8 @@ Two paths, each traced with ``sys.setprofile`` from the front door's parser to t
 Every moment the value is checked (a ``Field.check`` of ``temperature``), written for the wire
 (``Field.dump``) or handed to its stage (``Temperature.__init__``) is a *touch*; the call stack
 under each touch, down to the front door's entry, is the value's path there. **Hops** are the
-distinct repository functions on those paths (a function on several paths counts once), **files**
+distinct repository functions on those paths (a function on several paths counts once; a
+comprehension's frame is its function's, as Python 3.12 inlines it), **files**
 the distinct files they are in, **checks** the touches that check it, by process side (before the
 channel layer: the front door; after it: the worker). ``--show`` lists the functions. Needs the
 tiny test model (``.models/tiny-*``, built by the test suite's ``tiny_runtime`` fixture).
@@ -76,7 +77,7 @@ class Tracer:
         stack = []
         walk: FrameType | None = frame
         while walk is not None and walk.f_code is not run_path.__code__:
-            if walk.f_code.co_filename.startswith(PACKAGES):
+            if walk.f_code.co_filename.startswith(PACKAGES) and not walk.f_code.co_name.startswith("<"):
                 stack.append(f"{Path(walk.f_code.co_filename).relative_to(ROOT)}:{walk.f_code.co_qualname}")
             walk = walk.f_back
         self.paths.append((self.side, tuple(reversed(stack))))

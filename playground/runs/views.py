@@ -26,8 +26,8 @@ from django.views.decorators.http import require_GET, require_safe
 
 from inference.model_catalog import CATALOG, display_name, is_special_token, model_dir_for, special_token_ids, special_token_texts
 from playground.address import encode_address, run_texts, turns_text
+from playground.edge.frames import parse_json
 from playground.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
-from playground.protocol import parse_json
 from playground.runs import schema
 from playground.runs.compare import compare
 from playground.runs.conversation import page_fields

@@ -41,3 +41,14 @@ class ParamError(FieldError):
 class Cancelled(Exception):
     """The caller no longer wants the answer: raised by work that checks a cancel flag before it
     has produced anything (a prefill between chunks, an inspection between tokens)."""
+
+
+EXCERPT_CHARACTERS = 40  # an error quotes at most this much of a bad value
+
+
+def excerpt(value: Any) -> str:
+    """A bad value as an error quotes it: its ``repr``, cut to a few dozen characters."""
+    text = repr(value)
+    if len(text) <= EXCERPT_CHARACTERS:
+        return text
+    return f"{text[:EXCERPT_CHARACTERS]}… ({len(text)} characters)"

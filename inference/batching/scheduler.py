@@ -61,6 +61,7 @@ from inference.batching.params import (
 )
 from inference.batching.plan import Departure, Intake, Planner, WaitingState
 from inference.batching.runner import BatchRun, BatchRunner, stopping_for
+from inference.batching.slots import BatchStep, Slots
 from inference.call_stop import CancelFlag, Terminated
 from inference.decoding.beam import BeamStep
 from inference.decoding.generation import (
@@ -80,24 +81,6 @@ from inference.runtime import Runtime
 from inference.speculative import DraftSources
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Slots:
-    """Where a run sits in the batch: ``started``'s ``batch`` field."""
-
-    slots: tuple[int, ...]
-    max_batch: int
-
-
-@dataclass(frozen=True)
-class BatchStep:
-    """One step of the batch: ``token``'s ``batch`` field. ``rows`` and ``requests`` count the
-    rows and runs that took a token in this step."""
-
-    step: int
-    rows: int
-    requests: int
 
 
 Item = Started | Verification | TokenStep | BeamStep | Finished

@@ -22,37 +22,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-BeamReason = Literal["eos", "max_tokens", "cancelled"]
+from inference.decoding.program import Feed, StepClock, collector, encode_prompt, started
+from inference.decoding.request import GenerationRequest, check_token_ids
+from inference.decoding.results import BeamReason, BeamStep, Finished, Hypothesis, Proposal, SampleResult, Started
+from inference.decoding.surprisal import SurprisalCollector
+from inference.runtime import Runtime
 
-
-@dataclass(frozen=True)
-class Proposal:
-    parent: int  # the beam it extends, as numbered in the previous step
-    token_id: int
-    logprob: float  # of this token given the beam
-    cum_logprob: float  # of the whole continuation so far
-
-
-@dataclass(frozen=True)
-class BeamStep:
-    index: int
-    kept: tuple[Proposal, ...]  # kept[i] is beam i from now on
-    pruned: tuple[Proposal, ...]
-    finished: tuple[Proposal, ...]
-    elapsed_ms: float
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    token_ids: tuple[int, ...]
-    cum_logprob: float
-    score: float
-    reason: BeamReason
+__all__ = ["BeamReason", "BeamRun", "BeamSearch", "BeamStep", "Hypothesis", "Proposal", "log_softmax"]
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -150,3 +129,62 @@ class BeamSearch:
         worst = min(h.score for h in self.finished)
         best_live = max(cum for _, cum in self._beams)
         return worst >= self._score(best_live, self._steps)
+
+
+class BeamRun:
+    """Beam search as a program: the prompt and any forced prefix are prefilled, the search starts after them."""
+
+    rows_after_prefill = 1
+
+    def __init__(self, runtime: Runtime, request: GenerationRequest) -> None:
+        self.runtime = runtime
+        self.request = request.with_seed()
+        loop = self.request.loop
+        check_token_ids(self.request, runtime.shape.vocab_size)
+        self.rows = loop.num_beams
+        eos_ids = frozenset() if loop.ignore_eos else runtime.codec.eos_ids
+        self.search = BeamSearch(loop.num_beams, loop.length_penalty, loop.max_tokens, eos_ids)
+        self.prompt_ids: list[int] = []
+        self.surprisal: SurprisalCollector | None = None
+        self._clock = StepClock()
+
+    def prepare(self) -> list[int]:
+        self._clock = StepClock()
+        self.prompt_ids = encode_prompt(self.runtime, self.request)
+        self.surprisal = collector(self.request, self.prompt_ids)
+        return self.prompt_ids + list(self.request.prefix_tokens)
+
+    def started(self) -> Started:
+        return started(self.request, self.prompt_ids, self.surprisal)
+
+    def advance(self, logits: np.ndarray, began: float) -> list[BeamStep]:
+        step = self.search.advance(logits, began)
+        self._clock.tick(1)  # a beam step counts as one token
+        return [step]
+
+    def feed(self) -> Feed:
+        parents, tokens = self.search.feed()
+        return Feed(tokens, parents)
+
+    def is_done(self) -> bool:
+        return self.search.is_done()
+
+    def cancel(self) -> None:
+        self.search.cancel()
+
+    def finish(self) -> Finished:
+        codec, loop = self.runtime.codec, self.request.loop
+        hypotheses = tuple(self.search.hypotheses())
+        samples = tuple(
+            SampleResult(
+                sample=i,
+                reason=h.reason,
+                stop_string=None,
+                text=codec.decode([t for t in h.token_ids if t not in codec.eos_ids or loop.ignore_eos]),
+                tail="",
+                completion_tokens=len(h.token_ids),
+                token_ids=h.token_ids,
+            )
+            for i, h in enumerate(hypotheses)
+        )
+        return Finished(samples=samples, prompt_tokens=len(self.prompt_ids), beams=hypotheses, **self._clock.timing())

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inference.decoding.generation import check_prefix, hold_off_end, penalized_history
 from inference.decoding.loop_params import LoopParams
+from inference.decoding.program import hold_off_end, penalized_history
+from inference.decoding.request import check_prefix
 from inference.errors import Cancelled, ParamError
 from inference.prefill import prefill
 from inference.runtime import Runtime

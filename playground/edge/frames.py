@@ -16,21 +16,30 @@ from typing import Any
 from django.conf import settings
 
 from inference.chat_template import ROLES, ChatMessage, ChatPrompt
-from inference.decoding.generation import GenerationRequest
-from inference.decoding.loop_params import LoopParams, SpeculativeParams
-from inference.errors import FieldError, ParamError
+from inference.decoding.request import MAX_WATCH, TOP_N, GenerationRequest, int_in, parse_params, token_ids
+from inference.errors import FieldError, ParamError, excerpt
 from inference.model_catalog import chat_refusal, resolve
-from inference.sampling import SamplingParams
 from playground.edge import strict_json
 from playground.edge.strict_json import parse_json
 from playground.wire.events import TOKENIZE_PAGE, error_event
-from playground.wire.jobs import SPECULATIVE, Branch, Generate, Inspect, Job, Score, Tokenize, split_generate_params, split_params
+from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize
 
-__all__ = ["Branch", "Cancel", "Generate", "Inspect", "Job", "ProtocolError", "Score", "Tokenize"]
+__all__ = [
+    "MAX_WATCH",
+    "TOP_N",
+    "Branch",
+    "Cancel",
+    "Generate",
+    "Inspect",
+    "Job",
+    "ProtocolError",
+    "Score",
+    "Tokenize",
+    "excerpt",
+]
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9_\-.:]{1,64}$")
 PROMPT_CHARACTERS = (1, 20_000)
-TOP_N = (1, 20)
 GENERATE_KEYS = frozenset(
     {
         "type",
@@ -77,12 +86,8 @@ INSPECT_KEYS = frozenset(
     }
 )
 SCORE_KEYS = frozenset({"type", "request_id", "prompt", "mode", "system", "messages", "continue_final_message", "top_n", "model"})
-MAX_PREFIX_TOKENS = 8192
 MAX_VARIANTS = 8
-MAX_WATCH = 8  # tokens one run follows at every step (``watch``)
 INSPECT_TOP_N = (1, 50)
-MAX_TOKEN_ID_DIGITS = 40  # a logit_bias key longer than this is not named in full (it is no token id anyway)
-EXCERPT_CHARACTERS = 40  # an error quotes at most this much of a bad value
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # as playground.runs.text_check: a lone surrogate, or NUL
 # Every integer anywhere in a frame fits a signed 64-bit integer, whatever the frame type: what the
 # channel layer carries (msgpack) and the database stores; no field's own range reaches past it.
@@ -91,11 +96,17 @@ FRAME_INTEGERS = (-(2**63), 2**63 - 1)
 
 class ProtocolError(FieldError):
     """A client frame the server cannot act on; becomes an ``error`` event (with the request id
-    when it was readable)."""
+    when it was readable). The rules a frame's fields break raise the same field-naming error
+    (``FieldError``: ``ParamError`` from ``GenerationRequest.from_params``); ``parse_client_message``
+    gives it the request id, and the HTTP API answers it as it is (``openai_api.errors.from_field_error``)."""
 
     def __init__(self, param: str | None, message: str, code: str | None = None, request_id: str | None = None) -> None:
         super().__init__(param, message, code)
         self.request_id = request_id
+
+    @classmethod
+    def of(cls, error: FieldError, request_id: str | None) -> ProtocolError:
+        return cls(error.param, error.message, error.code, request_id)
 
     def to_event(self) -> dict[str, Any]:
         return error_event(self.code, self.message, self.param, self.request_id)
@@ -116,13 +127,17 @@ def parse_client_frame(text: str) -> Job | Cancel:
     return parse_client_message(message)
 
 
-def parse_client_message(message: dict[str, Any]) -> Job | Cancel:
-    """A client frame already read as a JSON object (the HTTP API's requests come this way)."""
+def parse_client_message(message: dict[str, Any], measured: bool = False) -> Job | Cancel:
+    """A client frame already read as a JSON object (``measured``: its nesting already measured by
+    ``strict_json``, as the HTTP API measures its body before it builds the frame). Every error is
+    a ``ProtocolError`` naming the field, with the request id when it was readable: the rules'
+    own field-naming error (``FieldError``, such as ``GenerationRequest.from_params``'s
+    ``ParamError``) with the id added."""
     request_id = message.get("request_id")
     known_id = request_id if isinstance(request_id, str) and REQUEST_ID.match(request_id) else None
     kind = message.get("type")
     try:
-        if (deep := strict_json.too_deep(message)) is not None:
+        if not measured and (deep := strict_json.too_deep(message)) is not None:
             raise ProtocolError(deep or None, strict_json.message(deep), strict_json.CODE)
         _refuse_unencodable(message)
         if kind == "generate":
@@ -136,23 +151,14 @@ def parse_client_message(message: dict[str, Any]) -> Job | Cancel:
             return parse_inspect(_request_id(message), message)
         if kind == "score":
             return parse_score(_request_id(message), message)
-    except ProtocolError as error:
-        error.request_id = known_id
-        raise
+    except FieldError as error:
+        raise ProtocolError.of(error, known_id) from None
     raise ProtocolError(
         "type",
         f"type must be one of generate, cancel, tokenize, inspect, score; got {excerpt(kind)}",
         "unknown_type",
         request_id=known_id,
     )
-
-
-def excerpt(value: Any) -> str:
-    """A bad value as an error quotes it: its ``repr``, cut to a few dozen characters."""
-    text = repr(value)
-    if len(text) <= EXCERPT_CHARACTERS:
-        return text
-    return f"{text[:EXCERPT_CHARACTERS]}… ({len(text)} characters)"
 
 
 def _refuse_unencodable(message: dict[str, Any]) -> None:
@@ -186,45 +192,13 @@ def _what_is_wrong(text: str) -> str:
 
 
 def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate:
-    """A ``generate`` frame as its job, every field checked once (the prompt's length in tokens is
-    checked later, by the worker that encodes it)."""
+    """A ``generate`` frame as its job: the frame's own fields (the model, the text, the branch
+    label, ``save``) read here, the request's by ``GenerationRequest.from_params``, each once (the
+    prompt's length in tokens is checked later, by the worker that encodes it)."""
     _reject_unknown(message, GENERATE_KEYS)
     model = parse_model(message)
     prompt, mode, system, chat = _prompt_or_conversation(message, "prompt", model=model)
-    top_n = _int_in(message, "top_n", 5, TOP_N)
-    use_cache = message.get("use_cache", True)
-    if not isinstance(use_cache, bool):
-        raise ProtocolError("use_cache", f"use_cache must be true or false, got {excerpt(use_cache)}", "invalid_value")
-    prompt_scores = message.get("prompt_scores", False)
-    if not isinstance(prompt_scores, bool):
-        raise ProtocolError(
-            "prompt_scores", f"prompt_scores must be true or false, got {excerpt(prompt_scores)}", "invalid_value"
-        )
-    sampling, loop, speculative = parse_generate_params(message.get("params", {}))
-    prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
-    watch = _watch(message.get("watch", []))
-    typed = parse_typed(message, len(prefix))
-    branched = parse_branched(message, len(prefix) - typed)
-    try:
-        request = GenerationRequest(
-            prompt,
-            mode,
-            system,
-            sampling,
-            loop,
-            top_n,
-            use_cache,
-            prefix,
-            chat,
-            prompt_scores=prompt_scores,
-            watch=watch,
-            speculative=speculative,
-            typed_tokens=typed,
-            branched=branched,
-        )
-    except ParamError as error:  # a rule between parameters (a grammar refuses beam search and ignore_eos)
-        prefixed = error.prefixed("params.")
-        raise ProtocolError(prefixed.param, prefixed.message, prefixed.code) from None
+    request = GenerationRequest.from_params({**message, "prompt": prompt, "mode": mode, "system": system, "chat": chat})
     return Generate(request_id, request, parse_branch(message), parse_save(message), model=model)
 
 
@@ -298,40 +272,14 @@ def parse_branch(message: Mapping[str, Any]) -> Branch | None:
     return None if parent is None else Branch(parent, index)
 
 
-def parse_typed(message: Mapping[str, Any], prefix_length: int) -> int:
-    """``typed_tokens``: how many of the last ``prefix_tokens`` the person typed (edit and continue),
-    from 0 (the default) to the prefix's length."""
-    typed = message.get("typed_tokens", 0)
-    if isinstance(typed, bool) or not isinstance(typed, int) or not 0 <= typed <= prefix_length:
-        raise ProtocolError(
-            "typed_tokens",
-            f"typed_tokens must be an integer from 0 to the length of prefix_tokens ({prefix_length}), got {excerpt(typed)}",
-            "invalid_value",
-        )
-    return typed
-
-
-def parse_branched(message: Mapping[str, Any], untyped: int) -> bool:
-    """``branched``: the last ``prefix_tokens`` before the typed ones is the alternative the person
-    picked to branch on (the page's Branch); it needs such a token (``untyped`` > 0)."""
-    branched = message.get("branched", False)
-    if not isinstance(branched, bool):
-        raise ProtocolError("branched", f"branched must be true or false, got {excerpt(branched)}", "invalid_value")
-    if branched and untyped < 1:
-        raise ProtocolError(
-            "branched", "branched needs a prefix_tokens entry before the typed ones: the alternative picked", "invalid_value"
-        )
-    return branched
-
-
 def parse_tokenize(request_id: str, message: Mapping[str, Any]) -> Tokenize:
     _reject_unknown(message, TOKENIZE_KEYS)
     model = parse_model(message)
     text, mode, system, chat = _prompt_or_conversation(
         message, "text", modes=("completion", "chat", "plain"), minimum=0, model=model
     )
-    offset = _int_in(message, "offset", 0, (0, PROMPT_CHARACTERS[1] * 4))  # a character is at most 4 byte tokens
-    limit = _int_in(message, "limit", TOKENIZE_PAGE[1], TOKENIZE_PAGE)
+    offset = int_in(message, "offset", 0, (0, PROMPT_CHARACTERS[1] * 4))  # a character is at most 4 byte tokens
+    limit = int_in(message, "limit", TOKENIZE_PAGE[1], TOKENIZE_PAGE)
     return Tokenize(request_id, text, mode, system, offset, limit, chat, model=model)
 
 
@@ -351,13 +299,13 @@ def parse_inspect(request_id: str, message: Mapping[str, Any]) -> Inspect:
             raise ProtocolError(f"variants.{i}", f"variants.{i} must be an object of parameters", "invalid_value")
         try:
             parsed.append(parse_params({**base, **variant}))
-        except ProtocolError as error:
+        except ParamError as error:
             parts = (error.param or "").split(".")
             if len(parts) > 1 and parts[0] == "params" and parts[1] in variant:
                 error.param = f"variants.{i}." + error.param.removeprefix("params.")
             raise
-    prefix = _token_ids(message.get("prefix_tokens", []), "prefix_tokens")
-    top_n = _int_in(message, "top_n", 10, INSPECT_TOP_N)
+    prefix = token_ids(message.get("prefix_tokens", []), "prefix_tokens")
+    top_n = int_in(message, "top_n", 10, INSPECT_TOP_N)
     return Inspect(request_id, prompt, mode, system, prefix, tuple(parsed), top_n, chat, model=model)
 
 
@@ -365,7 +313,7 @@ def parse_score(request_id: str, message: Mapping[str, Any]) -> Score:
     _reject_unknown(message, SCORE_KEYS)
     model = parse_model(message)
     prompt, mode, system, chat = _prompt_or_conversation(message, "prompt", model=model)
-    return Score(request_id, prompt, mode, system, _int_in(message, "top_n", 5, TOP_N), chat, model=model)
+    return Score(request_id, prompt, mode, system, int_in(message, "top_n", 5, TOP_N), chat, model=model)
 
 
 def parse_model(message: Mapping[str, Any]) -> str:
@@ -414,87 +362,6 @@ def _prompt(
     if system is not None and (mode != "chat" or not isinstance(system, str) or len(system) > high):
         raise ProtocolError("system", f"system must be a string of at most {high} characters, in chat mode only", "invalid_value")
     return text, mode, system
-
-
-def _int_in(message: Mapping[str, Any], field_name: str, default: int, bounds: tuple[int, int]) -> int:
-    value = message.get(field_name, default)
-    low, high = bounds
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ProtocolError(
-            field_name, f"{field_name} must be an integer from {low} to {high}, got {excerpt(value)}", "invalid_value"
-        )
-    return value
-
-
-def _token_ids(value: Any, field_name: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or len(value) > MAX_PREFIX_TOKENS:
-        raise ProtocolError(field_name, f"{field_name} must be a list of at most {MAX_PREFIX_TOKENS} token ids", "invalid_value")
-    for i, token in enumerate(value):
-        if isinstance(token, bool) or not isinstance(token, int) or token < 0:
-            raise ProtocolError(
-                f"{field_name}.{i}",
-                f"{field_name}.{i} must be a token id (an integer from 0), got {excerpt(token)}",
-                "invalid_value",
-            )
-    return tuple(value)
-
-
-def _watch(value: Any) -> tuple[int, ...]:
-    """``watch``: at most ``MAX_WATCH`` distinct token ids (the worker refuses one beyond the
-    vocabulary, ``watch.<i>``, as it refuses a ``logit_bias`` key)."""
-    if not isinstance(value, list) or len(value) > MAX_WATCH:
-        raise ProtocolError("watch", f"watch must be a list of at most {MAX_WATCH} token ids", "invalid_value")
-    ids = _token_ids(value, "watch")
-    if len(set(ids)) != len(ids):
-        raise ProtocolError("watch", "watch must not name a token id twice", "invalid_value")
-    return ids
-
-
-def parse_generate_params(params: Any) -> tuple[SamplingParams, LoopParams, SpeculativeParams | None]:
-    """A generate's ``params``: ``parse_params`` of the chain's and the loop's keys, and
-    ``speculative`` (``jobs.split_generate_params``), its errors named under ``params.``."""
-    if not isinstance(params, dict):
-        raise ProtocolError("params", "params must be an object", "invalid_value")
-    parse_params({k: v for k, v in params.items() if k != SPECULATIVE})
-    try:
-        return split_generate_params(params)
-    except ParamError as error:
-        prefixed = error.prefixed("params.")
-        raise ProtocolError(prefixed.param, prefixed.message, prefixed.code) from None
-    except (TypeError, ValueError) as error:  # a value of a shape no check foresaw
-        raise ProtocolError("params.speculative", f"params.speculative: {error}", "invalid_value") from None
-
-
-def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:
-    """The flat ``params`` object, checked as a client sent it, then split by ``jobs.split_params``
-    (the rule the worker rebuilds a job's parameters by)."""
-    if not isinstance(params, dict):
-        raise ProtocolError("params", "params must be an object", "invalid_value")
-    unknown = sorted(set(params) - SamplingParams.field_names() - LoopParams.field_names())
-    if unknown:
-        raise ProtocolError(f"params.{unknown[0]}", f"unknown parameter params.{excerpt(unknown[0])}", "unknown_param")
-    _check_logit_bias_keys(params.get("logit_bias"))
-    try:
-        return split_params(params)
-    except ParamError as error:
-        prefixed = error.prefixed("params.")
-        raise ProtocolError(prefixed.param, prefixed.message, prefixed.code) from None
-    except (TypeError, ValueError) as error:  # a value of a shape no check above foresaw
-        raise ProtocolError("params", f"params: {error}", "invalid_value") from None
-
-
-def _check_logit_bias_keys(bias: Any) -> None:
-    """A key far too long to be a token id is refused before anything turns it into a number
-    (Python's int() refuses beyond 4,300 digits; no vocabulary needs more than a few)."""
-    if not isinstance(bias, dict):
-        return  # the sampler's own check names what logit_bias must be
-    for key in bias:
-        if len(key) > MAX_TOKEN_ID_DIGITS:
-            raise ProtocolError(
-                "params.logit_bias",
-                f"params.logit_bias keys must be token ids (integers from 0); got a key of {len(key)} characters",
-                "invalid_value",
-            )
 
 
 def _request_id(message: Mapping[str, Any]) -> str:

@@ -7,8 +7,9 @@ from typing import Any
 
 from django.http import JsonResponse
 
+from inference.errors import FieldError
 from playground.edge import strict_json
-from playground.wire.events import MAX_ERROR_MESSAGE
+from playground.wire.events import MAX_ERROR_MESSAGE, clip
 
 INVALID_REQUEST = "invalid_request_error"
 # Our error codes (docs/websocket-api.md) → (HTTP status, OpenAI error type).
@@ -64,27 +65,40 @@ class ApiError(Exception):
         return response
 
 
+def from_field_error(error: FieldError, param_names: dict[str, str] | None = None) -> ApiError:
+    """A field the request got wrong (the frame parser's, ``GenerationRequest.from_params``'s
+    ``ParamError``) as the API's error, cut as the websocket's ``error`` event cuts it."""
+    return _api_error(error.code, clip(error.message) or "", clip(error.param), param_names or {})
+
+
 def from_event(event: dict[str, Any], param_names: dict[str, str] | None = None) -> ApiError:
-    """Our ``error`` event (a worker's or the frame parser's) as the API's error."""
+    """A worker's ``error`` event (or a refusal of the submission) as the API's error."""
     error = event.get("error", {})
-    code = str(error.get("code") or "server_error")
+    return _api_error(
+        str(error.get("code") or "server_error"),
+        str(error.get("message", "the request failed")),
+        error.get("param"),
+        param_names or {},
+        error.get("retry_after"),
+        event.get("run_id"),
+    )
+
+
+def _api_error(
+    code: str,
+    message: str,
+    param: Any,
+    param_names: dict[str, str],
+    retry_after: float | None = None,
+    run_id: str | None = None,
+) -> ApiError:
     status, error_type = EVENT_STATUS.get(code, (500, "server_error"))
-    retry_after = error.get("retry_after")
     if status == 429 and retry_after is None:
         retry_after = DEFAULT_RETRY_AFTER_S
     openai_code = "context_length_exceeded" if code == "prompt_too_long" else code
-    message = str(error.get("message", "the request failed"))
-    if isinstance(error.get("param"), str) and error["param"].startswith("params."):
+    if isinstance(param, str) and param.startswith("params."):
         message = message.replace("params.", "")  # the body names our parameters at its top level
-    return ApiError(
-        status,
-        message,
-        openai_param(error.get("param"), param_names or {}),
-        openai_code,
-        error_type,
-        retry_after,
-        event.get("run_id"),
-    )
+    return ApiError(status, message, openai_param(param, param_names), openai_code, error_type, retry_after, run_id)
 
 
 def openai_param(param: Any, names: dict[str, str]) -> str | None:

@@ -4,8 +4,9 @@ One parameter vocabulary: OpenAI's names that we share (``temperature``, ``top_p
 ``n``, ``stop``, ``seed``, ``logit_bias``, ``frequency_penalty``, ``presence_penalty``) are our own
 ``params`` keys, and every other key of ours (``top_k``, ``min_p``, DRY, XTC, mirostat,
 ``sampler_order``, ...) is accepted at the top level, as llama.cpp's and vLLM's servers accept
-theirs. OpenAI's ``response_format`` becomes our ``grammar`` (``response_format``). The frame is then checked by ``frames.parse_client_message``: one validation, one set of
-ranges, whose errors name the body's field.
+theirs. OpenAI's ``response_format`` becomes our ``grammar`` (``response_format``). The frame is then checked by ``frames.parse_client_message``
+(the body's nesting measured once, here): one validation, one set of ranges, and its field-naming
+error (``FieldError``) answered as it is (``errors.from_field_error``), naming the body's field.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from inference.decoding.loop_params import LoopParams
+from inference.decoding.request import SPECULATIVE
+from inference.errors import FieldError
 from inference.model_catalog import resolve
 from inference.sampling import SamplingParams
 from playground.edge import frames, strict_json
 from playground.openai_api import response_format
-from playground.openai_api.errors import ApiError, from_event, not_found
-from playground.wire.jobs import SPECULATIVE
+from playground.openai_api.errors import ApiError, from_field_error, not_found
 
 Kind = Literal["completion", "chat"]
 
@@ -177,9 +179,9 @@ def translate(body: Any, kind: Kind, served_models: Sequence[str]) -> ApiRequest
 
 def _parse(frame: dict[str, Any], names: dict[str, str]) -> frames.Job:
     try:
-        job = frames.parse_client_message(frame)
-    except frames.ProtocolError as error:
-        raise from_event(error.to_event(), names) from None
+        job = frames.parse_client_message(frame, measured=True)
+    except FieldError as error:
+        raise from_field_error(error, names) from None
     assert not isinstance(job, frames.Cancel)
     return job
 

@@ -34,11 +34,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from inference.decoding.generation import GenerationRequest
 from inference.decoding.origin import TOKEN_ORIGINS
+from inference.decoding.request import MAX_WATCH, GenerationRequest
+from inference.errors import FieldError
 from inference.model_catalog import DEFAULT_MODELS
 from inference.sampling.params import MAX_SEED
-from playground import protocol
+from playground.edge import frames
 from playground.runs import prompt_surprisal
 from playground.runs.checks import (
     a_bool,
@@ -323,8 +324,8 @@ def _generate_request(request: dict[str, Any], path: str) -> GenerationRequest:
     if request["messages"] is not None:
         generate |= {"messages": request["messages"], "continue_final_message": continued}
     try:
-        parsed = protocol.parse_generate(generate)  # what a replay will send must be a valid request
-    except protocol.ProtocolError as error:
+        parsed = frames.parse_generate(generate).request  # what a replay will send must be a valid request
+    except FieldError as error:
         param = re.sub(r"\.(\d+)", r"[\1]", error.param) if error.param else None  # messages.1.role → messages[1].role
         raise SchemaError(f"{path}.{param}" if param else path, error.message) from None
     if parsed.chat is not None:
@@ -356,7 +357,7 @@ def _token(data: Any, path: str, top_n: int, samples: int) -> None:
     optional(a_prob)(data["draw"], f"{path}.draw")
     optional(a_draw_interval)(data["draw_interval"], f"{path}.draw_interval")
     optional(a_number)(data["elapsed_ms"], f"{path}.elapsed_ms")
-    for watched, p in objects(data["watched"], f"{path}.watched", WATCHED_KEYS, 0, protocol.MAX_WATCH):
+    for watched, p in objects(data["watched"], f"{path}.watched", WATCHED_KEYS, 0, MAX_WATCH):
         an_int(watched["id"], f"{p}.id")
         a_str(watched["token"], f"{p}.token")
         a_prob(watched["raw_prob"], f"{p}.raw_prob")

@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET, require_safe
 
 from inference.model_catalog import CATALOG, display_name, is_special_token, model_dir_for, special_token_ids, special_token_texts
 from playground.edge.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
-from playground.protocol import parse_json
+from playground.edge.strict_json import parse_json
 from playground.runs import schema
 from playground.runs.address import encode_address, run_texts, turns_text
 from playground.runs.compare import compare

@@ -60,11 +60,10 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from inference.chat_template import ChatMessage, ChatPrompt
-from inference.decoding.generation import GenerationRequest
+from inference.decoding.request import GenerationRequest, chat_from_json, chat_to_json, split_params
 from inference.model_catalog import DEFAULT_MODELS
 from playground.wire.events import FRAMED_EVENTS, Frame
-from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, is_quick, split_generate_params, split_params
+from playground.wire.jobs import Branch, Generate, Inspect, Job, Score, Tokenize, is_quick
 
 INFERENCE_CHANNEL = "inference"
 QUICK_CHANNEL = "inference-quick"
@@ -169,32 +168,20 @@ def pong(host: str, pid: int, load: dict[str, int], model: dict[str, Any], model
 def job_to_dict(job: Job) -> dict[str, Any]:
     """A typed job as plain data (every parameter with its value; what the channel layer carries)."""
     if isinstance(job, Generate):
-        request = job.request
         return {
             "kind": "generate",
             "request_id": job.request_id,
-            "prompt": request.prompt,
-            "mode": request.mode,
-            "system": request.system,
-            "params": request.params_dict(),
-            "top_n": request.top_n,
-            "use_cache": request.use_cache,
-            "prompt_scores": request.prompt_scores,
-            "prefix_tokens": list(request.prefix_tokens),
-            "watch": list(request.watch),
-            "chat": _chat_to_dict(request.chat),
+            **job.request.to_json(),
             "save": job.save,
-            "typed_tokens": request.typed_tokens,
-            "branched": request.branched,
             "model": job.model,
             "branch": None
             if job.branch is None
             else {"parent_run": job.branch.parent_run, "branch_index": job.branch.branch_index},
         }
     if isinstance(job, Tokenize):
-        return {"kind": "tokenize", **asdict(job), "chat": _chat_to_dict(job.chat)}
+        return {"kind": "tokenize", **asdict(job), "chat": chat_to_json(job.chat)}
     if isinstance(job, Score):
-        return {"kind": "score", **asdict(job), "chat": _chat_to_dict(job.chat)}
+        return {"kind": "score", **asdict(job), "chat": chat_to_json(job.chat)}
     return {
         "kind": "inspect",
         "request_id": job.request_id,
@@ -204,19 +191,20 @@ def job_to_dict(job: Job) -> dict[str, Any]:
         "prefix_tokens": list(job.prefix_tokens),
         "top_n": job.top_n,
         "variants": [{**sampling.to_dict(), **loop.to_dict()} for sampling, loop in job.variants],
-        "chat": _chat_to_dict(job.chat),
+        "chat": chat_to_json(job.chat),
         "model": job.model,
     }
 
 
 def job_from_dict(data: Mapping[str, Any]) -> Job:
-    """The typed job ``job_to_dict`` made. The fields are not parsed again as a client frame; the
-    parameters are split by the frame parser's rule (``jobs.split_params``) and rebuilt by their
-    own constructors, which keep their invariants."""
+    """The typed job ``job_to_dict`` made. The fields are not parsed again as a client frame: a
+    generation's request is rebuilt by ``GenerationRequest.from_json`` (its rules between values
+    held when it was made), an inspection's variants split by the request's rule (``split_params``)
+    and rebuilt by their own constructors."""
     kind = data["kind"]
     if kind in ("tokenize", "score"):
         fields = {k: v for k, v in data.items() if k not in ("kind", "chat")}
-        return (Tokenize if kind == "tokenize" else Score)(**fields, chat=_chat_from_dict(data.get("chat")))
+        return (Tokenize if kind == "tokenize" else Score)(**fields, chat=chat_from_json(data.get("chat")))
     if kind == "inspect":
         return Inspect(
             data["request_id"],
@@ -226,26 +214,10 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
             tuple(data["prefix_tokens"]),
             tuple(split_params(variant) for variant in data["variants"]),
             data["top_n"],
-            _chat_from_dict(data.get("chat")),
+            chat_from_json(data.get("chat")),
             data.get("model"),
         )
-    sampling, loop, speculative = split_generate_params(data["params"])
-    request = GenerationRequest(
-        data["prompt"],
-        data["mode"],
-        data["system"],
-        sampling,
-        loop,
-        data["top_n"],
-        data["use_cache"],
-        tuple(data["prefix_tokens"]),
-        _chat_from_dict(data.get("chat")),
-        prompt_scores=data.get("prompt_scores", False),
-        watch=tuple(data.get("watch", ())),
-        speculative=speculative,
-        typed_tokens=data.get("typed_tokens", 0),
-        branched=data.get("branched", False),
-    )
+    request = GenerationRequest.from_json(data)
     branch = data.get("branch")
     return Generate(
         data["request_id"],
@@ -254,14 +226,3 @@ def job_from_dict(data: Mapping[str, Any]) -> Job:
         data.get("save", True),
         data.get("model"),
     )
-
-
-def _chat_to_dict(chat: ChatPrompt | None) -> dict[str, Any] | None:
-    return None if chat is None else {"messages": chat.to_list(), "continue_final_message": chat.continue_final_message}
-
-
-def _chat_from_dict(data: Mapping[str, Any] | None) -> ChatPrompt | None:
-    if data is None:
-        return None
-    messages = tuple(ChatMessage(m["role"], m["content"]) for m in data["messages"])
-    return ChatPrompt(messages, data["continue_final_message"])

@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from inference.batching.scheduler import BatchStep, Slots
-from inference.decoding.beam import BeamStep, Proposal
-from inference.decoding.generation import Finished, Started, TokenStep, Verification
+from inference.batching.slots import BatchStep, Slots
 from inference.decoding.loop_params import LoopParams
+from inference.decoding.results import BeamStep, Finished, Proposal, Started, TokenStep, Verification
 from inference.decoding.surprisal import PromptSurprisal
 from inference.decoding.whatif import Variant
 from inference.errors import ParamError
@@ -70,15 +69,18 @@ def param_error_event(error: ParamError, request_id: str | None) -> dict[str, An
 
 
 def error_event(code: str, message: str, param: str | None = None, request_id: str | None = None) -> dict[str, Any]:
-    """An ``error`` event; its message is cut to ``MAX_ERROR_MESSAGE`` characters whatever made it."""
-    if len(message) > MAX_ERROR_MESSAGE:
-        message = message[: MAX_ERROR_MESSAGE - 1] + "…"
-    if param is not None and len(param) > MAX_ERROR_MESSAGE:
-        param = param[: MAX_ERROR_MESSAGE - 1] + "…"
-    event: dict[str, Any] = {"type": "error", "error": {"code": code, "message": message, "param": param}}
+    """An ``error`` event; its message (and field name) cut to ``MAX_ERROR_MESSAGE`` characters whatever made it."""
+    event: dict[str, Any] = {"type": "error", "error": {"code": code, "message": clip(message), "param": clip(param)}}
     if request_id is not None:
         event["request_id"] = request_id
     return event
+
+
+def clip(text: str | None) -> str | None:
+    """An error's text as it is sent: at most ``MAX_ERROR_MESSAGE`` characters, an ellipsis ending a cut one."""
+    if text is None or len(text) <= MAX_ERROR_MESSAGE:
+        return text
+    return text[: MAX_ERROR_MESSAGE - 1] + "…"
 
 
 def unknown_request_event(request_id: str) -> dict[str, Any]:

@@ -2,20 +2,17 @@
 an inference worker serves: what both sides of the channel layer share.
 
 A job crosses the channel layer as plain data (``playground.wire.channel_messages.job_to_dict``) and is
-rebuilt on the worker as the same typed job. The flat ``params`` object is split between the
-sampler chain and the stopping rules by one rule, ``split_params``, on both sides.
+rebuilt on the worker as the same typed job. A generation's request is the inference side's own
+type (``inference.decoding.request.GenerationRequest``: checked once, carried by its ``to_json``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from inference.chat_template import ChatPrompt
-from inference.decoding.generation import GenerationRequest
-from inference.decoding.loop_params import LoopParams, SpeculativeParams
-from inference.errors import ParamError
+from inference.decoding.loop_params import LoopParams
+from inference.decoding.request import GenerationRequest
 from inference.sampling import SamplingParams
 from playground.wire.events import TOKENIZE_PAGE
 
@@ -92,30 +89,3 @@ QUICK_JOBS = (Tokenize, Inspect, Score)  # need no decode slot: served beside ge
 
 def is_quick(job: Job) -> bool:
     return isinstance(job, QUICK_JOBS)
-
-
-SPECULATIVE = "speculative"  # the ``params`` key of a generate alone: neither the chain's nor the loop's
-
-
-def split_generate_params(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams, SpeculativeParams | None]:
-    """A generate's ``params``: ``split_params`` of all but ``speculative``, and that one read by
-    ``SpeculativeParams.from_value`` (null or absent: off). Speculation runs one sample: with
-    ``n`` or ``num_beams`` above 1 it is refused (``ParamError`` on ``speculative``)."""
-    sampling, loop = split_params({k: v for k, v in params.items() if k != SPECULATIVE})
-    speculative = SpeculativeParams.from_value(params.get(SPECULATIVE))
-    if speculative is not None and (loop.n > 1 or loop.num_beams > 1):
-        field_name = "n" if loop.n > 1 else "num_beams"
-        raise ParamError(SPECULATIVE, f"speculative decoding runs one sample: {field_name} must be 1 with it")
-    return sampling, loop, speculative
-
-
-def split_params(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams]:
-    """The flat ``params`` object split between the sampler chain and the stopping rules: a key the
-    chain names is the chain's, every other key goes to the stopping rules, whose own check refuses
-    a key neither names (``ParamError``, code ``unknown_param``). Each side's constructor checks
-    its values."""
-    sampling_keys = SamplingParams.field_names()
-    return (
-        SamplingParams.from_dict({k: v for k, v in params.items() if k in sampling_keys}),
-        LoopParams.from_dict({k: v for k, v in params.items() if k not in sampling_keys}),
-    )

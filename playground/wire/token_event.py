@@ -21,9 +21,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
-from inference.batching.scheduler import BatchStep
-from inference.decoding.generation import TokenStep
+from inference.batching.slots import BatchStep
 from inference.decoding.origin import GRAMMAR_STAGE, TOKEN_ORIGINS, Origin
+from inference.decoding.results import TokenStep
 from inference.text import TextCodec
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "static" / "shared" / "token-event.schema.json"

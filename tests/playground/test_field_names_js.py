@@ -10,7 +10,7 @@ import json
 import pytest
 
 from playground.edge import frames
-from playground.protocol import ProtocolError
+from playground.edge.frames import ProtocolError
 from tests.js import module_url, run_js
 
 SCRIPT = f"""

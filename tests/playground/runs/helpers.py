@@ -1,11 +1,11 @@
-"""Websocket events shaped exactly as playground.protocol formats them, for runs made without the
+"""Websocket events shaped exactly as playground.wire.events formats them, for runs made without the
 model, and a recorder that saves them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from playground.protocol import parse_params
+from inference.decoding.request import parse_params
 from playground.runs.recording import RunRecorder
 
 MODEL = {

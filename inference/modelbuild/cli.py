@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from ..model_dir import MODEL_DIR_ENV, MODELS_ROOT, default_model_dir
+from ..model_dir import DEFAULT_MODEL_DIR_NAME, MODEL_DIR_ENV, MODELS_ROOT, default_model_dir
 from ..models import DEFAULT_MODEL, entry_for, served_entries
 from .pipeline import BuildError, ensure_model, inspect_model
 from .progress import ConsoleProgress
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--model-dir",
         type=Path,
         default=None,
-        help=f"where to build (default: ${MODEL_DIR_ENV}, else .models/smollm2-135m-instruct)",
+        help=f"where to build (default: ${MODEL_DIR_ENV}, else .models/{DEFAULT_MODEL_DIR_NAME})",
     )
     parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
     parser.add_argument("--dry-run", action="store_true", help="say whether a build is needed; build nothing")

@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 from typing import Any, Protocol
@@ -49,6 +50,24 @@ def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
         while chunk := f.read(chunk_size):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def random_weights(
+    kind: str, seed: int, config: dict[str, Any], fingerprint: dict[str, Any], license: str | None
+) -> dict[str, Any]:
+    """The manifest's ``source`` section for random weights (the tiny models): no package, no file;
+    the sha256 of ``fingerprint`` (what decides the weights: seed, config, …) as JSON."""
+    text = json.dumps(fingerprint, sort_keys=True)
+    return {
+        "kind": kind,
+        "package": None,
+        "version": None,
+        "file": None,
+        "sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "license": license,
+        "seed": seed,
+        "config": dict(config),
+    }
 
 
 def _not_installed(spec: PackagedGguf) -> SourceNotFoundError:

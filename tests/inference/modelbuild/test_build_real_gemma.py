@@ -58,12 +58,12 @@ def tokenizer(gemma_dir):
 def reference():
     """transformers' fp32 Gemma from the packaged GGUF (the weights the fp32 export holds)."""
     from inference.modelbuild import steps
-    from inference.modelbuild.source import assemble_gemma
+    from inference.modelbuild.source import locate_gguf
 
     steps.go_offline()
     from transformers import AutoModelForCausalLM
 
-    path = assemble_gemma()
+    path = locate_gguf(GEMMA.source)
     return AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True).eval()
 
 

@@ -30,6 +30,7 @@ right-padded to each row's positions there; the global layers' buffers hold ever
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +39,9 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from inference.model_dir import SLIDING_LAYERS_KEY, SLIDING_MASK, SLIDING_WINDOW_KEY
+from inference import device_binding
+from inference.call_stop import run_stoppable
+from inference.model_dir import CACHE_DTYPES, SLIDING_LAYERS_KEY, SLIDING_MASK, SLIDING_WINDOW_KEY
 from inference.model_kernels import register_beside
 
 log = logging.getLogger(__name__)
@@ -68,6 +71,8 @@ def choose_providers(requested: Sequence[str]) -> list[str]:
     missing = [p for p in requested if p not in available]
     if missing:
         log.warning("execution providers %s are not available here (have %s); falling back", missing, sorted(available))
+    if CUDA in chosen:
+        device_binding.load_cuda_libraries()
     return [*chosen, CPU]
 
 
@@ -126,11 +131,23 @@ class KVCache:
     MIN_CAPACITY = 256
 
     def __init__(
-        self, shape: ModelShape, batch_size: int, capacity: int, device: str, sliding: SlidingWindow | None = None
+        self,
+        shape: ModelShape,
+        batch_size: int,
+        capacity: int,
+        device: str,
+        sliding: SlidingWindow | None = None,
+        dtype: str = "float32",
+        mirrored: bool | None = None,
     ) -> None:
+        """``dtype``: the graph's cache type (float16 for the GPU build); ``mirrored`` (default: on a
+        device): the buffers live in their OrtValues, the numpy arrays being host mirrors edited
+        through ``device_binding`` (on the CPU too, for the tests)."""
         self.shape = shape
         self.device = device
         self.sliding = sliding
+        self.dtype = np.dtype(dtype)
+        self.mirrored = device != "cpu" if mirrored is None else mirrored
         self._is_sliding = [sliding is not None and i // 2 in sliding.layers for i in range(2 * shape.num_layers)]
         sliding_capacity = 0 if sliding is None else sliding.capacity
         self.buffers = [
@@ -140,7 +157,7 @@ class KVCache:
         self.offsets = np.zeros(batch_size, dtype=np.int64)  # [B]: the position at index 0 of each row's sliding buffers
         # a session's IOBinding with some of these values bound as past and present, kept between
         # runs by ``Decoder._binding``: (session, the values bound, the binding)
-        self.binding: tuple[ort.InferenceSession, list[ort.OrtValue], ort.IOBinding] | None = None
+        self.binding: tuple[ort.InferenceSession, list[ort.OrtValue] | device_binding.CacheRows, ort.IOBinding] | None = None
         self._views: tuple[tuple[int, int], list[ort.OrtValue]] | None = None  # the last rows asked of ``views``
 
     @property
@@ -165,21 +182,32 @@ class KVCache:
         return next((i for i, s in enumerate(self._is_sliding) if s == sliding), 0)
 
     def _zeros(self, batch_size: int, capacity: int) -> np.ndarray:
-        return np.zeros((batch_size, self.shape.kv_heads, capacity, self.shape.head_dim), dtype=np.float32)
+        return np.zeros((batch_size, self.shape.kv_heads, capacity, self.shape.head_dim), dtype=self.dtype)
 
     def _wrap(self, buffer: np.ndarray) -> ort.OrtValue:
         # On CPU the OrtValue shares the numpy buffer's memory: ONNX Runtime writes into it in place.
-        return ort.OrtValue.ortvalue_from_numpy(buffer, self.device, 0)
+        # Mirrored (a device), the OrtValue holds its own copy and the numpy buffer is a host mirror.
+        own = buffer.copy() if self.mirrored and self.device == "cpu" else buffer
+        return ort.OrtValue.ortvalue_from_numpy(own, self.device, 0)
 
     def _host(self, index: int) -> np.ndarray:
-        return self.buffers[index] if self.device == "cpu" else self.values[index].numpy()
+        return self.values[index].numpy() if self.mirrored else self.buffers[index]
 
-    def views(self, begin: int, end: int) -> list[ort.OrtValue]:
-        """OrtValues over rows ``begin..end`` of every buffer, sharing their memory (host buffers only)."""
+    def _edit(self, sliding_only: bool = False) -> contextlib.AbstractContextManager:
+        """Around numpy edits of ``buffers``: on a mirrored cache they are downloaded first and
+        uploaded in place after (``device_binding.host_edit``); nothing to do on the CPU."""
+        if not self.mirrored:
+            return contextlib.nullcontext()
+        indices = [i for i, s in enumerate(self._is_sliding) if s or not sliding_only]
+        return device_binding.host_edit(self.buffers, self.values, indices)
+
+    def views(self, begin: int, end: int) -> list[ort.OrtValue] | device_binding.CacheRows:
+        """OrtValues over rows ``begin..end`` of every buffer, sharing their memory (on a mirrored
+        cache: those rows of the device buffers, bound by address, ``device_binding.CacheRows``)."""
         if begin == 0 and end == self.batch_size:
             return self.values
-        if self.device != "cpu":
-            raise NotImplementedError("row views of the cache need host buffers (the CPU provider)")
+        if self.mirrored:
+            return device_binding.CacheRows(tuple(self.values), begin, end)
         if self._views is None or self._views[0] != (begin, end):  # kept: a batch decodes the same rows step after step
             self._views = ((begin, end), [self._wrap(buffer[begin:end]) for buffer in self.buffers])
         return self._views[1]
@@ -214,9 +242,11 @@ class KVCache:
         # a long step (a prompt's chunk) keeps less of the margin, down to the window, before the buffers grow
         keep = max(self.sliding.window - 1, min(self.sliding.keep, capacity - length))
         over = held + length > capacity
-        for row, n in zip(rows[over], held[over]):
-            kept = min(int(n), keep)
-            self._shift(int(row), int(n) - kept, kept)
+        if over.any():
+            with self._edit(sliding_only=True):
+                for row, n in zip(rows[over], held[over]):
+                    kept = min(int(n), keep)
+                    self._shift(int(row), int(n) - kept, kept)
         held = past_lengths - self.offsets[rows]
         needed = int(held.max()) + length
         whole = first_row == 0 and len(rows) == self.batch_size
@@ -234,34 +264,33 @@ class KVCache:
     def copy_rows(self, targets: Sequence[int], sources: Sequence[int], length: int) -> None:
         """Rows ``targets`` get the first ``length`` positions of rows ``sources`` (read before any is written),
         each source being ``length`` long (the sliding buffers' rows are copied with their offsets)."""
-        if self.device != "cpu":
-            raise NotImplementedError("copying rows of the cache needs host buffers (the CPU provider)")
         target, source = np.asarray(targets, dtype=np.int64), np.asarray(sources, dtype=np.int64)
         if len(source) == 0:
             return
         sliding_length = min(self.sliding_capacity, max(0, length - int(self.offsets[source].min())))  # the most any holds
-        for buffer, sliding in zip(self.buffers, self._is_sliding):
-            n = sliding_length if sliding else length
-            buffer[target, :, :n] = buffer[source, :, :n]  # the right side is a copy: no aliasing
+        with self._edit():
+            for buffer, sliding in zip(self.buffers, self._is_sliding):
+                n = sliding_length if sliding else length
+                buffer[target, :, :n] = buffer[source, :, :n]  # the right side is a copy: no aliasing
         self.offsets[target] = self.offsets[source]
 
     def take_rows(self, source: KVCache, targets: Sequence[int], lengths: Sequence[int]) -> None:
         """Row ``targets[i]`` gets the first ``lengths[i]`` positions of ``source``'s row ``i`` (the last
         ``keep`` of them in the sliding buffers when they hold fewer)."""
-        if self.device != "cpu" or source.device != "cpu":
-            raise NotImplementedError("copying rows of the cache needs host buffers (the CPU provider)")
         spans = []  # per row with sliding layers: (first index in source's sliding buffers, count, the target's offset)
         for row, length in enumerate(lengths if self.sliding is not None else ()):
             held = length - int(source.offsets[row])
             kept = held if held <= self.sliding_capacity else self.sliding.keep
             spans.append((held - kept, kept, length - kept))
-        for buffer, other, sliding in zip(self.buffers, source.buffers, self._is_sliding):
-            for row, (target, length) in enumerate(zip(targets, lengths)):
-                if sliding:
-                    start, kept, _ = spans[row]
-                    buffer[target, :, :kept] = other[row, :, start : start + kept]
-                else:
-                    buffer[target, :, :length] = other[row, :, :length]
+        with self._edit():
+            for i, (buffer, sliding) in enumerate(zip(self.buffers, self._is_sliding)):
+                other = source._host(i)  # [G, kv_heads, C', head_dim]
+                for row, (target, length) in enumerate(zip(targets, lengths)):
+                    if sliding:
+                        start, kept, _ = spans[row]
+                        buffer[target, :, :kept] = other[row, :, start : start + kept]
+                    else:
+                        buffer[target, :, :length] = other[row, :, :length]
         for target, (_, _, offset) in zip(targets, spans):
             self.offsets[target] = offset
 
@@ -276,7 +305,7 @@ class KVCache:
     def reorder(self, index: np.ndarray, length: int) -> None:
         """Rows ``index`` (repeats allowed) become the batch, each with its cache (in place when the
         batch keeps its size and the buffers live in host memory: only the first ``length`` positions move)."""
-        if len(index) == self.batch_size and self.device == "cpu":
+        if len(index) == self.batch_size and not self.mirrored:
             self.copy_rows(range(self.batch_size), index, length)
             return
         self._replace(index, length, self.capacity)
@@ -341,6 +370,10 @@ class Decoder:
                 f"missing inputs {sorted(expected_in - inputs)}, outputs {sorted(expected_out - outputs)}"
             )
         self._device = "cuda" if self.provider == CUDA else "cpu"
+        # the cache's element type as the graph takes it (float16 for the GPU build), and whether its
+        # buffers are device memory with host mirrors (device_binding; settable on CPU for the tests)
+        self.cache_dtype = CACHE_DTYPES[next(i.type for i in self.session.get_inputs() if i.name == self._past_names[0])]
+        self.mirrored_cache = self._device != "cpu"
         self.sliding = SlidingWindow.of_session(self.session)
         log.info("decoder loaded from %s on %s with %d intra-op threads", model_path, self.provider, intra_op_threads)
 
@@ -349,7 +382,8 @@ class Decoder:
 
     def empty_past(self, batch_size: int, capacity: int = KVCache.MIN_CAPACITY) -> KVCache:
         """An empty cache with room for ``capacity`` positions (it grows when needed)."""
-        return KVCache(self.shape, batch_size, min(capacity, self.shape.context_window), self._device, self.sliding)
+        capacity = min(capacity, self.shape.context_window)
+        return KVCache(self.shape, batch_size, capacity, self._device, self.sliding, self.cache_dtype, self.mirrored_cache)
 
     def run(
         self,
@@ -406,7 +440,7 @@ class Decoder:
         attention_mask: np.ndarray,  # [R, T] int64
         position_ids: np.ndarray,  # [R, S] int64
         logits_to_keep: int,  # 0: every position
-        cache: list[ort.OrtValue],  # each layer's buffer, bound as past and present alike
+        cache: list[ort.OrtValue] | device_binding.CacheRows,  # each layer's buffer (rows), bound as past and present
         holder: KVCache,  # the cache they are (views of): it keeps the binding between runs
         sliding_mask: np.ndarray | None = None,  # [R, T'] int64: the sliding layers' own lengths, when it has them
     ) -> np.ndarray:
@@ -424,10 +458,10 @@ class Decoder:
         kept = min(logits_to_keep, length) if logits_to_keep else length
         logits = np.empty((rows, kept, self.shape.vocab_size), dtype=np.float32)  # [R, kept, V], a new array each run
         binding.bind_output("logits", "cpu", 0, np.float32, list(logits.shape), logits.ctypes.data)
-        self.session.run_with_iobinding(binding)
+        run_stoppable(self.session, binding)  # a cancel may stop it mid-way (``Terminated``)
         return logits
 
-    def _binding(self, cache: list[ort.OrtValue], holder: KVCache) -> ort.IOBinding:
+    def _binding(self, cache: list[ort.OrtValue] | device_binding.CacheRows, holder: KVCache) -> ort.IOBinding:
         """An IOBinding with ``cache`` bound as past and present: the one ``holder`` kept from its last
         run while those are the same OrtValues (every decode step of a run, until the cache grows), so
         the 2 × layers cache bindings are made once per cache, not once per token. The binding lives
@@ -437,6 +471,10 @@ class Decoder:
         if kept is not None and kept[0] is self.session and kept[1] == cache:
             return kept[2]
         binding = self.session.io_binding()
+        if isinstance(cache, device_binding.CacheRows):  # rows of device buffers, by address
+            cache.bind(binding, self._past_names, self._present_names)
+            holder.binding = (self.session, cache, binding)
+            return binding
         for past_name, present_name, value in zip(self._past_names, self._present_names, cache):
             binding.bind_ortvalue_input(past_name, value)
             binding.bind_ortvalue_output(present_name, value)
@@ -513,13 +551,14 @@ class DecodeState:
             raise ValueError(
                 f"{self.length + block.shape[1]} tokens exceed the context window of {self.decoder.shape.context_window}"
             )
-        self.ids = np.concatenate([self.ids, block], axis=1)
+        ids = np.concatenate([self.ids, block], axis=1)  # kept once the call succeeds (one stopped feeds nothing)
         if self.use_cache:
-            logits, self._past = self.decoder.run(block, self._past, self.length - block.shape[1], all_logits)
+            logits, self._past = self.decoder.run(block, self._past, self.length, all_logits)
         else:
-            logits, _ = self.decoder.run(self.ids, self.decoder.empty_past(self.batch_size, self.length), 0, all_logits)
+            logits, _ = self.decoder.run(ids, self.decoder.empty_past(self.batch_size, ids.shape[1]), 0, all_logits)
             if all_logits:
                 logits = logits[:, -block.shape[1] :]
+        self.ids = ids
         return logits
 
     def truncate(self, length: int) -> None:

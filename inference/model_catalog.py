@@ -34,7 +34,8 @@ from inference.model_dir import (
     read_manifest,
 )
 from inference.model_kernels import serving_text
-from inference.models import ModelEntry, served_entries
+from inference.modelbuild.cuda_variant import fidelity_note
+from inference.models import SMOLLM2, ModelEntry, served_entries
 
 MODELS_ENV = "PLAYGROUND_MODELS"
 MODELS_ROOT_ENV = "PLAYGROUND_MODELS_ROOT"
@@ -64,6 +65,7 @@ DEFAULT_MODELS: tuple[str, ...] = tuple(CATALOG)  # the built-in served models; 
 VARIANT_NOTES = {
     "exact": "every weight as the GGUF stores it: every probability is the model's",
     "exact-8bit": "every weight as the GGUF stores it (8-bit kernels): every probability is the model's",
+    "cuda": fidelity_note(SMOLLM2.recipe.variants["cuda"]),  # the GPU build: its measured fidelity
 }
 
 

@@ -28,6 +28,10 @@ GENERATION_CONFIG_FILE = "generation_config.json"
 CHAT_TEMPLATE_FILE = "chat_template.jinja"  # present when the source carries a chat template
 MANIFEST_FILE = "manifest.json"  # written last: a directory without it is not a model
 
+# The KV cache's element types a built graph may take (``past_key_values.*``), as numpy names them:
+# float32 for the CPU builds, float16 for the GPU variant (inference/modelbuild/cuda_variant.py).
+CACHE_DTYPES = {"tensor(float)": "float32", "tensor(float16)": "float16"}
+
 # The decoder graph's contract for models with sliding-window layers (Gemma): those layers read their
 # cache lengths from a mask of their own, and the graph's metadata_props say which layers and how far.
 SLIDING_MASK = "sliding_attention_mask"  # [B, positions the sliding buffers hold + new] int64

@@ -6,7 +6,7 @@ from django.views.decorators.http import etag, require_GET
 
 from inference.model_catalog import describe, model_dir_for
 from playground.edge import load
-from playground.param_facts import params_schema, params_schema_json
+from playground.edge.param_facts import params_schema, params_schema_json
 
 BATCH_LANES = 8  # the batch view's most prompts (issue 9), within one connection's limit of requests at once
 

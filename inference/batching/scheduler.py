@@ -18,7 +18,9 @@ executes the plan against the decoder and the cache. Each iteration of ``step``:
    prompts are encoded then);
 3. asks for the step's plan (which runs decode together, which step alone, which prompts prefill
    which tokens) and has the runner execute it; a run whose prompt is now in the cache has
-   started;
+   started. A cancel that lands during the step stops each decoder call whose runs are all
+   cancelled (a ticket's ``cancel`` flag, ``inference.call_stop``; a draft model's calls too), and
+   those runs leave at the next intake with what they had made before it;
 4. hands each run the logits of its rows and passes its tokens on; a run that has ended delivers
    its summary and leaves.
 
@@ -58,7 +60,8 @@ from inference.batching.params import (
     PREFILL_CHUNK_BESIDE_DECODE,
 )
 from inference.batching.plan import Departure, Intake, Planner, WaitingState
-from inference.batching.runner import BatchRun, BatchRunner
+from inference.batching.runner import BatchRun, BatchRunner, stopping_for
+from inference.call_stop import CancelFlag, Terminated
 from inference.decoding.beam import BeamStep
 from inference.decoding.generation import (
     Finished,
@@ -107,12 +110,15 @@ class Ticket:
     (with None); ``fail`` gets the exception that ended it otherwise (``Cancelled`` before it
     started, ``ParamError``, or any failure). Both are called on the scheduler's thread; after
     ``Finished`` or ``fail`` the ticket is over. A speculative run's ``Verification`` comes before the
-    ``TokenStep``s of its step."""
+    ``TokenStep``s of its step. ``cancel``, when given, is the flag ``is_cancelled`` reads: then a
+    decoder call for this run alone (or for it and other cancelled runs) stops mid-way when it rises
+    (``inference.call_stop``); without it, a cancel is seen between calls."""
 
     request: GenerationRequest
     is_cancelled: Callable[[], bool]
     deliver: Callable[[Item, Slots | BatchStep | None], None]
     fail: Callable[[BaseException], None]
+    cancel: CancelFlag | None = None
 
 
 class Scheduler:
@@ -271,7 +277,7 @@ class Scheduler:
             except Exception as error:  # noqa: BLE001 — e.g. a prompt longer than the context: it ends alone
                 ticket.fail(error)
                 continue
-            run = BatchRun(admit.id, program, list(admit.slots), prompt)
+            run = BatchRun(admit.id, program, list(admit.slots), prompt, cancel=ticket.cancel)
             if not self.runner.batched or not ticket.request.use_cache:
                 run.solo = SoloDriver(self.runtime, program)
             self._runs[run.id] = run
@@ -285,7 +291,12 @@ class Scheduler:
             if run.prefilling or not isinstance(program, Generation) or not program.speculating:
                 continue
             try:
-                draft = program.draft()
+                with stopping_for([run]):  # a draft model's calls stop when the run is cancelled
+                    draft = program.draft()
+            except Terminated:  # cancelled while drafting: it ends as cancelled, with what it made
+                program.cancel()
+                self._finish(run)
+                continue
             except Exception as error:  # noqa: BLE001
                 self._end(run, error)
                 continue

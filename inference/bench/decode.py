@@ -38,7 +38,10 @@ peer round by round, and each further ``--model-dir`` build (a variant) by the f
 build is named ``ours (<variant>; <kernels>)``, the kernels as the runtime reports them (``our kernels
 (avx512vnni)`` or ``ONNX Runtime MatMulNBits``: a build made with the kernel library hidden, e.g.
 ``PLAYGROUND_KERNELS_LIBRARY=/nowhere python -m inference.modelbuild --model-dir DIR``, is the latter).
-``loop_ms_per_token_excluding_the_model_call`` (and its ``cpu`` twin, the thread's CPU time, which
+``decode_tokens_per_cpu_s``: the same runs' tokens per second of the process's CPU time (the prompt
+included): with ``--threads 1`` a speed that other work on a shared machine hardly moves (no thread
+waits for another), the figure to compare systems by when the machine is not quiet; with more
+threads, spinning threads inflate it. ``loop_ms_per_token_excluding_the_model_call`` (and its ``cpu`` twin, the thread's CPU time, which
 a shared machine inflates less): what the generation loop costs per token besides ONNX Runtime's
 run itself (``inference.bench.loop_cost``). The machine
 is shared: only same-run ratios carry over between runs.
@@ -313,7 +316,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         system.decode(8)
     for _ in range(args.rounds):
         for system in systems:
+            cpu_began = time.process_time()
             measure("decode_tokens_per_s", system, lambda: system.decode(args.tokens))
+            cpu_s = time.process_time() - cpu_began
+            measure("decode_tokens_per_cpu_s", system, lambda: args.tokens / cpu_s)
         for system in ours_systems:
             cost = loop_cost.loop_ms_per_token(system.runtime, args.tokens)
             measure("loop_ms_per_token_excluding_the_model_call", system, lambda: cost["wall"])

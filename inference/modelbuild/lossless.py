@@ -36,8 +36,11 @@ library) every weight MatMul whose GGUF type the library computes becomes one ``
 rows side by side for a packed projection, q/k rows un-permuted): no offset side path, no
 re-layout. Its ``mode`` follows the MatMul's ``accuracy_level`` in the variant: 0 → ``exact`` (fp32
 activations and accumulation), 4 → ``fast`` (int8 activations per block of 32, llama.cpp's
-arithmetic). The tied head is such a node too (Q8_0) whatever ``gguf_types`` says; the embedding
-``Gather`` stays as ``gguf_types`` makes it.
+arithmetic). The tied head is such a node too (Q8_0) whatever ``gguf_types`` says, and the embedding
+``Gather`` of a Q8_0 table becomes ``GatherBlockQuantized`` over its 8-bit codes (the rows it gives
+are the fp32 table's exactly: ``d · q`` in fp32), so no variant built with the kernels carries the
+fp32 table (SmolLM2's `exact`: 113 MB less in ``model.onnx`` and in memory). Without the library it
+stays as ``gguf_types`` makes it (an `exact` fallback build keeps its fp32 table beside the fp32 head).
 
 Before anything is replaced, the GGUF weights, dequantized in numpy, must equal the export's fp32
 initializer exactly (after undoing llama.cpp's q/k row permutation): a mismatch raises, so a wrong
@@ -262,7 +265,11 @@ def convert(
         found = [matrices.get(t) for t in targets]
         kinds = {m.kind for m in found if m is not None}
         weight = weight_of(node) if targets else None
-        allowed = {"Q8_0"} & set(gguf_types) if node.op_type == "Gather" else set(KINDS) & (set(gguf_types) | kernel_formats)
+        allowed = (
+            {"Q8_0"} & (set(gguf_types) | kernel_formats)
+            if node.op_type == "Gather"
+            else set(KINDS) & (set(gguf_types) | kernel_formats)
+        )
         if weight is None or None in found or len(kinds) != 1 or not kinds <= allowed:
             if targets:
                 result.left[node.name] = "+".join(m.kind if m else "absent" for m in found)

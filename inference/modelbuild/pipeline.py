@@ -24,7 +24,7 @@ from tokenizers import Tokenizer
 from .. import model_dir as md
 from .. import model_kernels
 from ..models import DEFAULT_MODEL, ModelEntry, entry_for
-from . import recipe, steps  # cheap: each step imports its tools as it runs
+from . import cuda_variant, recipe, steps  # cheap: each step imports its tools as it runs
 from .progress import ConsoleProgress, Progress, StepTimer
 from .source import LICENSE_TERMS_FILE, NOTICE_FILE, Source, SourceNotFoundError, sha256_file, source_for
 
@@ -81,8 +81,8 @@ def check_model(
     except (OSError, ValueError) as exc:
         return ModelStatus(model_dir, (f"unreadable manifest: {exc}",), intact=False)
 
-    plan = (model or entry_for(DEFAULT_MODEL)).recipe
-    recipe_version = plan.recipe_version
+    model = model or entry_for(DEFAULT_MODEL)
+    recipe_version = model.recipe.recipe_version
     reasons: list[str] = []
     if manifest.get("recipe_version") != recipe_version:
         reasons.append(f"recipe version {manifest.get('recipe_version')} != {recipe_version}")
@@ -97,7 +97,7 @@ def check_model(
     changed = sorted(k for k in tools_then.keys() | tools_now.keys() if tools_then.get(k) != tools_now.get(k))
     if changed:
         reasons.append("tool versions changed: " + ", ".join(f"{k} {tools_then.get(k)} -> {tools_now.get(k)}" for k in changed))
-    kernels = model_kernels.library_for(plan.kernel_formats) if kernels is None else kernels
+    kernels = _kernels_for(model, variant) if kernels is None else kernels
     kernels_changed = model_kernels.rebuild_reason(manifest, kernels)
     if kernels_changed:
         reasons.append(kernels_changed)
@@ -126,8 +126,14 @@ def inspect_model(model_dir: Path | None = None, source: Source | None = None, v
         info = source.describe()
     except SourceNotFoundError:
         info = None
-    kernels = model_kernels.library_for(source.entry.recipe.kernel_formats)
-    return check_model(model_dir, info, _variant_for(source, variant), source.entry, kernels)
+    wanted = _variant_for(source, variant)
+    return check_model(model_dir, info, wanted, source.entry, _kernels_for(source.entry, wanted))
+
+
+def _kernels_for(model: ModelEntry, variant: str | None) -> dict[str, Any]:
+    """Our kernel library as a build of ``model``'s ``variant`` uses it (none for the GPU variant)."""
+    build = model.recipe
+    return cuda_variant.kernels_for(build.variants.get(variant or "", {}), model_kernels.library_for(build.kernel_formats))
 
 
 def _variant_for(source: Source, variant: str | None) -> str | None:
@@ -170,7 +176,7 @@ def ensure_model(
                 source, source_info, source_error = None, None, str(exc)
             model = source.entry if source is not None else entry_for(DEFAULT_MODEL)
             wanted = _variant_for(source, variant) if source is not None else variant or model.recipe.default_variant
-            kernels = model_kernels.library_for(model.recipe.kernel_formats)
+            kernels = _kernels_for(model, wanted)
             status = check_model(model_dir, source_info, wanted, model, kernels)
         if status.up_to_date and not force:
             progress.info(f"{model_dir}: up to date")

@@ -74,11 +74,11 @@ def open_session(path: Path, threads: int = 2):
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def _empty_past(session) -> dict[str, np.ndarray]:
+def empty_past(session) -> dict[str, np.ndarray]:
     past = {}
     for i in session.get_inputs():
         if i.name.startswith("past_key_values."):
-            past[i.name] = np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32)  # [1, kv_heads, 0, head_dim]
+            past[i.name] = np.zeros((1, i.shape[1], 0, i.shape[3]), md.CACHE_DTYPES[i.type])  # [1, kv_heads, 0, head_dim]
     return past
 
 
@@ -104,7 +104,7 @@ def step(session, ids: list[int], past: dict[str, np.ndarray]) -> tuple[np.ndarr
 
 def greedy(session, ids: list[int], n: int) -> tuple[list[int], float]:
     """``n`` greedy tokens after ``ids``; returns them and the decode speed (tokens/s after the first)."""
-    logits, past = step(session, ids, _empty_past(session))
+    logits, past = step(session, ids, empty_past(session))
     out = [int(logits[-1].argmax())]
     start = time.perf_counter()
     for _ in range(n - 1):
@@ -141,7 +141,7 @@ def evaluate(
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
     sessions = {"model": open_session(model), "fp32": open_session(reference)}
     text_ids = [plan.quality_text_start] + tokenizer.encode(MIXED_TEXT, add_special_tokens=False).ids
-    logits = {name: step(s, text_ids, _empty_past(s))[0] for name, s in sessions.items()}
+    logits = {name: step(s, text_ids, empty_past(s))[0] for name, s in sessions.items()}
     prompt = tokenizer.encode(GREEDY_PROMPT, add_special_tokens=False).ids
     result: dict[str, Any] = {"model": str(model), "reference": str(reference)}
     result.update(divergence(logits["fp32"], logits["model"]))

@@ -25,7 +25,8 @@ LOSSLESS_METHOD = "gguf-q4_1-lossless-matmulnbits"
 # accumulation), 4 → "fast" (int8 activations per block of 32, llama.cpp's Q4_1 × Q8_1 arithmetic).
 # So `exact` is exact kernels throughout (the tied Q8_0 head too, instead of the 113 MB fp32 table),
 # `fast` fast kernels throughout, `balanced` exact layers and a fast head, `fast-fp32-tail` fast
-# kernels with exact ones in the last two layers. The embedding Gather stays as gguf_types makes it.
+# kernels with exact ones in the last two layers. The Q8_0 embedding Gather becomes GatherBlockQuantized
+# over the same 8-bit table in every variant (lossless.py): no kernel build carries the fp32 table.
 KERNELS_METHOD = "gguf-blocks-matmulgguf"
 BLOCK_SIZE = 32  # llama.cpp's, for Q4_1 and Q8_0 alike
 

@@ -23,7 +23,7 @@ from tokenizers import Tokenizer
 from .. import model_dir as md
 from .. import model_kernels
 from ..models import VERIFY_PROMPT, ModelEntry
-from . import head, lossless, recipe
+from . import cuda_variant, head, lossless, recipe
 
 ONNX_DTYPES = {"tensor(float)": "float32", "tensor(int64)": "int64", "tensor(float16)": "float16"}
 
@@ -190,6 +190,7 @@ def transform(
     plan = model.recipe
     settings = plan.variants[variant or plan.default_variant]
     kernels = model_kernels.library_for(plan.kernel_formats) if kernels is None else kernels
+    kernels = cuda_variant.kernels_for(settings, kernels)  # the GPU variant: ONNX Runtime's kernels only
     kernel_formats = frozenset(kernels.get("formats", ())) if kernels.get("library") else frozenset()
     onnx_model = onnx.load(str(src))
     done: dict[str, Any] = {"export": {"nodes": len(onnx_model.graph.node)}}
@@ -215,6 +216,8 @@ def transform(
             onnx_model, rest, requantize = _requantize_rest(onnx_model, conversion, plan.requantize_rest, done)
         else:
             done[step.name] = step.load()(onnx_model, config)
+    if cuda_variant.is_cuda(settings):  # float16 but the logits; every node checked against CUDA's kernels
+        onnx_model, done["cuda"] = cuda_variant.to_cuda(onnx_model)
     onnx.save(onnx_model, str(dest))
     q = recipe.QUANTIZATION
     ops: dict[str, int] = {}
@@ -368,7 +371,8 @@ def verify_onnx(
                 raise RuntimeError(f"bad shape {value.shape} for {name} after {offset} + {n} tokens")
         return logits, present
 
-    empty = {n: np.zeros((1, kv_heads, 0, head_dim), dtype=np.float32) for n in past_names}
+    cache_dtypes = {i.name: md.CACHE_DTYPES[i.type] for i in inputs if i.name in past_names}  # float16 for the GPU variant
+    empty = {n: np.zeros((1, kv_heads, 0, head_dim), dtype=cache_dtypes[n]) for n in past_names}
     ids = Tokenizer.from_file(str(tokenizer_path)).encode(prompt, add_special_tokens=False).ids
     checks = []
     for prefix in ([], [] if bos_token_id is None else [bos_token_id]):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inference.errors import ParamError
-from inference.sampling.stages import STAGE_BY_NAME, STAGES, stage_fields
+from inference.sampling.stages import STAGE_BY_NAME, STAGES, enabled_names, stage_fields
 from inference.sampling.stages.fields import Field, Integer
 from inference.sampling.stages.grammar import GrammarSpec
 
@@ -146,15 +146,9 @@ class SamplingParams:
 
     def enabled_stages(self, ignore_order: bool = False) -> tuple[str, ...]:
         """Names of the stages a chain runs, in ``sampler_order``; nothing after the chain ends (greedy)."""
-        names = DEFAULT_ORDER if ignore_order else self.sampler_order
-        out: list[str] = []
-        for name in names:
-            stage = STAGE_BY_NAME[name]
-            if stage.is_on(self):
-                out.append(name)
-                if not ignore_order and stage.ends_chain is not None and stage.ends_chain.holds(self):
-                    break
-        return tuple(out)
+        if ignore_order:
+            return enabled_names(self, DEFAULT_ORDER, stop_at_end=False)
+        return enabled_names(self, self.sampler_order)
 
     def validate_for_vocab(self, vocab_size: int) -> None:
         """Raise ``ParamError("logit_bias.<id>")`` if a biased token id is not below ``vocab_size``."""

@@ -56,7 +56,7 @@ def stage_table(stages: Sequence[Declaration] = STAGES) -> str:
         "| # | stage | runs when | reads | what it does |",
         "| --- | --- | --- | --- | --- |",
         *(
-            f"| {i} | `{stage.name}` | {on_text(stage)} | {', '.join(f'`{f.name}`' for f in stage.params)} | {stage.does} |"
+            f"| {i} | `{stage.name}` | {on_text(stage)} | {', '.join(f'`{f.name}`' for f in stage.fields)} | {stage.does} |"
             for i, stage in enumerate(stages, 1)
         ),
     ]

@@ -8,8 +8,6 @@ front doors that parse); how they cross the channel layer is ``playground.wire.c
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,7 +21,8 @@ from inference.decoding.loop_params import LoopParams, SpeculativeParams
 from inference.errors import FieldError, ParamError
 from inference.model_catalog import chat_refusal, resolve
 from inference.sampling import SamplingParams
-from playground import json_depth
+from playground.edge import strict_json
+from playground.edge.strict_json import parse_json
 from playground.wire.events import TOKENIZE_PAGE, error_event
 from playground.wire.jobs import SPECULATIVE, Branch, Generate, Inspect, Job, Score, Tokenize, split_generate_params, split_params
 
@@ -123,8 +122,8 @@ def parse_client_message(message: dict[str, Any]) -> Job | Cancel:
     known_id = request_id if isinstance(request_id, str) and REQUEST_ID.match(request_id) else None
     kind = message.get("type")
     try:
-        if (deep := json_depth.too_deep(message)) is not None:
-            raise ProtocolError(deep or None, json_depth.message(deep), json_depth.CODE)
+        if (deep := strict_json.too_deep(message)) is not None:
+            raise ProtocolError(deep or None, strict_json.message(deep), strict_json.CODE)
         _refuse_unencodable(message)
         if kind == "generate":
             return parse_generate(message, _request_id(message))
@@ -184,36 +183,6 @@ def _what_is_wrong(text: str) -> str:
     if "\x00" in text and not re.search("[\ud800-\udfff]", text):
         return "contains U+0000 (NUL): text that cannot be stored"
     return "contains a lone surrogate: text that is not valid Unicode"
-
-
-def parse_json(text: str | bytes) -> Any:
-    """Strict JSON: NaN and Infinity are not numbers, and a number too long to be one is refused.
-
-    Raises ``ValueError`` (``json.JSONDecodeError`` included) for anything that is not such JSON.
-    """
-    try:
-        return json.loads(
-            json_depth.shallow(text), parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int
-        )
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:20]}… is too large")
-    return value
-
-
-def _bounded_int(text: str) -> int:
-    if len(text.lstrip("-")) > 40:  # far beyond any field's range (seeds are below 2**63)
-        raise ValueError(f"the number {text[:20]}… has too many digits")
-    return int(text)
 
 
 def parse_generate(message: Mapping[str, Any], request_id: str = "") -> Generate:

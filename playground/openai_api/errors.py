@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import JsonResponse
 
-from playground import json_depth
+from playground.edge import strict_json
 from playground.wire.events import MAX_ERROR_MESSAGE
 
 INVALID_REQUEST = "invalid_request_error"
@@ -16,7 +16,7 @@ EVENT_STATUS: dict[str, tuple[int, str]] = {
     "invalid_value": (400, INVALID_REQUEST),
     "missing_field": (400, INVALID_REQUEST),
     "unknown_param": (400, INVALID_REQUEST),
-    json_depth.CODE: (400, INVALID_REQUEST),
+    strict_json.CODE: (400, INVALID_REQUEST),
     "prompt_too_long": (400, INVALID_REQUEST),
     "too_many_requests": (429, "rate_limit_error"),
     "rate_limited": (429, "rate_limit_error"),

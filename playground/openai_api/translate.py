@@ -18,8 +18,7 @@ from typing import Any, Literal
 from inference.decoding.loop_params import LoopParams
 from inference.model_catalog import resolve
 from inference.sampling import SamplingParams
-from playground import json_depth
-from playground.edge import frames
+from playground.edge import frames, strict_json
 from playground.openai_api import response_format
 from playground.openai_api.errors import ApiError, from_event, not_found
 from playground.wire.jobs import SPECULATIVE
@@ -105,8 +104,8 @@ def translate(body: Any, kind: Kind, served_models: Sequence[str]) -> ApiRequest
     by id or manifest name); raises ``ApiError`` naming the field at fault."""
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object", None, "invalid_json")
-    if (deep := json_depth.too_deep(body)) is not None:  # before any value is compared or quoted
-        raise ApiError(400, json_depth.message(deep), deep or None, json_depth.CODE)
+    if (deep := strict_json.too_deep(body)) is not None:  # before any value is compared or quoted
+        raise ApiError(400, strict_json.message(deep), deep or None, strict_json.CODE)
     body = {key: value for key, value in body.items() if not (value is None and key in NULL_MEANS_ABSENT)}
     names = dict(CHAT_NAMES if kind == "chat" else COMPLETION_NAMES)
     for key, why in UNSUPPORTED.items():

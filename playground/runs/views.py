@@ -25,10 +25,10 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_safe
 
 from inference.model_catalog import CATALOG, display_name, is_special_token, model_dir_for, special_token_ids, special_token_texts
-from playground.address import encode_address, run_texts, turns_text
-from playground.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
+from playground.edge.param_facts import LIVE_COLUMN, LIVE_SHARED, default_params, live_fields, params_schema
 from playground.protocol import parse_json
 from playground.runs import schema
+from playground.runs.address import encode_address, run_texts, turns_text
 from playground.runs.compare import compare
 from playground.runs.conversation import page_fields
 from playground.runs.errors import BadRequest, NotFound, RunsError
@@ -118,7 +118,7 @@ def get_runs(ids: str) -> list[Run]:
 
 def playground_query(run: Run) -> str:
     """The playground's address with this run's prompt (or its chat turns and the answer it
-    continued) and settings, in the page's own address format (playground/address.py)."""
+    continued) and settings, in the page's own address format (playground/runs/address.py)."""
     request = {
         "prompt": run.prompt,
         "mode": run.mode,

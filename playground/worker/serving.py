@@ -22,6 +22,7 @@ from typing import Any
 from django.conf import settings
 
 from inference.batching.scheduler import BatchStep, Scheduler, Slots, Ticket, serve_in_thread
+from inference.call_stop import CancelFlag, stopping_when
 from inference.decoding import generation
 from inference.decoding.beam import BeamStep
 from inference.decoding.whatif import LogitsCache, inspect_variants
@@ -164,7 +165,7 @@ class Assignment:
     quick: bool  # tokenizing, inspecting or scoring: served on their own thread, never behind generations
     lease: str | None = None  # liveness: the connection's token for this submission, on every reply
     unheard: bool = False  # its front door closed, or its channel is full or gone: nothing more is sent to it
-    cancelled: threading.Event = field(default_factory=threading.Event)
+    cancelled: CancelFlag = field(default_factory=CancelFlag)  # also stops a decoder call in flight for it alone
     answered: bool = False  # its last event (``done``, ``error``) is on its way: the load no longer counts it
 
     @property
@@ -178,29 +179,33 @@ def serve_quick_job(job: Assignment, emit: Callable[[Any], None]) -> None:
     try:
         if job.cancelled.is_set():
             raise Cancelled("cancelled before its turn")
-        command = job.command
-        served = resources().model(command.model)
-        model = served.runtime()
-        if isinstance(command, Tokenize):
-            ids = model.codec.encode(command.text, command.mode, command.system, command.chat)  # type: ignore[arg-type]
-            emit(
-                events.tokens_event(
-                    request_id, ids, model.codec, model.shape.context_window, command.offset, command.limit, model.info.id
-                )
-            )
-        elif isinstance(command, Inspect):
-            emit(_inspect(model, command, job.cancelled.is_set, served.logits_cache))
-        elif isinstance(command, Score):
-            emit(prompt_scores.answer(model, command, job.cancelled.is_set) | {"model": model.info.id})
+        with stopping_when([job.cancelled]):  # a cancel stops its decoder call in flight (``Terminated``)
+            _serve_quick(job, resources().model(job.command.model), emit)
     except ParamError as error:
         emit(events.param_error_event(error, request_id))
-    except Cancelled:
+    except Cancelled:  # (``Terminated`` too)
         emit(events.not_started_event(request_id))
     except Exception as error:  # noqa: BLE001 — the client must hear about it, and the worker must go on
         log.exception("request %s failed", request_id)
         emit(events.error_event("generation_failed", f"the model failed during this request: {error}", None, request_id))
     finally:
         emit(END)
+
+
+def _serve_quick(job: Assignment, served: ModelResources, emit: Callable[[Any], None]) -> None:
+    """A tokenize, inspect or score job's answer."""
+    request_id, command, model = job.request_id, job.command, served.runtime()
+    if isinstance(command, Tokenize):
+        ids = model.codec.encode(command.text, command.mode, command.system, command.chat)  # type: ignore[arg-type]
+        emit(
+            events.tokens_event(
+                request_id, ids, model.codec, model.shape.context_window, command.offset, command.limit, model.info.id
+            )
+        )
+    elif isinstance(command, Inspect):
+        emit(_inspect(model, command, job.cancelled.is_set, served.logits_cache))
+    elif isinstance(command, Score):
+        emit(prompt_scores.answer(model, command, job.cancelled.is_set) | {"model": model.info.id})
 
 
 async def submit_generation(
@@ -258,7 +263,7 @@ class GenerationListener:
         self.recorder = RunRecorder(job.request_id, record_fields(job.command))
 
     def ticket(self) -> Ticket:
-        return Ticket(self.command.request, self.job.cancelled.is_set, self.deliver, self.fail)
+        return Ticket(self.command.request, self.job.cancelled.is_set, self.deliver, self.fail, self.job.cancelled)
 
     def deliver(self, item: Any, info: Slots | BatchStep | None) -> None:
         request_id, codec = self.job.request_id, self.model.codec

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Locator, expect
 
-from playground.param_facts import params_schema
+from playground.edge.param_facts import params_schema
 from tests.e2e.playground_page import PlaygroundPage, visible_whitespace
 
 pytestmark = pytest.mark.e2e

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from playground.param_facts import params_schema
+from playground.edge.param_facts import params_schema
 from tests.js import module_url, run_js
 
 # The page reads its facts from <script id="param-facts">; Node gets a document with just that.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from playground.param_facts import params_schema
+from playground.edge.param_facts import params_schema
 from tests.js import module_url, run_js
 
 SCRIPT = f"""

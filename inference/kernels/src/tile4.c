@@ -23,6 +23,7 @@ INLINE void exact_plain(const uint8_t *tile, const struct acts *a, size_t row0, 
         float acc[TILE] = {0};
         for (size_t b = 0; b < a->nb; b++) {
             const uint8_t *blk = tile + b * BLOCK4(half);
+            prefetch_ahead(blk, BLOCK4(half));
             const uint32_t *code = (const uint32_t *)(blk + CODES4(half));
             const float *xb = x + b * QK;
             float dot[TILE] = {0};
@@ -45,6 +46,7 @@ INLINE void fast_plain(const uint8_t *tile, const struct acts *a, size_t row0, s
         float acc[TILE] = {0};
         for (size_t b = 0; b < a->nb; b++) {
             const uint8_t *blk = tile + b * BLOCK4(half);
+            prefetch_ahead(blk, BLOCK4(half));
             const uint32_t *code = (const uint32_t *)(blk + CODES4(half));
             const int8_t *qb = xq + b * QK;
             for (int j = 0; j < TILE; j++) {
@@ -86,6 +88,7 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
     }
     for (size_t b = 0; b < a->nb; b++) {
         const uint8_t *blk = tile + b * BLOCK4(half);
+        prefetch_ahead(blk, BLOCK4(half));
         __m512 dot[8][CHAINS]; /* per row, its k spread over CHAINS accumulators */
         for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm512_setzero_ps();
         UNROLL for (int w = 0; w < 4; w++) {
@@ -126,6 +129,7 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
         }                                                                                                              \
         for (size_t b = 0; b < a->nb; b++) {                                                                           \
             const uint8_t *blk = tile + b * BLOCK4(half);                                                                    \
+            prefetch_ahead(blk, BLOCK4(half));                                                                               \
             __m512i dot[8];                                                                                            \
             for (int r = 0; r < R; r++) dot[r] = _mm512_setzero_si512();                                               \
             UNROLL for (int w = 0; w < 4; w++) {                                                                       \
@@ -167,6 +171,7 @@ TARGET_AVX2 INLINE void exact_avx2(const uint8_t *tile, const struct acts *a, si
     }
     for (size_t b = 0; b < a->nb; b++) {
         const uint8_t *blk = tile + b * BLOCK4(half);
+        prefetch_ahead(blk, BLOCK4(half));
         __m256 dot[2][2];
         for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_ps();
         UNROLL for (int w = 0; w < 4; w++) {
@@ -204,6 +209,7 @@ TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, siz
     }
     for (size_t b = 0; b < a->nb; b++) {
         const uint8_t *blk = tile + b * BLOCK4(half);
+        prefetch_ahead(blk, BLOCK4(half));
         __m256i dot[2][2];
         for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
         UNROLL for (int w = 0; w < 4; w++)

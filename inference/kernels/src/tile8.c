@@ -14,6 +14,7 @@ INLINE void exact_plain(const uint8_t *tile, const struct acts *a, size_t row0, 
         float acc[TILE] = {0};
         for (size_t b = 0; b < a->nb; b++) {
             const uint8_t *blk = tile + b * BLOCK8(groups);
+            prefetch_ahead(blk, BLOCK8(groups));
             const float *d = (const float *)blk;
             const int8_t *code = (const int8_t *)(blk + groups * TILE * 4); /* k-major */
             const float *xb = x + b * QK;
@@ -37,6 +38,7 @@ INLINE void fast_plain(const uint8_t *tile, const struct acts *a, size_t row0, s
         float acc[TILE] = {0};
         for (size_t b = 0; b < a->nb; b++) {
             const uint8_t *blk = tile + b * BLOCK8(groups);
+            prefetch_ahead(blk, BLOCK8(groups));
             const float *d = (const float *)blk;
             const uint32_t *code = (const uint32_t *)(blk + groups * TILE * 4);
             const int8_t *qb = xq + b * QK;
@@ -81,6 +83,7 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
     }
     for (size_t b = 0; b < a->nb; b++) {
         const uint8_t *blk = tile + b * BLOCK8(groups), *code = blk + 64 * groups;
+        prefetch_ahead(blk, BLOCK8(groups));
         for (int g = 0; g < groups; g++) {
             __m512 dot[8][CHAINS]; /* per row, its k spread over CHAINS accumulators */
             for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm512_setzero_ps();
@@ -114,6 +117,7 @@ TARGET_AVX512 INLINE void exact_avx512(const uint8_t *tile, const struct acts *a
         }                                                                                                              \
         for (size_t b = 0; b < a->nb; b++) {                                                                           \
             const uint8_t *blk = tile + b * BLOCK8(groups);                                                            \
+            prefetch_ahead(blk, BLOCK8(groups));                                                                       \
             for (int g = 0; g < groups; g++) {                                                                         \
                 __m512i dot[8];                                                                                        \
                 for (int r = 0; r < R; r++) dot[r] = _mm512_setzero_si512();                                           \
@@ -158,6 +162,7 @@ TARGET_AVX2 INLINE void exact_avx2(const uint8_t *tile, const struct acts *a, si
     }
     for (size_t b = 0; b < a->nb; b++) {
         const uint8_t *blk = tile + b * BLOCK8(groups), *code = blk + 64 * groups;
+        prefetch_ahead(blk, BLOCK8(groups));
         for (int g = 0; g < groups; g++) {
             __m256 dot[2][2];
             for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_ps();
@@ -190,6 +195,7 @@ TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, siz
     }
     for (size_t b = 0; b < a->nb; b++) {
         const uint8_t *blk = tile + b * BLOCK8(groups);
+        prefetch_ahead(blk, BLOCK8(groups));
         for (int g = 0; g < groups; g++) {
             __m256i dot[2][2];
             for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm256_setzero_si256();

@@ -4,11 +4,10 @@ declaration in the default order. Everything else that lists stages reads ``STAG
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from inference.sampling.stages.adaptive import MIROSTAT_STAGE, XTC_STAGE, XTC_STREAM, MirostatV2, Xtc
 from inference.sampling.stages.base import Stage, StepContext
-from inference.sampling.stages.declaration import Declaration
+from inference.sampling.stages.declaration import Declaration, Values
 from inference.sampling.stages.fields import Field
 from inference.sampling.stages.grammar import GRAMMAR_STAGE, Grammar, GrammarVocabulary
 from inference.sampling.stages.penalties import (
@@ -40,9 +39,6 @@ from inference.sampling.stages.truncation import (
     TypicalP,
 )
 
-if TYPE_CHECKING:
-    from inference.sampling.params import SamplingParams
-
 __all__ = [
     "STAGES",
     "STAGE_BY_NAME",
@@ -51,6 +47,7 @@ __all__ = [
     "Stage",
     "StepContext",
     "build_stages",
+    "enabled_names",
     "XTC_STREAM",
     "breaker_ids_for",
     "Grammar",
@@ -104,12 +101,25 @@ def stage_fields(stages: Sequence[Declaration] = STAGES) -> dict[str, Field]:
     read (``temperature``, ``penalty_window``) is one object, declared once."""
     fields: dict[str, Field] = {}
     for stage in stages:
-        for f in stage.params:
+        for f in stage.fields:
             if fields.setdefault(f.name, f) is not f:
                 raise TypeError(f"the field {f.name!r} is declared twice ({stage.name}): declare it once and share it")
     return fields
 
 
-def build_stages(params: SamplingParams, token_texts: Sequence[str] | None = None) -> list[Stage]:
-    """One stage per enabled name, in ``params.sampler_order``; none after the chain ends (greedy)."""
-    return [STAGE_BY_NAME[name].build(params, token_texts) for name in params.enabled_stages()]
+def enabled_names(values: Values, order: Sequence[str], stop_at_end: bool = True) -> tuple[str, ...]:
+    """The names in ``order`` whose stage's on-rule holds for ``values``; with ``stop_at_end``, none
+    after a stage whose ``ends_chain`` holds (greedy temperature)."""
+    out: list[str] = []
+    for name in order:
+        stage = STAGE_BY_NAME[name]
+        if stage.is_on(values):
+            out.append(name)
+            if stop_at_end and stage.ends_chain is not None and stage.ends_chain.holds(values):
+                break
+    return tuple(out)
+
+
+def build_stages(values: Values, token_texts: Sequence[str] | None = None) -> list[Stage]:
+    """One stage per enabled name, in ``values.sampler_order``; none after the chain ends (greedy)."""
+    return [STAGE_BY_NAME[name].build(values, token_texts) for name in enabled_names(values, values.sampler_order)]

@@ -1,8 +1,8 @@
-"""Prints the stages' table (docs/sampling.md's), made from their declarations, or rewrites it and
-the package docstring's numbered list.
+"""Prints the stages' table (docs/sampling.md's), made from their declarations, or rewrites it,
+the package docstring's numbered list and the pages' words (static/playground/js/stage-words.js).
 
 python -m inference.sampling.stages                           # print the table
-python -m inference.sampling.stages --write docs/sampling.md  # rewrite the doc's table and the docstring's list
+python -m inference.sampling.stages --write docs/sampling.md  # rewrite the doc's table, the docstring's list, the pages' words
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from inference.sampling.stage_table import PACKAGE_SOURCE, stage_table, write_into, write_list_into
+from inference.sampling.stage_words import MODULE_PATH, write_module
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -22,6 +23,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         print(f"{args.write}: {'updated' if write_into(args.write) else 'already up to date'}")
         print(f"{PACKAGE_SOURCE}: {'updated' if write_list_into() else 'already up to date'}")
+        print(f"{MODULE_PATH}: {'updated' if write_module() else 'already up to date'}")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,45 @@ from inference.sampling.stages.fields import Choice, Number
 if TYPE_CHECKING:  # (type hints only: params.py reads the declarations)
     from inference.sampling.params import SamplingParams
 
-XTC_PROBABILITY = Number("xtc_probability", 0.0, "0 = off", low=0.0, high=1.0)
-XTC_THRESHOLD = Number("xtc_threshold", 0.1, "default 0.1", low=0.0, high=1.0)
-MIROSTAT = Choice("mirostat", 0, "0 = off, 2 = mirostat v2", choices=(0, 2), words="0 (off) or 2 (mirostat v2)")
-MIROSTAT_TAU = Number("mirostat_tau", 5.0, "default 5", low=0.0, low_open=True)
-MIROSTAT_ETA = Number("mirostat_eta", 0.1, "default 0.1", low=0.0, high=1.0)
+XTC_PROBABILITY = Number(
+    "xtc_probability",
+    0.0,
+    "0 = off",
+    low=0.0,
+    high=1.0,
+    label="XTC probability",
+    about="Exclude Top Choices: with this chance per token, drop every top token above the threshold but the least likely.",
+)
+XTC_THRESHOLD = Number(
+    "xtc_threshold",
+    0.1,
+    "default 0.1",
+    low=0.0,
+    high=1.0,
+    label="XTC threshold",
+    about="Tokens at or above this probability count as top choices (above 0.5 XTC can never act).",
+)
+MIROSTAT = Choice(
+    "mirostat",
+    0,
+    "0 = off, 2 = mirostat v2",
+    choices=(0, 2),
+    words="0 (off) or 2 (mirostat v2)",
+    label="Mirostat",
+    about="Adapts a surprise cutoff each step to hold the text's average surprise near τ.",
+)
+MIROSTAT_TAU = Number(
+    "mirostat_tau", 5.0, "default 5", low=0.0, low_open=True, label="Mirostat τ", about="Target surprise in bits."
+)
+MIROSTAT_ETA = Number(
+    "mirostat_eta",
+    0.1,
+    "default 0.1",
+    low=0.0,
+    high=1.0,
+    label="Mirostat η",
+    about="How fast mirostat's cutoff follows the target.",
+)
 
 #: XTC's stream is numpy.random.default_rng([seed, XTC_STREAM]) ("XTC" in ASCII).
 XTC_STREAM = 0x585443
@@ -103,11 +137,15 @@ XTC_STAGE = Declaration(
     params=(XTC_PROBABILITY, XTC_THRESHOLD),
     on=(ParamIs("xtc_probability", ">", 0.0),),
     builder=_xtc,
+    title="Exclude top choices (XTC)",
+    group="truncation",
 )
 MIROSTAT_STAGE = Declaration(
     MirostatV2,
     "mirostat v2: keep surprise <= mu, then adapt mu to the target tau",
-    params=(MIROSTAT, MIROSTAT_TAU, MIROSTAT_ETA),
+    params=(MIROSTAT_TAU, MIROSTAT_ETA),
     on=(ParamIs("mirostat", "==", 2),),
-    builder=lambda p, _: MirostatV2(p.mirostat_tau, p.mirostat_eta),
+    switches=(MIROSTAT,),
+    title="Mirostat v2",
+    group="truncation",
 )

@@ -82,10 +82,13 @@ class Declaration:
     """Everything the rest of the code knows about one stage.
 
     ``stage``: its class (``stage.name`` is the stage's name); ``does``: what it does, one line;
-    ``params``: the fields it reads; ``on``: the clauses that must all hold for it to be in a chain
-    (its "off" test); ``builder``: only for a stage whose ``__init__`` takes more or other than
-    its fields' values in ``params`` order; ``ends_chain``: when it holds, no stage after this one
-    runs (greedy temperature)."""
+    ``params``: the fields its ``__init__`` takes, in order; ``on``: the clauses that must all hold
+    for it to be in a chain (its "off" test); ``switches``: fields only the on-rule reads (mirostat's
+    version), not passed to the class; ``builder``: only for a stage whose ``__init__`` needs more
+    than its fields' values (a seed, the vocabulary); ``ends_chain``: when it holds, no stage after
+    this one runs (greedy temperature); ``title``: its name in words ("Nucleus (top-p)"); ``group``:
+    the family of dials the page shows its fields in ("randomness", "truncation", "penalties";
+    None: an editor of its own)."""
 
     stage: type[Stage]
     does: str
@@ -93,10 +96,18 @@ class Declaration:
     on: tuple[Clause, ...]
     builder: Builder | None = None
     ends_chain: ParamIs | None = None
+    switches: tuple[Field, ...] = ()
+    title: str = ""
+    group: str | None = None
 
     @property
     def name(self) -> str:
         return self.stage.name
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        """Every field the stage reads: its switches, then its class's arguments."""
+        return (*self.switches, *self.params)
 
     def is_on(self, values: Values) -> bool:
         return all(clause.holds(values) for clause in self.on)

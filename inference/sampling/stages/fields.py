@@ -38,12 +38,15 @@ def is_number(v: Any) -> bool:
 @dataclass(frozen=True)
 class Field:
     """One ``SamplingParams`` field: its name, default and what leaves it doing nothing (``off``).
-    ``nullable``: null is accepted and read as the default. Subclasses add the range."""
+    ``nullable``: null is accepted and read as the default. ``label`` and ``about``: what the pages
+    call it and say of it in one line (written for them by ``stage_words``). Subclasses add the range."""
 
     name: str
     default: Any
     off: str
     nullable: bool = False
+    label: str = ""
+    about: str = ""
 
     def check(self, value: Any) -> Any:
         """The value as ``SamplingParams`` stores it; ``ParamError`` naming the field and its range."""

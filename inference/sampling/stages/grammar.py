@@ -135,7 +135,14 @@ class GrammarField(Field):
         return {"kind": "grammar", "types": dict(SOURCE_KEY), "max_options": MAX_OPTIONS}
 
 
-GRAMMAR = GrammarField("grammar", None, "null = off", nullable=True)
+GRAMMAR = GrammarField(
+    "grammar",
+    None,
+    "null = off",
+    nullable=True,
+    label="Grammar",
+    about="Only tokens that keep the text a match for a JSON Schema, a regular expression or a list of choices; the end only where it is complete.",
+)
 
 
 class GrammarVocabulary:
@@ -284,4 +291,6 @@ GRAMMAR_STAGE = Declaration(
     params=(GRAMMAR,),
     on=(ParamIs("grammar", "nonempty"),),
     builder=_grammar,
+    title="Grammar (constrained decoding)",
+    group=None,
 )

@@ -13,11 +13,50 @@ from inference.sampling.stages.base import Stage, StepContext
 from inference.sampling.stages.declaration import Declaration, ParamIs
 from inference.sampling.stages.fields import Integer, Number, TokenBias
 
-LOGIT_BIAS = TokenBias("logit_bias", types.MappingProxyType({}), "{} = off", low=-100.0, high=100.0)
-REPETITION_PENALTY = Number("repetition_penalty", 1.0, "1 = off", low=0.0, low_open=True)
-FREQUENCY_PENALTY = Number("frequency_penalty", 0.0, "0 = off", low=-2.0, high=2.0)
-PRESENCE_PENALTY = Number("presence_penalty", 0.0, "0 = off", low=-2.0, high=2.0)
-PENALTY_WINDOW = Integer("penalty_window", 0, "0 = the whole history", low=0)
+LOGIT_BIAS = TokenBias(
+    "logit_bias",
+    types.MappingProxyType({}),
+    "{} = off",
+    low=-100.0,
+    high=100.0,
+    label="Logit bias",
+    about="Add a number to chosen tokens' logits before every other stage but a grammar.",
+)
+REPETITION_PENALTY = Number(
+    "repetition_penalty",
+    1.0,
+    "1 = off",
+    low=0.0,
+    low_open=True,
+    label="Repetition penalty",
+    about="Divides a seen token's positive logit (multiplies a negative one), however often it appeared.",
+)
+FREQUENCY_PENALTY = Number(
+    "frequency_penalty",
+    0.0,
+    "0 = off",
+    low=-2.0,
+    high=2.0,
+    label="Frequency penalty",
+    about="Subtracts value × how many times the token appeared.",
+)
+PRESENCE_PENALTY = Number(
+    "presence_penalty",
+    0.0,
+    "0 = off",
+    low=-2.0,
+    high=2.0,
+    label="Presence penalty",
+    about="Subtracts value once from every token that appeared at all.",
+)
+PENALTY_WINDOW = Integer(
+    "penalty_window",
+    0,
+    "0 = the whole history",
+    low=0,
+    label="Penalty window",
+    about="The three penalties above only count the last N tokens.",
+)
 
 
 class LogitBias(Stage):
@@ -93,26 +132,29 @@ class PresencePenalty(HistoryPenalty):
 
 
 LOGIT_BIAS_STAGE = Declaration(
-    LogitBias,
-    "logit += bias[id]",
-    params=(LOGIT_BIAS,),
-    on=(ParamIs("logit_bias", "nonempty"),),
+    LogitBias, "logit += bias[id]", params=(LOGIT_BIAS,), on=(ParamIs("logit_bias", "nonempty"),), title="Logit bias", group=None
 )
 REPETITION_PENALTY_STAGE = Declaration(
     RepetitionPenalty,
     "CTRL: a seen token's logit / penalty if > 0, x penalty if <= 0",
     params=(REPETITION_PENALTY, PENALTY_WINDOW),
     on=(ParamIs("repetition_penalty", "!=", 1.0),),
+    title="Repetition penalty",
+    group="penalties",
 )
 FREQUENCY_PENALTY_STAGE = Declaration(
     FrequencyPenalty,
     "logit -= count x value",
     params=(FREQUENCY_PENALTY, PENALTY_WINDOW),
     on=(ParamIs("frequency_penalty", "!=", 0.0),),
+    title="Frequency penalty",
+    group="penalties",
 )
 PRESENCE_PENALTY_STAGE = Declaration(
     PresencePenalty,
     "logit -= value if count > 0",
     params=(PRESENCE_PENALTY, PENALTY_WINDOW),
     on=(ParamIs("presence_penalty", "!=", 0.0),),
+    title="Presence penalty",
+    group="penalties",
 )

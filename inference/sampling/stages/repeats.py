@@ -17,15 +17,51 @@ from inference.sampling.stages.fields import Integer, Number, Strings, require
 if TYPE_CHECKING:  # (type hints only: params.py reads the declarations)
     from inference.sampling.params import SamplingParams
 
-DRY_MULTIPLIER = Number("dry_multiplier", 0.0, "0 = off", low=0.0)
-DRY_BASE = Number("dry_base", 1.75, "default 1.75", low=1.0)
-DRY_ALLOWED_LENGTH = Integer("dry_allowed_length", 2, "default 2", low=1)
-DRY_PENALTY_LAST_N = Integer("dry_penalty_last_n", -1, "-1 = the whole history, 0 = off", low=-1)
+DRY_MULTIPLIER = Number(
+    "dry_multiplier",
+    0.0,
+    "0 = off",
+    low=0.0,
+    label="DRY multiplier",
+    about="Don't Repeat Yourself: penalize the token that would extend a repeated sequence.",
+)
+DRY_BASE = Number(
+    "dry_base",
+    1.75,
+    "default 1.75",
+    low=1.0,
+    label="DRY base",
+    about="The penalty grows as base^(repeat length − allowed length).",
+)
+DRY_ALLOWED_LENGTH = Integer(
+    "dry_allowed_length", 2, "default 2", low=1, label="DRY allowed length", about="Repeats shorter than this are free."
+)
+DRY_PENALTY_LAST_N = Integer(
+    "dry_penalty_last_n",
+    -1,
+    "-1 = the whole history, 0 = off",
+    low=-1,
+    label="DRY window",
+    about="How far back DRY looks for repeats.",
+)
 #: llama.cpp's default DRY sequence breakers.
 DRY_SEQUENCE_BREAKERS = Strings(
-    "dry_sequence_breakers", ("\n", ":", '"', "*"), "default: newline, colon, quote, asterisk", max_items=32, item_length=(1, 64)
+    "dry_sequence_breakers",
+    ("\n", ":", '"', "*"),
+    "default: newline, colon, quote, asterisk",
+    max_items=32,
+    item_length=(1, 64),
+    label="DRY sequence breakers",
+    about="A repeat never reaches back past a token containing one of these.",
 )
-NO_REPEAT_NGRAM_SIZE = Integer("no_repeat_ngram_size", 0, "0 = off", low=0)
+NO_REPEAT_NGRAM_SIZE = Integer(
+    "no_repeat_ngram_size",
+    0,
+    "0 = off",
+    low=0,
+    label="No-repeat n-gram size",
+    about="Forbid any token that would complete an n-gram already in the text.",
+)
 
 # llama.cpp clamps DRY's exponent so that base**exponent stays below FLT_MAX: log(FLT_MAX).
 _FLT_MAX_LOG = 88.7228391
@@ -131,10 +167,14 @@ DRY_STAGE = Declaration(
     params=(DRY_MULTIPLIER, DRY_BASE, DRY_ALLOWED_LENGTH, DRY_PENALTY_LAST_N, DRY_SEQUENCE_BREAKERS),
     on=(ParamIs("dry_multiplier", ">", 0.0), ParamIs("dry_penalty_last_n", "!=", 0)),
     builder=_dry,
+    title="Don't repeat yourself (DRY)",
+    group="penalties",
 )
 NO_REPEAT_NGRAM_STAGE = Declaration(
     NoRepeatNgram,
     "remove tokens that would repeat an n-gram",
     params=(NO_REPEAT_NGRAM_SIZE,),
     on=(ParamIs("no_repeat_ngram_size", ">", 0),),
+    title="No-repeat n-gram",
+    group="penalties",
 )

@@ -11,9 +11,32 @@ from inference.sampling.stages.base import Stage, StepContext
 from inference.sampling.stages.declaration import Declaration, ParamIs, StageIs
 from inference.sampling.stages.fields import Number, require
 
-TEMPERATURE = Number("temperature", 1.0, "1 = unchanged, 0 = greedy", low=0.0, high=2.0)
-DYNATEMP_RANGE = Number("dynatemp_range", 0.0, "0 = off", low=0.0, high=2.0)
-DYNATEMP_EXPONENT = Number("dynatemp_exponent", 1.0, "default 1", low=0.0)
+TEMPERATURE = Number(
+    "temperature",
+    1.0,
+    "1 = unchanged, 0 = greedy",
+    low=0.0,
+    high=2.0,
+    label="Temperature",
+    about="Divides the logits: below 1 sharpens the distribution, above 1 flattens it; 0 always takes the top token.",
+)
+DYNATEMP_RANGE = Number(
+    "dynatemp_range",
+    0.0,
+    "0 = off",
+    low=0.0,
+    high=2.0,
+    label="Dynamic temperature range",
+    about="Temperature varies within T ± range with the step's entropy: calm steps cooler, uncertain steps hotter.",
+)
+DYNATEMP_EXPONENT = Number(
+    "dynatemp_exponent",
+    1.0,
+    "default 1",
+    low=0.0,
+    label="Dynamic temperature exponent",
+    about="Shape of the entropy → temperature curve; only used when the range is above 0.",
+)
 
 
 def _only_top(cand: Candidates) -> Candidates:
@@ -78,6 +101,8 @@ DYNAMIC_TEMPERATURE_STAGE = Declaration(
     "entropy-scaled T, instead of temperature when dynatemp_range > 0",
     params=(TEMPERATURE, DYNATEMP_RANGE, DYNATEMP_EXPONENT),
     on=(ParamIs("dynatemp_range", ">", 0.0), ParamIs("temperature", ">", 0.0)),
+    title="Dynamic temperature",
+    group="randomness",
 )
 TEMPERATURE_STAGE = Declaration(
     Temperature,
@@ -85,4 +110,6 @@ TEMPERATURE_STAGE = Declaration(
     params=(TEMPERATURE,),
     on=(ParamIs("temperature", "!=", 1.0), StageIs(DYNAMIC_TEMPERATURE_STAGE, on=False)),
     ends_chain=ParamIs("temperature", "==", 0.0),
+    title="Temperature",
+    group="randomness",
 )

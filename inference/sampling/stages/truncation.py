@@ -15,13 +15,65 @@ from inference.sampling.stages.base import Stage, StepContext
 from inference.sampling.stages.declaration import Declaration, ParamIs
 from inference.sampling.stages.fields import Integer, Number, require
 
-TOP_K = Integer("top_k", 0, "0 = off", low=0)
-TOP_P = Number("top_p", 1.0, "1 = off", low=0.0, low_open=True, high=1.0)
-MIN_P = Number("min_p", 0.0, "0 = off", low=0.0, high=1.0)
-TYPICAL_P = Number("typical_p", 1.0, "1 = off", low=0.0, low_open=True, high=1.0)
-TOP_N_SIGMA = Number("top_n_sigma", 0.0, "0 or null = off", nullable=True, low=0.0)
-EPSILON_CUTOFF = Number("epsilon_cutoff", 0.0, "0 = off", low=0.0, high=1.0, high_open=True)
-ETA_CUTOFF = Number("eta_cutoff", 0.0, "0 = off", low=0.0, high=1.0, high_open=True)
+TOP_K = Integer("top_k", 0, "0 = off", low=0, label="Top-k", about="Keep only the k most likely tokens.")
+TOP_P = Number(
+    "top_p",
+    1.0,
+    "1 = off",
+    low=0.0,
+    low_open=True,
+    high=1.0,
+    label="Top-p",
+    about="Nucleus: keep the fewest top tokens whose probabilities add up to p.",
+)
+MIN_P = Number(
+    "min_p",
+    0.0,
+    "0 = off",
+    low=0.0,
+    high=1.0,
+    label="Min-p",
+    about="Keep tokens at least this fraction as likely as the top token.",
+)
+TYPICAL_P = Number(
+    "typical_p",
+    1.0,
+    "1 = off",
+    low=0.0,
+    low_open=True,
+    high=1.0,
+    label="Typical-p",
+    about="Keep the tokens whose surprise is closest to the step's average surprise, up to mass p.",
+)
+TOP_N_SIGMA = Number(
+    "top_n_sigma",
+    0.0,
+    "0 or null = off",
+    nullable=True,
+    low=0.0,
+    label="Top-nσ",
+    about="Keep tokens whose logit is within n standard deviations of the top logit.",
+)
+EPSILON_CUTOFF = Number(
+    "epsilon_cutoff",
+    0.0,
+    "0 = off",
+    low=0.0,
+    high=1.0,
+    high_open=True,
+    label="Epsilon cutoff",
+    about="Remove tokens with probability below ε.",
+)
+ETA_CUTOFF = Number(
+    "eta_cutoff",
+    0.0,
+    "0 = off",
+    low=0.0,
+    high=1.0,
+    high_open=True,
+    label="Eta cutoff",
+    about="Remove tokens below min(η, √η·e^−H): a cutoff that loosens when the step is uncertain.",
+)
 
 
 class TopK(Stage):
@@ -144,30 +196,44 @@ TOP_N_SIGMA_STAGE = Declaration(
     "keep logit >= max - n x sigma",
     params=(TOP_N_SIGMA,),
     on=(ParamIs("top_n_sigma", ">", 0.0),),
+    title="Top-nσ",
+    group="truncation",
 )
-TOP_K_STAGE = Declaration(TopK, "keep the k most likely", params=(TOP_K,), on=(ParamIs("top_k", ">", 0),))
+TOP_K_STAGE = Declaration(
+    TopK, "keep the k most likely", params=(TOP_K,), on=(ParamIs("top_k", ">", 0),), title="Top-k", group="truncation"
+)
 TOP_P_STAGE = Declaration(
     TopP,
     "keep the smallest prefix with cumulative probability >= top_p",
     params=(TOP_P,),
     on=(ParamIs("top_p", "<", 1.0),),
+    title="Nucleus (top-p)",
+    group="truncation",
 )
-MIN_P_STAGE = Declaration(MinP, "keep p >= min_p x p_max", params=(MIN_P,), on=(ParamIs("min_p", ">", 0.0),))
+MIN_P_STAGE = Declaration(
+    MinP, "keep p >= min_p x p_max", params=(MIN_P,), on=(ParamIs("min_p", ">", 0.0),), title="Min-p", group="truncation"
+)
 TYPICAL_P_STAGE = Declaration(
     TypicalP,
     "locally typical: keep the most typical tokens up to typical_p mass",
     params=(TYPICAL_P,),
     on=(ParamIs("typical_p", "<", 1.0),),
+    title="Locally typical (typical-p)",
+    group="truncation",
 )
 EPSILON_CUTOFF_STAGE = Declaration(
     EpsilonCutoff,
     "remove p < epsilon",
     params=(EPSILON_CUTOFF,),
     on=(ParamIs("epsilon_cutoff", ">", 0.0),),
+    title="Epsilon cutoff",
+    group="truncation",
 )
 ETA_CUTOFF_STAGE = Declaration(
     EtaCutoff,
     "remove p < min(eta, sqrt(eta) exp(-H))",
     params=(ETA_CUTOFF,),
     on=(ParamIs("eta_cutoff", ">", 0.0),),
+    title="Eta cutoff",
+    group="truncation",
 )

@@ -1,5 +1,5 @@
 // The server's parameter facts: the JSON Schema served at /api/params.schema.json (built from
-// inference/ by playground/param_facts.py) and rendered into the page. Pure functions over it —
+// inference/ by playground/edge/param_facts.py) and rendered into the page. Pure functions over it —
 // no DOM — so Node can run them in the tests. Ranges, defaults, the stage order and the rule for
 // which stages are on are read here and nowhere else on the page.
 

@@ -1,9 +1,11 @@
 // What the page says about each parameter: its group, label and one-line explanation, and the
 // page's own choices (the value a fresh form starts with when it is not the server's default, the
 // parameters sent even at their default, the names of a choice's values), and the stages' human
-// names. Every fact about a parameter — its type, range, default, "off" value, the stage order and
+// names. A sampler stage's words come from its declaration (stage-words.js, generated). Every fact about a parameter — its type, range, default, "off" value, the stage order and
 // which stages are on — comes from the server (param-facts.js); a test fails when a key or a stage
 // exists on one side only. Pure data: no DOM.
+
+import { FIELD_WORDS, STAGE_TITLES } from "./stage-words.js";
 
 export const GROUPS = [
   { id: "randomness", title: "Randomness", open: true,
@@ -18,69 +20,48 @@ export const GROUPS = [
     about: "Sample several continuations at once, or search with beams instead of sampling." },
 ];
 
+// The page's order of the parameters, and its own choices for some:
 // initial: what a fresh form starts with, when it is not the server's default.
 // always: sent even at its default (the run's numbers then show what was asked).
 // choiceNames: the words for a choice's values (the values themselves are the server's).
-export const LABELS = [
+// A sampler stage's field takes its group, label and explanation from its declaration
+// (stage-words.js); a stage field not listed here goes at the end of its group. The parameters
+// that are not a stage's (the seed, the generation loop's, the stage order) say theirs here.
+const LAYOUT = [
   // Randomness
-  { key: "temperature", group: "randomness", label: "Temperature", initial: 0.7, always: true,
-    about: "Divides the logits: below 1 sharpens the distribution, above 1 flattens it; 0 always takes the top token." },
+  { key: "temperature", initial: 0.7, always: true },
   { key: "seed", group: "randomness", label: "Seed", always: true,
     about: "Fixes the random draws; the same seed and settings give the same text." },
-  { key: "dynatemp_range", group: "randomness", label: "Dynamic temperature range",
-    about: "Temperature varies within T ± range with the step's entropy: calm steps cooler, uncertain steps hotter." },
-  { key: "dynatemp_exponent", group: "randomness", label: "Dynamic temperature exponent",
-    about: "Shape of the entropy → temperature curve; only used when the range is above 0." },
+  { key: "dynatemp_range" },
+  { key: "dynatemp_exponent" },
 
   // Truncation
-  { key: "top_k", group: "truncation", label: "Top-k",
-    about: "Keep only the k most likely tokens." },
-  { key: "top_p", group: "truncation", label: "Top-p", always: true,
-    about: "Nucleus: keep the fewest top tokens whose probabilities add up to p." },
-  { key: "min_p", group: "truncation", label: "Min-p",
-    about: "Keep tokens at least this fraction as likely as the top token." },
-  { key: "typical_p", group: "truncation", label: "Typical-p",
-    about: "Keep the tokens whose surprise is closest to the step's average surprise, up to mass p." },
-  { key: "top_n_sigma", group: "truncation", label: "Top-nσ",
-    about: "Keep tokens whose logit is within n standard deviations of the top logit." },
-  { key: "epsilon_cutoff", group: "truncation", label: "Epsilon cutoff",
-    about: "Remove tokens with probability below ε." },
-  { key: "eta_cutoff", group: "truncation", label: "Eta cutoff",
-    about: "Remove tokens below min(η, √η·e^−H): a cutoff that loosens when the step is uncertain." },
-  { key: "xtc_probability", group: "truncation", label: "XTC probability",
-    about: "Exclude Top Choices: with this chance per token, drop every top token above the threshold but the least likely." },
-  { key: "xtc_threshold", group: "truncation", label: "XTC threshold",
-    about: "Tokens at or above this probability count as top choices (above 0.5 XTC can never act)." },
-  { key: "mirostat", group: "truncation", label: "Mirostat", choiceNames: [[0, "off"], [2, "v2"]],
-    about: "Adapts a surprise cutoff each step to hold the text's average surprise near τ." },
-  { key: "mirostat_tau", group: "truncation", label: "Mirostat τ",
-    about: "Target surprise in bits." },
-  { key: "mirostat_eta", group: "truncation", label: "Mirostat η",
-    about: "How fast mirostat's cutoff follows the target." },
+  { key: "top_k" },
+  { key: "top_p", always: true },
+  { key: "min_p" },
+  { key: "typical_p" },
+  { key: "top_n_sigma" },
+  { key: "epsilon_cutoff" },
+  { key: "eta_cutoff" },
+  { key: "xtc_probability" },
+  { key: "xtc_threshold" },
+  { key: "mirostat", choiceNames: [[0, "off"], [2, "v2"]] },
+  { key: "mirostat_tau" },
+  { key: "mirostat_eta" },
 
   // Penalties
-  { key: "repetition_penalty", group: "penalties", label: "Repetition penalty",
-    about: "Divides a seen token's positive logit (multiplies a negative one), however often it appeared." },
-  { key: "frequency_penalty", group: "penalties", label: "Frequency penalty",
-    about: "Subtracts value × how many times the token appeared." },
-  { key: "presence_penalty", group: "penalties", label: "Presence penalty",
-    about: "Subtracts value once from every token that appeared at all." },
-  { key: "penalty_window", group: "penalties", label: "Penalty window",
-    about: "The three penalties above only count the last N tokens." },
+  { key: "repetition_penalty" },
+  { key: "frequency_penalty" },
+  { key: "presence_penalty" },
+  { key: "penalty_window" },
   { key: "penalize_prompt", group: "penalties", label: "Penalize the prompt's tokens too",
     about: "Penalties also see the prompt, not only the generated text." },
-  { key: "dry_multiplier", group: "penalties", label: "DRY multiplier",
-    about: "Don't Repeat Yourself: penalize the token that would extend a repeated sequence." },
-  { key: "dry_base", group: "penalties", label: "DRY base",
-    about: "The penalty grows as base^(repeat length − allowed length)." },
-  { key: "dry_allowed_length", group: "penalties", label: "DRY allowed length",
-    about: "Repeats shorter than this are free." },
-  { key: "dry_penalty_last_n", group: "penalties", label: "DRY window",
-    about: "How far back DRY looks for repeats." },
-  { key: "dry_sequence_breakers", group: "penalties", label: "DRY sequence breakers",
-    about: "A repeat never reaches back past a token containing one of these." },
-  { key: "no_repeat_ngram_size", group: "penalties", label: "No-repeat n-gram size",
-    about: "Forbid any token that would complete an n-gram already in the text." },
+  { key: "dry_multiplier" },
+  { key: "dry_base" },
+  { key: "dry_allowed_length" },
+  { key: "dry_penalty_last_n" },
+  { key: "dry_sequence_breakers" },
+  { key: "no_repeat_ngram_size" },
 
   // Length and stopping
   { key: "max_tokens", group: "length", label: "Max tokens", initial: 128, always: true,
@@ -101,38 +82,34 @@ export const LABELS = [
     about: "Finished beams rank by log-probability / length^value." },
 
   // Their own editors (not in the groups above)
-  { key: "grammar", group: null, label: "Grammar",
-    about: "Only tokens that keep the text a match for a JSON Schema, a regular expression or a list of choices; the end only where it is complete." },
-  { key: "logit_bias", group: null, label: "Logit bias",
-    about: "Add a number to chosen tokens' logits before every other stage but a grammar." },
+  { key: "grammar" },
+  { key: "logit_bias" },
   { key: "sampler_order", group: null, label: "Stage order",
     about: "The order the sampler chain's stages run in." },
 ];
 
+/** Every parameter the page shows, in its order: { key, group, label, about } and the page's
+ *  choices (initial, always, choiceNames). */
+export const LABELS = withStageFields(LAYOUT, FIELD_WORDS);
+
+/** The layout with each stage field's words (`words`: FIELD_WORDS's shape) put in; a stage field the layout
+ *  does not list goes after the last parameter of its group. */
+export function withStageFields(layout, words) {
+  const listed = layout.map((entry) => (Object.hasOwn(words, entry.key) ? { ...words[entry.key], ...entry } : entry));
+  const unlisted = Object.keys(words).filter((key) => !layout.some((entry) => entry.key === key))
+    .map((key) => ({ key, ...words[key] }));
+  const out = [...listed];
+  for (const entry of unlisted) {
+    const last = out.findLastIndex((e) => e.group === entry.group);
+    out.splice(last < 0 ? out.length : last + 1, 0, entry);
+  }
+  return out;
+}
+
 // The sampler chain's stages in words, by identifier: the page shows each as "human name ·
-// identifier" (stageText). The identifiers, their order and when each is on are the server's
-// (declared beside each stage's class in inference/sampling/stages/); a test fails when a stage
-// has no label here or a label names no stage.
-export const STAGE_LABELS = {
-  grammar: "Grammar (constrained decoding)",
-  logit_bias: "Logit bias",
-  repetition_penalty: "Repetition penalty",
-  frequency_penalty: "Frequency penalty",
-  presence_penalty: "Presence penalty",
-  dry: "Don't repeat yourself (DRY)",
-  no_repeat_ngram: "No-repeat n-gram",
-  top_n_sigma: "Top-nσ",
-  temperature: "Temperature",
-  dynamic_temperature: "Dynamic temperature",
-  top_k: "Top-k",
-  top_p: "Nucleus (top-p)",
-  min_p: "Min-p",
-  typical_p: "Locally typical (typical-p)",
-  epsilon_cutoff: "Epsilon cutoff",
-  eta_cutoff: "Eta cutoff",
-  xtc: "Exclude top choices (XTC)",
-  mirostat: "Mirostat v2",
-};
+// identifier" (stageText). Each is its declaration's title (stage-words.js, written from the
+// declarations beside each stage's class in inference/sampling/stages/).
+export const STAGE_LABELS = STAGE_TITLES;
 
 /** A stage's human name (its identifier when it has none). */
 export function stageLabel(stage) {

@@ -1,6 +1,6 @@
 // The playground's address format: its settings in the query string, one key per setting under its
 // wire name, each value as its control shows it. The same format is written by the server
-// (playground/address.py, for "Open in the playground"), and tests run both on one table of cases.
+// (playground/runs/address.py, for "Open in the playground"), and tests run both on one table of cases.
 // Driven by the server's parameter facts (the schema): which keys exist, in what order, and how
 // a value of each kind is written. Pure functions: no DOM, no history.
 //

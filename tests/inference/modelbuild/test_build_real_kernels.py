@@ -72,7 +72,7 @@ def test_exact_kernels_compute_what_the_fp32_export_computes(kernels_dir, tokeni
     logits = {}
     for name, path in (("ours", kernels_dir / md.MODEL_FILE), ("fp32", export_reference())):
         session = quality.open_session(path)
-        logits[name] = quality.step(session, text, quality._empty_past(session))[0]  # [263, V]
+        logits[name] = quality.step(session, text, quality.empty_past(session))[0]  # [263, V]
     ref, got = quality.log_softmax(logits["fp32"]), quality.log_softmax(logits["ours"])
     kl = (np.exp(ref) * (ref - got)).sum(axis=-1)  # [263]
     assert (logits["ours"].argmax(-1) == logits["fp32"].argmax(-1)).all()

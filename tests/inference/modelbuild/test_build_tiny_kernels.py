@@ -41,7 +41,7 @@ def builds(tmp_path_factory) -> dict[str, Path]:
 def logits(model_dir: Path) -> np.ndarray:
     """Every position's logits ``[40, vocab]`` after :data:`PROMPT`, from a session the model's manifest set up."""
     session = quality.open_session(model_dir / md.MODEL_FILE, threads=1)
-    return quality.step(session, PROMPT, quality._empty_past(session))[0]
+    return quality.step(session, PROMPT, quality.empty_past(session))[0]
 
 
 def test_the_two_variants_run_every_kernel(builds):

@@ -38,6 +38,11 @@ def matmul_gguf_reference(x: np.ndarray, node: onnx.NodeProto, inits: dict[str, 
     return x.astype(np.float64) @ w.T.astype(np.float64)
 
 
+needs_library = pytest.mark.skipif(
+    model_kernels.library_now()["library"] is None, reason="the kernel library is not built here (scripts/env.sh)"
+)
+
+
 def kernel_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     return [n for n in model.graph.node if n.op_type == model_kernels.OP_TYPE]
 
@@ -132,9 +137,7 @@ def tied_model(table: np.ndarray) -> onnx.ModelProto:
 
 
 @pytest.mark.parametrize("variant", ["exact", "balanced", "fast"])
-def test_the_tied_head_is_a_kernel_node_in_every_variant_and_the_embedding_stays_as_the_variant_makes_it(
-    tmp_path, weights, variant
-):
+def test_the_tied_head_is_a_kernel_node_and_the_embedding_reads_the_8bit_table_in_every_variant(tmp_path, weights, variant):
     settings = SMOLLM2.recipe.variants[variant]
     write_gguf(tmp_path / "m.gguf", {"token_embd.weight": (weights, GGMLQuantizationType.Q8_0)})
     table = dequantize(quantize(weights, GGMLQuantizationType.Q8_0), GGMLQuantizationType.Q8_0)  # [V, K]
@@ -145,11 +148,39 @@ def test_the_tied_head_is_a_kernel_node_in_every_variant_and_the_embedding_stays
     ops = [n.op_type for n in model.graph.node]
     (head,) = kernel_nodes(model)
     assert attributes(head)["mode"] == (b"exact" if variant == "exact" else b"fast")
-    if "Q8_0" in settings["gguf_types"]:  # the embedding from the 8-bit table, as without the kernels
-        assert "GatherBlockQuantized" in ops and "Gather" not in ops
-    else:  # exact: the fp32 table stays for the Gather (one row read per token)
-        assert "Gather" in ops and "table" in initializers(model)
+    # with the kernels no variant keeps the fp32 table: the embedding reads the 8-bit one, whose rows
+    # are the table's exactly
+    assert "GatherBlockQuantized" in ops and "Gather" not in ops and "table" not in initializers(model)
     assert done.users["token_embd.weight"][-1] == lossless.LM_HEAD_MATMUL
+
+
+@needs_library
+def test_the_embedding_over_the_8bit_table_gives_the_fp32_table_rows_exactly(tmp_path, weights):
+    settings = SMOLLM2.recipe.variants["exact"]
+    write_gguf(tmp_path / "m.gguf", {"token_embd.weight": (weights, GGMLQuantizationType.Q8_0)})
+    table = dequantize(quantize(weights, GGMLQuantizationType.Q8_0), GGMLQuantizationType.Q8_0)  # [V, K]
+    model = tied_model(table)
+    lossless.convert(
+        model, tmp_path / "m.gguf", CONFIG, settings["accuracy_level"], tuple(settings["gguf_types"]), kernel_formats=BOTH
+    )
+    model.ir_version = 10
+    options = ort.SessionOptions()
+    model_kernels.register_library(options, "the test graph")
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    ids = np.array([[0, len(table) - 1, 3, 3]], np.int64)
+    hidden = np.zeros((1, 4, table.shape[1]), np.float32)
+    embedded = session.run(["embedded"], {"ids": ids, "hidden": hidden})[0]
+    assert np.array_equal(embedded, table[ids].astype(np.float32))  # bit for bit
+
+
+def test_without_the_kernels_exact_keeps_the_fp32_table_for_the_embedding(tmp_path, weights):
+    settings = SMOLLM2.recipe.variants["exact"]
+    write_gguf(tmp_path / "m.gguf", {"token_embd.weight": (weights, GGMLQuantizationType.Q8_0)})
+    table = dequantize(quantize(weights, GGMLQuantizationType.Q8_0), GGMLQuantizationType.Q8_0)  # [V, K]
+    model = tied_model(table)
+    lossless.convert(model, tmp_path / "m.gguf", CONFIG, settings["accuracy_level"], tuple(settings["gguf_types"]))
+    ops = [n.op_type for n in model.graph.node]
+    assert "Gather" in ops and "table" in initializers(model)  # one fp32 row read per token
 
 
 def test_fast_fp32_tail_picks_exact_kernels_for_the_last_layers(tmp_path, weights):
@@ -189,11 +220,6 @@ def test_row_bytes_are_whole_blocks():
         gb.row_bytes("Q4_K", 96)
     with pytest.raises(ValueError, match="IQ2_XS"):
         gb.row_bytes("IQ2_XS", 256)
-
-
-needs_library = pytest.mark.skipif(
-    model_kernels.library_now()["library"] is None, reason="the kernel library is not built here (scripts/env.sh)"
-)
 
 
 @needs_library

@@ -15,7 +15,7 @@ import openai
 import pytest
 from websockets.sync.client import connect
 
-from playground.address import turns_value
+from playground.runs.address import turns_value
 from tests.playground.scale_out import request_events
 
 pytestmark = pytest.mark.real_model

@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from playground.address import decode_address
 from playground.edge import frames
+from playground.runs.address import decode_address
 from playground.runs.models import Run
 from tests.js import module_url, run_js
 

@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from playground.edge import frames
-from playground.param_facts import live_fields
+from playground.edge.param_facts import live_fields
 from tests.js import module_url, run_js
 
 SCRIPT = f"""

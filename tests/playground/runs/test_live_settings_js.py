@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from urllib.parse import parse_qs, urlencode
 
-from playground.address import turns_text
 from playground.edge import frames
-from playground.param_facts import live_fields
+from playground.edge.param_facts import live_fields
+from playground.runs.address import turns_text
 from tests.js import module_url, run_js
 
 LIVE = f"""

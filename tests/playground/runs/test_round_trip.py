@@ -17,9 +17,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from inference.batching.scheduler import Scheduler
-from playground.address import turns_value
 from playground.edge import frames
 from playground.runs import schema
+from playground.runs.address import turns_value
 from playground.runs.models import Run
 from playground.runs.token_rows import ENVELOPE_KEYS, load_rows
 from playground.worker import serving

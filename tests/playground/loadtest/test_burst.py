@@ -1,4 +1,4 @@
-"""The load tool (playground/loadtest.py, ``manage.py loadtest``) against a real daphne serving the
+"""The load tool (playground/loadtest/burst.py, ``manage.py loadtest``) against a real daphne serving the
 tiny model: intact streams are counted and timed; a killed server, an error answer and a refused
 origin show up as what they are; and the stream check catches a lost, duplicated or miscounted token
 in frames the real server sent."""
@@ -19,7 +19,7 @@ import pytest
 from websockets.sync.client import connect
 
 from inference.modelbuild import Progress, build_tiny_model, default_tiny_dir
-from playground import loadtest
+from playground.loadtest import burst
 from tests.servers import REPO, Daphne, start_daphne, stop
 
 
@@ -37,25 +37,25 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daphne]:
 
 
 def test_the_url_names_the_generate_endpoint_and_its_own_origin() -> None:
-    assert loadtest.endpoint("ws://example.org:8000") == "ws://example.org:8000/ws/generate/"
-    assert loadtest.endpoint("https://example.org/") == "wss://example.org/ws/generate/"
-    assert loadtest.default_origin("wss://example.org/ws/generate/") == "https://example.org"
-    with pytest.raises(loadtest.ConfigError, match="--url"):
-        loadtest.endpoint("example.org:8000")
-    with pytest.raises(loadtest.ConfigError, match="--clients"):
-        loadtest.make_config("ws://h", 0, 10)
+    assert burst.endpoint("ws://example.org:8000") == "ws://example.org:8000/ws/generate/"
+    assert burst.endpoint("https://example.org/") == "wss://example.org/ws/generate/"
+    assert burst.default_origin("wss://example.org/ws/generate/") == "https://example.org"
+    with pytest.raises(burst.ConfigError, match="--url"):
+        burst.endpoint("example.org:8000")
+    with pytest.raises(burst.ConfigError, match="--clients"):
+        burst.make_config("ws://h", 0, 10)
 
 
 def test_every_stream_is_checked_counted_and_timed(server: Daphne) -> None:
-    config = loadtest.make_config(server.url, 3, 12, seed=7)
-    summary = loadtest.run(config)
+    config = burst.make_config(server.url, 3, 12, seed=7)
+    summary = burst.run(config)
     assert summary.broken == [], [c.problems for c in summary.broken]
     assert (summary.streams, summary.done, summary.tokens, summary.exit_status) == (3, 3, 36, 0)
     assert not summary.errors
     assert summary.aggregate_rate > 0
     assert set(summary.ttft_ms) == {"min", "p50", "p95", "p99", "max"}
     assert summary.gap_ms["p50"] >= 0 and summary.stream_rates["min"] > 0
-    text = loadtest.format_summary(summary)
+    text = burst.format_summary(summary)
     assert "3 done, 0 ended with an error, 0 broken" in text and "tokens: 36 in" in text
 
 
@@ -75,15 +75,15 @@ def test_the_command_prints_json_and_exits_0(server: Daphne) -> None:
 
 
 def test_error_answers_are_counted_by_code_not_called_broken(server: Daphne) -> None:
-    summary = loadtest.run(loadtest.make_config(server.url, 2, 5, temperature=5.0))  # out of range
+    summary = burst.run(burst.make_config(server.url, 2, 5, temperature=5.0))  # out of range
     assert summary.broken == []
     assert summary.errors == {"invalid_value": 2}
     assert summary.exit_status == 2
-    assert "invalid_value ×2" in loadtest.format_summary(summary)
+    assert "invalid_value ×2" in burst.format_summary(summary)
 
 
 def test_a_refused_origin_is_a_broken_stream(server: Daphne) -> None:
-    summary = loadtest.run(loadtest.make_config(server.url, 1, 5, origin="http://elsewhere.example"))
+    summary = burst.run(burst.make_config(server.url, 1, 5, origin="http://elsewhere.example"))
     assert summary.exit_status == 1
     assert "handshake was refused (HTTP 403" in summary.broken[0].problems[0]
 
@@ -93,11 +93,11 @@ STREAMING = re.compile(r", [1-9]\d* streaming, [1-9]\d* tokens")  # a progress l
 
 def test_a_server_killed_mid_stream_breaks_every_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     daphne = start_tiny_server(tmp_path)
-    config = loadtest.make_config(daphne.url, 2, 480, timeout_s=60)  # the tiny model: 512 positions
-    result: list[loadtest.Summary] = []
+    config = burst.make_config(daphne.url, 2, 480, timeout_s=60)  # the tiny model: 512 positions
+    result: list[burst.Summary] = []
     progress: list[str] = []
-    monkeypatch.setattr(loadtest, "PROGRESS_S", 0.2)
-    runner = threading.Thread(target=lambda: result.append(loadtest.run(config, progress.append)))
+    monkeypatch.setattr(burst, "PROGRESS_S", 0.2)
+    runner = threading.Thread(target=lambda: result.append(burst.run(config, progress.append)))
     runner.start()
     try:
         deadline = time.monotonic() + 60
@@ -112,7 +112,7 @@ def test_a_server_killed_mid_stream_breaks_every_stream(tmp_path: Path, monkeypa
     assert len(summary.broken) == 2
     for check in summary.broken:
         assert "the connection closed" in check.problems[-1] and "before done or error" in check.problems[-1]
-    assert "2 broken" in loadtest.format_summary(summary)
+    assert "2 broken" in burst.format_summary(summary)
     # While it ran: progress lines, tokens flowing before the kill.
     assert any(" 0/2 streams ended" in line and STREAMING.search(line) for line in progress), progress
     assert sum(check.tokens for check in summary.broken) > 0
@@ -122,16 +122,16 @@ def test_a_server_killed_mid_stream_breaks_every_stream(tmp_path: Path, monkeypa
 def real_frames(server: Daphne) -> list[dict]:
     """One stream's frames exactly as the server sent them: started, 6 tokens, done."""
     with connect(server.websocket_url, origin=server.origin) as socket:
-        socket.send(json.dumps(loadtest.make_config(server.url, 1, 6, seed=3).generate_frame(0)))
+        socket.send(json.dumps(burst.make_config(server.url, 1, 6, seed=3).generate_frame(0)))
         frames = []
-        while not frames or frames[-1]["type"] not in loadtest.END_TYPES:
+        while not frames or frames[-1]["type"] not in burst.END_TYPES:
             frames.append(json.loads(socket.recv(timeout=60)))
     assert [f["type"] for f in frames] == ["started"] + ["token"] * 6 + ["done"]
     return frames
 
 
-def check_frames(frames: list[dict]) -> loadtest.StreamCheck:
-    check = loadtest.StreamCheck(0, "load-0", 6, sent_at=0.0)
+def check_frames(frames: list[dict]) -> burst.StreamCheck:
+    check = burst.StreamCheck(0, "load-0", 6, sent_at=0.0)
     for at, frame in enumerate(frames, start=1):
         check.feed(frame, float(at))
     check.close("the connection closed")

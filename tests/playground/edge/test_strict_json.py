@@ -7,9 +7,8 @@ import json
 
 import pytest
 
-from playground import json_depth
-from playground.edge import frames
-from playground.json_depth import CUT, MAX_DEPTH, shallow, too_deep
+from playground.edge import frames, strict_json
+from playground.edge.strict_json import CUT, MAX_DEPTH, shallow, too_deep
 from playground.openai_api.errors import ApiError
 from playground.openai_api.translate import translate
 
@@ -51,7 +50,7 @@ def test_a_frame_nested_past_any_field_is_refused_by_field_with_its_request_id(d
         frames.parse_client_frame(generate(field, nested(depth)))
     event = refused.value.to_event()
     assert event["request_id"] == "deep-1"
-    assert event["error"]["code"] == json_depth.CODE and event["error"]["param"] == param
+    assert event["error"]["code"] == strict_json.CODE and event["error"]["param"] == param
     assert str(MAX_DEPTH) in event["error"]["message"]
 
 
@@ -65,4 +64,4 @@ def test_an_http_body_nested_past_any_field_is_a_400_naming_the_field():
     body = frames.parse_json('{"model": "m", "prompt": "hi", "stop": ' + nested(970) + "}")
     with pytest.raises(ApiError) as refused:
         translate(body, "completion", "m")
-    assert (refused.value.status, refused.value.param, refused.value.code) == (400, "stop", json_depth.CODE)
+    assert (refused.value.status, refused.value.param, refused.value.code) == (400, "stop", strict_json.CODE)

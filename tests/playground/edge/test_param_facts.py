@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from inference.decoding.loop_params import LoopParams
 from inference.errors import ParamError
 from inference.sampling.params import DEFAULT_ORDER, MAX_SEED, SamplingParams
-from playground.param_facts import STAGE_SWITCHES, default_params, live_fields, params_schema, params_schema_json
+from playground.edge.param_facts import STAGE_SWITCHES, default_params, live_fields, params_schema, params_schema_json
 from tests.js import module_url, run_js
 
 SCHEMA = params_schema()

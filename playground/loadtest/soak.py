@@ -5,7 +5,7 @@ clients (``--clients``) each loop over every kind of request the playground serv
 generations of each kind (sampled, greedy, ``n`` samples, beam search, speculative, chat), a
 cancel mid-stream, a socket closed mid-stream, ``inspect``, ``score``, ``tokenize``, a saved run
 read back (``/r/<id>.json``), and the HTTP API (``/v1/completions``, streamed and not). Every
-websocket stream is checked as ``playground.loadtest.StreamCheck`` checks it; every request's
+websocket stream is checked as ``playground.loadtest.burst.StreamCheck`` checks it; every request's
 latency is timed by kind.
 
 Every ``--sample-every`` seconds a line reports the server's resident memory and open files (of
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from playground.loadtest import ConfigError, StreamCheck, default_origin, endpoint, quantiles
+from playground.loadtest.burst import ConfigError, StreamCheck, default_origin, endpoint, quantiles
 
 MEMORY_GROWTH_LIMIT = 0.05  # of the resident memory at a tenth of the time
 SETTLE_FRACTION = 0.1  # the first tenth of the time warms caches and pools: growth is measured after it

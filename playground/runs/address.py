@@ -2,8 +2,8 @@
 
 The page keeps its settings in its address (static/shared/js/address.js); "Open in the
 playground" links from a saved run write the same format here. Both codecs read the same
-parameter facts (``playground.param_facts``) and are tested on one table of cases
-(tests/playground/address_cases.json), down to the byte: values are written as JavaScript writes
+parameter facts (``playground.edge.param_facts``) and are tested on one table of cases
+(tests/playground/runs/address_cases.json), down to the byte: values are written as JavaScript writes
 them (``String(0.5)``, ``JSON.stringify``) and the query as ``URLSearchParams`` serializes it.
 """
 
@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl
 
 from inference.chat_template import ROLES as TURN_ROLES
 from inference.model_catalog import DEFAULT_MODELS
-from playground.param_facts import params_schema
+from playground.edge.param_facts import params_schema
 
 #: The request's own settings, before the parameters: chat mode's earlier turns (``turns``, JSON
 #: ``[[role, content], …]``) and the answer's start to continue (``assistant_prefix``) among them;

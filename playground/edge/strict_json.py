@@ -1,4 +1,6 @@
-"""How deep a client's JSON may nest, checked without recursion (docs/websocket-api.md, *Errors*).
+"""Strict JSON for client text (docs/websocket-api.md, *Errors*): ``parse_json`` reads a frame or
+an HTTP body as JSON where NaN and Infinity are not numbers and a number too long to be one is
+refused, and no nesting depth can break the reader.
 
 No field of a frame or of an HTTP body holds more than a few levels (the deepest, an ``inspect``
 variant's ``logit_bias``, is three below the frame), but Python's JSON reader, ``repr`` and ``==``
@@ -13,6 +15,7 @@ bad value. Both are loops over the text or the value, so no nesting depth can br
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
 from typing import Any
@@ -72,3 +75,31 @@ def too_deep(message: Any) -> str | None:
 def message(field: str | None) -> str:
     where = field or "the frame"
     return f"{where} nests values more than {MAX_DEPTH} levels deep; no field holds that many"
+
+
+def parse_json(text: str | bytes) -> Any:
+    """Strict JSON: NaN and Infinity are not numbers, and a number too long to be one is refused.
+
+    Raises ``ValueError`` (``json.JSONDecodeError`` included) for anything that is not such JSON.
+    """
+    try:
+        return json.loads(shallow(text), parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]}… is too large")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 40:  # far beyond any field's range (seeds are below 2**63)
+        raise ValueError(f"the number {text[:20]}… has too many digits")
+    return int(text)

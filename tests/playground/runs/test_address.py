@@ -1,4 +1,4 @@
-"""The page's address format: the Python codec (playground/address.py) and the page's own
+"""The page's address format: the Python codec (playground/runs/address.py) and the page's own
 (static/shared/js/address.js, run in Node) on one table of cases, and on random texts."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from playground.address import (
+from playground.edge.param_facts import params_schema
+from playground.runs.address import (
     decode_address,
     encode_address,
     param_text,
@@ -19,7 +20,6 @@ from playground.address import (
     turns_text,
     turns_value,
 )
-from playground.param_facts import params_schema
 from playground.runs.conversation import page_fields
 from tests.js import module_url, run_js
 

@@ -1,4 +1,4 @@
-"""The soak (playground/soak.py, ``manage.py loadtest --soak``): a short one against a real daphne
+"""The soak (playground/loadtest/soak.py, ``manage.py loadtest --soak``): a short one against a real daphne
 serving the tiny model runs every kind of request, reads the server's memory, files and database
 size over time, and gives its verdict; and the verdict itself on figures made by hand."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from playground import soak
-from tests.playground.test_loadtest import start_tiny_server
+from playground.loadtest import soak
+from tests.playground.loadtest.test_burst import start_tiny_server
 from tests.servers import REPO, Daphne, stop
 
 

@@ -1,0 +1,55 @@
+// Made by `python -m inference.sampling.stages --write docs/sampling.md` from the stage declarations
+// (inference/sampling/stages/): edit those, then run it. A test fails when this is not what they make.
+
+/** Each stage's name in words, by identifier, in the default order. */
+export const STAGE_TITLES = {
+  "grammar": "Grammar (constrained decoding)",
+  "logit_bias": "Logit bias",
+  "repetition_penalty": "Repetition penalty",
+  "frequency_penalty": "Frequency penalty",
+  "presence_penalty": "Presence penalty",
+  "dry": "Don't repeat yourself (DRY)",
+  "no_repeat_ngram": "No-repeat n-gram",
+  "top_n_sigma": "Top-nσ",
+  "temperature": "Temperature",
+  "dynamic_temperature": "Dynamic temperature",
+  "top_k": "Top-k",
+  "top_p": "Nucleus (top-p)",
+  "min_p": "Min-p",
+  "typical_p": "Locally typical (typical-p)",
+  "epsilon_cutoff": "Epsilon cutoff",
+  "eta_cutoff": "Eta cutoff",
+  "xtc": "Exclude top choices (XTC)",
+  "mirostat": "Mirostat v2",
+};
+
+/** Each stage field's label, one-line explanation and dial group (null: an editor of its own). */
+export const FIELD_WORDS = {
+  "grammar": {"label": "Grammar", "about": "Only tokens that keep the text a match for a JSON Schema, a regular expression or a list of choices; the end only where it is complete.", "group": null},
+  "logit_bias": {"label": "Logit bias", "about": "Add a number to chosen tokens' logits before every other stage but a grammar.", "group": null},
+  "repetition_penalty": {"label": "Repetition penalty", "about": "Divides a seen token's positive logit (multiplies a negative one), however often it appeared.", "group": "penalties"},
+  "penalty_window": {"label": "Penalty window", "about": "The three penalties above only count the last N tokens.", "group": "penalties"},
+  "frequency_penalty": {"label": "Frequency penalty", "about": "Subtracts value × how many times the token appeared.", "group": "penalties"},
+  "presence_penalty": {"label": "Presence penalty", "about": "Subtracts value once from every token that appeared at all.", "group": "penalties"},
+  "dry_multiplier": {"label": "DRY multiplier", "about": "Don't Repeat Yourself: penalize the token that would extend a repeated sequence.", "group": "penalties"},
+  "dry_base": {"label": "DRY base", "about": "The penalty grows as base^(repeat length − allowed length).", "group": "penalties"},
+  "dry_allowed_length": {"label": "DRY allowed length", "about": "Repeats shorter than this are free.", "group": "penalties"},
+  "dry_penalty_last_n": {"label": "DRY window", "about": "How far back DRY looks for repeats.", "group": "penalties"},
+  "dry_sequence_breakers": {"label": "DRY sequence breakers", "about": "A repeat never reaches back past a token containing one of these.", "group": "penalties"},
+  "no_repeat_ngram_size": {"label": "No-repeat n-gram size", "about": "Forbid any token that would complete an n-gram already in the text.", "group": "penalties"},
+  "top_n_sigma": {"label": "Top-nσ", "about": "Keep tokens whose logit is within n standard deviations of the top logit.", "group": "truncation"},
+  "temperature": {"label": "Temperature", "about": "Divides the logits: below 1 sharpens the distribution, above 1 flattens it; 0 always takes the top token.", "group": "randomness"},
+  "dynatemp_range": {"label": "Dynamic temperature range", "about": "Temperature varies within T ± range with the step's entropy: calm steps cooler, uncertain steps hotter.", "group": "randomness"},
+  "dynatemp_exponent": {"label": "Dynamic temperature exponent", "about": "Shape of the entropy → temperature curve; only used when the range is above 0.", "group": "randomness"},
+  "top_k": {"label": "Top-k", "about": "Keep only the k most likely tokens.", "group": "truncation"},
+  "top_p": {"label": "Top-p", "about": "Nucleus: keep the fewest top tokens whose probabilities add up to p.", "group": "truncation"},
+  "min_p": {"label": "Min-p", "about": "Keep tokens at least this fraction as likely as the top token.", "group": "truncation"},
+  "typical_p": {"label": "Typical-p", "about": "Keep the tokens whose surprise is closest to the step's average surprise, up to mass p.", "group": "truncation"},
+  "epsilon_cutoff": {"label": "Epsilon cutoff", "about": "Remove tokens with probability below ε.", "group": "truncation"},
+  "eta_cutoff": {"label": "Eta cutoff", "about": "Remove tokens below min(η, √η·e^−H): a cutoff that loosens when the step is uncertain.", "group": "truncation"},
+  "xtc_probability": {"label": "XTC probability", "about": "Exclude Top Choices: with this chance per token, drop every top token above the threshold but the least likely.", "group": "truncation"},
+  "xtc_threshold": {"label": "XTC threshold", "about": "Tokens at or above this probability count as top choices (above 0.5 XTC can never act).", "group": "truncation"},
+  "mirostat": {"label": "Mirostat", "about": "Adapts a surprise cutoff each step to hold the text's average surprise near τ.", "group": "truncation"},
+  "mirostat_tau": {"label": "Mirostat τ", "about": "Target surprise in bits.", "group": "truncation"},
+  "mirostat_eta": {"label": "Mirostat η", "about": "How fast mirostat's cutoff follows the target.", "group": "truncation"},
+};

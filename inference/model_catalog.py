@@ -1,11 +1,11 @@
 """The models a server serves (``PLAYGROUND_MODELS``) and what it tells people about each.
 
-The build's facts per model (its directory, manifest name, license) are the recipe table's
-(``inference.modelbuild.models``); this module adds what serving needs on top: which models are
-configured, in which order (the first is the default: a frame without ``model`` gets it), where
-each one's directory is, and the words a page shows (display name, base or instruct, the license's
-link, what a build variant means). Light: the standard library and the recipe table only, so the
-web process reads it without loading a model.
+Every fact per model (its directory, manifest name, license, display name, base or instruct, who
+made it, its markup) is its registry entry's (``inference.models``); this module says what serving
+does with them: which models are configured, in which order (the first is the default: a frame
+without ``model`` gets it), where each one's directory is, what ``GET /api/models`` says, and what
+a build variant means. Light: the standard library and the registry only, so the web process
+reads it without loading a model.
 
 Model directories: ``<root>/<dir_name>``, the root ``.models/`` unless ``PLAYGROUND_MODELS_ROOT``
 says otherwise (the image's ``/opt/models``); ``PLAYGROUND_MODEL_DIR`` still moves the first
@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from inference.model_dir import (
     CHAT_TEMPLATE_FILE,
@@ -36,64 +35,37 @@ from inference.model_dir import (
 )
 from inference.model_kernels import serving_text
 from inference.modelbuild.cuda_variant import fidelity_note
-from inference.modelbuild.models import RECIPES, ModelRecipe
+from inference.models import SMOLLM2, ModelEntry, served_entries
 
 MODELS_ENV = "PLAYGROUND_MODELS"
 MODELS_ROOT_ENV = "PLAYGROUND_MODELS_ROOT"
 
-Kind = Literal["base", "instruct"]
+
+class _Catalog(Mapping[str, ModelEntry]):
+    """The served models' registry entries by id, in the registry's order (the first is the default),
+    read from the registry at each use: an entry registered later is catalogued too."""
+
+    def __getitem__(self, model_id: str) -> ModelEntry:
+        entry = next((e for e in served_entries() if e.id == model_id), None)
+        if entry is None:
+            raise KeyError(model_id)
+        return entry
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([e.id for e in served_entries()])
+
+    def __len__(self) -> int:
+        return len(served_entries())
 
 
-@dataclass(frozen=True)
-class CatalogEntry:
-    """What the server says about one model it can serve."""
-
-    id: str  # the recipe's key: what ``model`` takes in frames, the HTTP API and saved runs
-    display_name: str
-    kind: Kind  # base: pre-trained only, it continues text; instruct: tuned to answer turns
-    owned_by: str  # who made the weights (``/v1/models``' ``owned_by``)
-    # the model's own markup that its tokenizer lists as ordinary text (Gemma's GGUF types its image
-    # markers "user-defined", not control), labelled as special tokens all the same
-    markup: tuple[str, ...] = ()
-
-    @property
-    def recipe(self) -> ModelRecipe:
-        return RECIPES[self.id]
-
-    @property
-    def model_name(self) -> str:
-        return self.recipe.model_name
-
-    @property
-    def license(self) -> dict[str, str | None]:
-        """``{"name", "url"}`` from the recipe's license, written ``Name (url)`` or a known name."""
-        text = self.recipe.license
-        match = re.fullmatch(r"(.+?) \((https?://\S+)\)", text)
-        if match:
-            return {"name": match.group(1), "url": match.group(2)}
-        return {"name": text, "url": LICENSE_URLS.get(text)}
-
-    def no_chat_reason(self) -> str:
-        """Why chat mode is refused for this model when its build has no chat template."""
-        if self.kind == "base":
-            return f"{self.id} is a base model: it has no chat template; use completion"
-        return f"{self.id} has no chat template; use completion"
-
-
-LICENSE_URLS = {"Apache-2.0": "https://www.apache.org/licenses/LICENSE-2.0"}
-
-ENTRIES: tuple[CatalogEntry, ...] = (
-    CatalogEntry("smollm2-135m-instruct", "SmolLM2 135M Instruct", "instruct", "HuggingFaceTB"),
-    CatalogEntry("gemma-3-270m", "Gemma 3 270M (base)", "base", "google", ("[multimodal]", "<start_of_image>", "<end_of_image>")),
-)
-CATALOG: dict[str, CatalogEntry] = {entry.id: entry for entry in ENTRIES}
-DEFAULT_MODELS: tuple[str, ...] = tuple(entry.id for entry in ENTRIES)
+CATALOG: Mapping[str, ModelEntry] = _Catalog()
+DEFAULT_MODELS: tuple[str, ...] = tuple(CATALOG)  # the built-in served models; the first is the default
 
 # What a build variant means for the probabilities shown (a variant without a note shows none).
 VARIANT_NOTES = {
     "exact": "every weight as the GGUF stores it: every probability is the model's",
     "exact-8bit": "every weight as the GGUF stores it (8-bit kernels): every probability is the model's",
-    "cuda": fidelity_note(RECIPES["smollm2-135m-instruct"].variants["cuda"]),  # the GPU build: its measured fidelity
+    "cuda": fidelity_note(SMOLLM2.recipe.variants["cuda"]),  # the GPU build: its measured fidelity
 }
 
 
@@ -101,7 +73,7 @@ def configured_models(env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
     """The ids ``PLAYGROUND_MODELS`` names (comma-separated; default every catalogued model), the
     default first. ``ValueError`` naming the setting for an unknown, repeated or empty list."""
     raw = env.get(MODELS_ENV, "")
-    names = tuple(name.strip() for name in raw.split(",") if name.strip()) if raw.strip() else DEFAULT_MODELS
+    names = tuple(name.strip() for name in raw.split(",") if name.strip()) if raw.strip() else tuple(CATALOG)
     unknown = [name for name in names if name not in CATALOG]
     if unknown:
         raise ValueError(f"{MODELS_ENV} names unknown models {unknown}; choose from {list(CATALOG)}")
@@ -118,7 +90,7 @@ def model_dir_for(model_id: str, served: Sequence[str], env: Mapping[str, str] =
     if served and model_id == served[0] and env.get(MODEL_DIR_ENV):
         return Path(env[MODEL_DIR_ENV]).expanduser()
     root = Path(env[MODELS_ROOT_ENV]).expanduser() if env.get(MODELS_ROOT_ENV) else MODELS_ROOT
-    return root / CATALOG[model_id].recipe.dir_name
+    return root / CATALOG[model_id].dir_name
 
 
 def resolve(name: str, served: Sequence[str]) -> str | None:
@@ -143,7 +115,7 @@ def describe(model_id: str, model_dir: Path) -> dict[str, Any]:
         "model_name": entry.model_name,
         "display_name": entry.display_name,
         "kind": entry.kind,
-        "license": entry.license,
+        "license": entry.license_link,
         "variant": None,
         "variant_note": None,
         "kernels": None,

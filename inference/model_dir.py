@@ -11,12 +11,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from inference.models import DEFAULT_MODEL, entry_for
+
 MODEL_DIR_ENV = "PLAYGROUND_MODEL_DIR"
 """Environment variable that overrides the model directory."""
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MODELS_ROOT = REPO_ROOT / ".models"  # git-ignored
-DEFAULT_MODEL_DIR_NAME = "smollm2-135m-instruct"
+DEFAULT_MODEL_DIR_NAME = entry_for(DEFAULT_MODEL).dir_name  # the default model's (the registry's first)
 
 # Files inside a model directory.
 MODEL_FILE = "model.onnx"  # the 4-bit MatMulNBits decoder with KV cache that is served

@@ -14,7 +14,7 @@ import onnxruntime as ort
 from inference.allocator import keep_freed_memory
 from inference.chat_template import ChatTemplate
 from inference.engine import CPU, Decoder, ModelShape
-from inference.model_catalog import CATALOG, ENTRIES
+from inference.model_catalog import CATALOG
 from inference.model_dir import CHAT_TEMPLATE_FILE, MANIFEST_FILE, MODEL_FILE, TOKENIZER_FILE, ModelNotBuiltError, document_start
 from inference.model_kernels import serving_text
 from inference.text import TextCodec
@@ -89,7 +89,7 @@ def load_runtime(
         template = ChatTemplate.from_file(template_path, {k: v for k, v in names.items() if v})
     name = str(manifest["model_name"])
     if model_id is None:
-        model_id = next((entry.id for entry in ENTRIES if entry.model_name == name), name)
+        model_id = next((entry.id for entry in CATALOG.values() if entry.model_name == name), name)
     entry = CATALOG.get(model_id)
     codec = TextCodec.from_file(
         model_dir / TOKENIZER_FILE,

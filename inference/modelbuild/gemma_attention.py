@@ -47,11 +47,8 @@ from inference.modelbuild.attention import (
     MS_DOMAIN,
     SEQLENS,
     TOTAL,
+    AttentionRewrite,
     FusionError,
-    GraphIndex,
-    Heads,
-    LayerAttention,
-    replace_nodes,
     rotary_inv_freq,
     rotary_tables,
     sequence_lengths,
@@ -73,8 +70,8 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     """Fuse every layer's attention of Gemma 3's ``onnx.ModelProto`` ``model`` in place; returns a summary."""
     from onnx import TensorProto, helper, numpy_helper  # the build extra: imported by a build only
 
-    graph = model.graph
-    shape = Heads.of(config)
+    rewrite = AttentionRewrite(model, config, "Gemma's attention layout")
+    graph, shape, index, new_nodes, new_inits = rewrite.graph, rewrite.shape, rewrite.index, rewrite.new_nodes, rewrite.new_inits
     layers, heads, kv_heads, head_dim = shape.layers, shape.heads, shape.kv_heads, shape.head_dim
     layer_types = config.get("layer_types")
     window = config.get("sliding_window")
@@ -84,16 +81,12 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
         raise FusionError("sliding layers but no sliding_window in the config")
     if config.get("attn_logit_softcapping") is not None:
         raise FusionError("attention logit soft-capping is not handled")
-    nodes_before = len(graph.node)
-
-    index = GraphIndex(graph)
     producers = index.producers
     consumers: dict[str, list[Any]] = {}
     for n in graph.node:
         for x in n.input:
             consumers.setdefault(x, []).append(n)
 
-    new_nodes, new_inits = sequence_lengths()
     sliding_layers = [i for i, kind in enumerate(layer_types) if kind == "sliding_attention"]
     if sliding_layers:
         new_nodes += sequence_lengths(SLIDING_MASK, SLIDING_PREFIX)[0]  # the same constants
@@ -111,16 +104,14 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
     ]
 
     graph_inputs = {i.name for i in graph.input}
-    replaced: set[str] = set()  # names of nodes whose outputs the fused nodes now produce
     for i, kind in enumerate(layer_types):
-        layer = LayerAttention.find(graph, index, i, "Gemma's attention layout")
+        layer = rewrite.layer(i)
         projections, p = layer.projections, layer.prefix
         norms = [producers.get(f"{p}/{x}_norm/Mul_1_output_0") for x in ("q", "k")]
         if any(n is None or n.op_type != "SimplifiedLayerNormalization" for n in norms):
             raise FusionError(f"layer {i}: no fused q_norm/k_norm (run norms.fuse first)")
         if rotary_read(norms[0].output[0], consumers, producers) != ROTARY[kind]:
             raise FusionError(f"layer {i} ({kind}) does not rotate q with {ROTARY[kind]}")
-        replaced |= layer.replaced(index)
         flat = []
         for x, norm, shape, count in (("q", norms[0], "/gqa/q_heads", heads), ("k", norms[1], "/gqa/kv_heads", kv_heads)):
             base = f"{p}/{x}_norm/gqa"
@@ -182,7 +173,7 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
                 SLIDING_LAYERS_KEY: ",".join(map(str, sliding_layers)),
             },
         )
-    replace_nodes(model, replaced, new_nodes, new_inits, graph_inputs | {POSITION_IDS, SLIDING_MASK} | set(index.inits))
+    nodes = rewrite.finish({POSITION_IDS, SLIDING_MASK})
     return {
         "method": "QK-norm as SimplifiedLayerNormalization over head_dim, then GroupQueryAttention (com.microsoft, "
         "rotary inside) per layer, replacing the export's attention; position_ids as an input",
@@ -195,8 +186,7 @@ def fuse(model, config: dict[str, Any]) -> dict[str, Any]:
         "cache": "global layers: [B, kv_heads, capacity, head_dim] holding every position (seqlens_k from attention_mask); "
         "sliding layers: buffers of their own length holding the last positions only (seqlens_k from sliding_attention_mask; "
         "keys are rotated from position_ids before they are cached)",
-        "nodes_before": nodes_before,
-        "nodes_after": len(graph.node),
+        **nodes,
     }
 
 

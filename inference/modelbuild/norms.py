@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def fuse(model) -> dict[str, Any]:
-    """Fuse the norms of the ``onnx.ModelProto`` ``model`` in place; returns a summary for the manifest."""
+def fuse(model, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Fuse the norms of the ``onnx.ModelProto`` ``model`` in place; returns a summary for the manifest.
+    (``config``: taken as every fusion takes it; the norms' patterns need none of it.)"""
     import onnxruntime.transformers  # noqa: F401  (puts its fusion modules on the import path)
     from onnxruntime.transformers.fusion_simplified_layernorm import (  # the build extra (these import onnx)
         FusionSimplifiedLayerNormalization,

@@ -23,10 +23,10 @@ from tokenizers import Tokenizer
 
 from .. import model_dir as md
 from .. import model_kernels
+from ..models import DEFAULT_MODEL, ModelEntry, entry_for
 from . import cuda_variant, recipe, steps  # cheap: each step imports its tools as it runs
-from .models import SMOLLM2, ModelRecipe
 from .progress import ConsoleProgress, Progress, StepTimer
-from .source import LICENSE_TERMS_FILE, NOTICE_FILE, GgufSource, Source, SourceNotFoundError, sha256_file
+from .source import LICENSE_TERMS_FILE, NOTICE_FILE, Source, SourceNotFoundError, sha256_file, source_for
 
 BUILD_STEPS = 6  # check, convert, export, transform, verify, install
 
@@ -63,14 +63,14 @@ def check_model(
     model_dir: Path,
     source_info: dict[str, Any] | None,
     variant: str | None = None,
-    recipe_version: int = recipe.RECIPE_VERSION,
+    model: ModelEntry | None = None,
     kernels: dict[str, Any] | None = None,
 ) -> ModelStatus:
-    """Compare ``model_dir`` with the recipe (``recipe_version``: the model's), the tools installed,
-    ``source_info`` (None: unknown), the ``variant`` asked for (None for a source without GGUF
-    blocks, which has no variants) and our kernel library (``kernels``: ``model_kernels.library_for``
-    the model's formats, asked now by default for SmolLM2's): a library that came, went or changed
-    version since the build rebuilds.
+    """Compare ``model_dir`` with ``model``'s recipe (default: the default model's), the tools
+    installed, ``source_info`` (None: unknown), the ``variant`` asked for (None for a source without
+    GGUF blocks, which has no variants) and our kernel library (``kernels``: ``model_kernels.library_for``
+    the model's formats, asked now by default): a library that came, went or changed version since
+    the build rebuilds.
 
     Hashes every file the manifest lists (about 0.5 s for the real model).
     """
@@ -81,6 +81,8 @@ def check_model(
     except (OSError, ValueError) as exc:
         return ModelStatus(model_dir, (f"unreadable manifest: {exc}",), intact=False)
 
+    model = model or entry_for(DEFAULT_MODEL)
+    recipe_version = model.recipe.recipe_version
     reasons: list[str] = []
     if manifest.get("recipe_version") != recipe_version:
         reasons.append(f"recipe version {manifest.get('recipe_version')} != {recipe_version}")
@@ -95,7 +97,7 @@ def check_model(
     changed = sorted(k for k in tools_then.keys() | tools_now.keys() if tools_then.get(k) != tools_now.get(k))
     if changed:
         reasons.append("tool versions changed: " + ", ".join(f"{k} {tools_then.get(k)} -> {tools_now.get(k)}" for k in changed))
-    kernels = model_kernels.library_for(SMOLLM2.kernel_formats) if kernels is None else kernels
+    kernels = _kernels_for(model, variant) if kernels is None else kernels
     kernels_changed = model_kernels.rebuild_reason(manifest, kernels)
     if kernels_changed:
         reasons.append(kernels_changed)
@@ -116,33 +118,33 @@ def check_model(
 
 
 def inspect_model(model_dir: Path | None = None, source: Source | None = None, variant: str | None = None) -> ModelStatus:
-    """The status of ``model_dir`` (default: the configured one) against the packaged GGUF
-    (``variant``: default ``recipe.DEFAULT_VARIANT``)."""
+    """The status of ``model_dir`` (default: the configured one) against ``source`` (default: the
+    default model's packaged GGUF; ``variant``: default its recipe's default)."""
     model_dir = md.default_model_dir() if model_dir is None else Path(model_dir)
-    source = source or GgufSource()
+    source = source or source_for(DEFAULT_MODEL)
     try:
         info = source.describe()
     except SourceNotFoundError:
         info = None
     wanted = _variant_for(source, variant)
-    kernels = _kernels_for(source.recipe, wanted)
-    return check_model(model_dir, info, wanted, source.recipe.recipe_version, kernels)
+    return check_model(model_dir, info, wanted, source.entry, _kernels_for(source.entry, wanted))
 
 
-def _kernels_for(model: ModelRecipe, variant: str | None) -> dict[str, Any]:
+def _kernels_for(model: ModelEntry, variant: str | None) -> dict[str, Any]:
     """Our kernel library as a build of ``model``'s ``variant`` uses it (none for the GPU variant)."""
-    return cuda_variant.kernels_for(model.variants.get(variant or "", {}), model_kernels.library_for(model.kernel_formats))
+    build = model.recipe
+    return cuda_variant.kernels_for(build.variants.get(variant or "", {}), model_kernels.library_for(build.kernel_formats))
 
 
 def _variant_for(source: Source, variant: str | None) -> str | None:
     """The variant a build of ``source`` records: the one asked for (checked against its model's
     recipe), else the default; None for a source without GGUF blocks."""
-    model: ModelRecipe = source.recipe
-    if variant is not None and variant not in model.variants:
-        raise BuildError(f"unknown variant {variant!r} for {model.key}; choose one of {sorted(model.variants)}")
-    if getattr(source, "gguf_weights", None) is None and not isinstance(source, GgufSource):
+    plan = source.entry.recipe
+    if variant is not None and variant not in plan.variants:
+        raise BuildError(f"unknown variant {variant!r} for {source.entry.id}; choose one of {sorted(plan.variants)}")
+    if source.gguf_weights is None:
         return None
-    return variant or model.default_variant
+    return variant or plan.default_variant
 
 
 def ensure_model(
@@ -155,8 +157,8 @@ def ensure_model(
 ) -> Path:
     """Build the model into ``model_dir`` (default: the configured one) unless it is up to date.
 
-    ``variant``: one of ``recipe.VARIANTS`` (default ``recipe.DEFAULT_VARIANT``); a model built as
-    another variant is rebuilt.
+    ``source``: default the default model's packaged GGUF. ``variant``: one of its recipe's variants
+    (default its default); a model built as another variant is rebuilt.
 
     Returns the model directory. When the build tool chain or the packaged GGUF is missing (a
     serving-only install) an intact model is used as it is; without one, :class:`BuildError`.
@@ -168,14 +170,14 @@ def ensure_model(
     with _build_lock(model_dir):
         with timer.step("check", "check the source and the model directory"):
             try:
-                source = GgufSource() if source is None else source
+                source = source_for(DEFAULT_MODEL) if source is None else source
                 source_info = source.describe()
             except SourceNotFoundError as exc:
                 source, source_info, source_error = None, None, str(exc)
-            wanted = _variant_for(source, variant) if source is not None else variant or recipe.DEFAULT_VARIANT
-            version = source.recipe.recipe_version if source is not None else recipe.RECIPE_VERSION
-            kernels = _kernels_for(source.recipe if source is not None else SMOLLM2, wanted)
-            status = check_model(model_dir, source_info, wanted, version, kernels)
+            model = source.entry if source is not None else entry_for(DEFAULT_MODEL)
+            wanted = _variant_for(source, variant) if source is not None else variant or model.recipe.default_variant
+            kernels = _kernels_for(model, wanted)
+            status = check_model(model_dir, source_info, wanted, model, kernels)
         if status.up_to_date and not force:
             progress.info(f"{model_dir}: up to date")
             return model_dir
@@ -187,7 +189,7 @@ def ensure_model(
                 return model_dir
             raise BuildError(f"cannot build the model into {model_dir}: {why}")
         progress.info(
-            f"building {source.model_name} into {model_dir}: {'forced' if force and status.up_to_date else '; '.join(status.reasons)}"
+            f"building {source.entry.model_name} into {model_dir}: {'forced' if force and status.up_to_date else '; '.join(status.reasons)}"
         )
         _build(model_dir, source, source_info, wanted, timer, progress, kernels)
     return model_dir
@@ -202,7 +204,7 @@ def _build(
     progress: Progress,
     kernels: dict[str, Any],
 ) -> None:
-    parent = model_dir.parent
+    parent, plan = model_dir.parent, source.entry.recipe
     tmp = Path(tempfile.mkdtemp(prefix=f".{model_dir.name}.building-", dir=parent))
     try:
         stage, work = tmp / "model", tmp / "work"
@@ -221,15 +223,15 @@ def _build(
                     else f"MatMulNBits: {kernels['why']}"
                 )
             else:
-                how = "MatMulNBits, block 32, symmetric" if source.recipe.requantize_rest else "fp32 weights"
+                how = "MatMulNBits, block 32, symmetric" if plan.requantize_rest else "fp32 weights"
             what = (
                 "fuse norms, attention and MLP, quantize to 4 bits"
-                if source.recipe.requantize_rest
-                else "transform: " + ", ".join(source.recipe.transformations)
+                if plan.requantize_rest
+                else "transform: " + ", ".join(plan.transformation_names)
             )
             with timer.step("transform", f"{what} ({how})"):
                 config = json.loads((checkpoint / md.CONFIG_FILE).read_text())
-                graph = steps.transform(fp32, stage / md.MODEL_FILE, source.gguf_weights, config, variant, source.recipe, kernels)
+                graph = steps.transform(fp32, stage / md.MODEL_FILE, source.gguf_weights, config, variant, source.entry, kernels)
             with timer.step("verify", "verify with ONNX Runtime"):
                 for name in CHECKPOINT_FILES:
                     if (checkpoint / name).is_file():
@@ -241,9 +243,9 @@ def _build(
                     stage / md.TOKENIZER_FILE,
                     shapes,
                     config.get("bos_token_id"),
-                    position_ids=source.recipe.position_ids,
-                    sliding_mask=source.recipe.sliding_mask,
-                    prompt=source.recipe.verify_prompt,
+                    position_ids=plan.position_ids,
+                    sliding_mask=plan.sliding_mask,
+                    prompt=plan.verify_prompt,
                     kernels=graph["kernels"].get("ops", 0) > 0,
                 )
         with timer.step("install", "write the manifest and move the model into place"):
@@ -252,7 +254,7 @@ def _build(
             _install(stage, model_dir, tmp)
         size_mb = (model_dir / md.MODEL_FILE).stat().st_size / 1e6
         progress.info(
-            f"built {source.model_name} in {model_dir} ({md.MODEL_FILE}: {size_mb:.0f} MB) in {sum(timer.seconds.values()):.1f} s"
+            f"built {source.entry.model_name} in {model_dir} ({md.MODEL_FILE}: {size_mb:.0f} MB) in {sum(timer.seconds.values()):.1f} s"
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -336,8 +338,8 @@ def make_manifest(
     }
     return {
         "schema_version": recipe.MANIFEST_SCHEMA_VERSION,
-        "recipe_version": source.recipe.recipe_version,
-        "model_name": source.model_name,
+        "recipe_version": source.entry.recipe.recipe_version,
+        "model_name": source.entry.model_name,
         "variant": variant,
         "architecture": (config.get("architectures") or [None])[0],
         "source": source_info,
@@ -361,7 +363,7 @@ def make_manifest(
         },
         model_kernels.MANIFEST_KEY: graph["kernels"],
         "onnx_sha256": files[md.MODEL_FILE]["sha256"],
-        "special_tokens": special_tokens(stage / md.TOKENIZER_FILE, config, source.recipe.stop_tokens),
+        "special_tokens": special_tokens(stage / md.TOKENIZER_FILE, config, source.entry.recipe.stop_tokens),
         "chat_template_file": md.CHAT_TEMPLATE_FILE if md.CHAT_TEMPLATE_FILE in files else None,
         "files": files,
         "verification": io["checks"],

@@ -36,7 +36,7 @@ from tokenizers import Tokenizer
 from .. import model_dir as md
 from ..bench.peers import LlamaCppModel
 from ..model_kernels import register_beside
-from .models import SMOLLM2, ModelRecipe, recipe_named
+from ..models import DEFAULT_MODEL, ModelEntry, entry_for, entry_named
 from .reference import export_reference
 
 MIXED_TEXT = """The history of the printing press begins in the fifteenth century, when Johannes Gutenberg \
@@ -133,11 +133,14 @@ def divergence(reference: np.ndarray, logits: np.ndarray) -> dict[str, float]:
 
 
 def evaluate(
-    model: Path, reference: Path, tokenizer_path: Path, llama_cpp: bool = False, recipe: ModelRecipe = SMOLLM2
+    model: Path, reference: Path, tokenizer_path: Path, llama_cpp: bool = False, entry: ModelEntry | None = None
 ) -> dict[str, Any]:
+    """The figures the module docstring lists, for ``model`` against ``reference`` (``entry``: the
+    model's registry entry, for the tokens put in front; default the default model's)."""
+    plan = (entry or entry_for(DEFAULT_MODEL)).recipe
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
     sessions = {"model": open_session(model), "fp32": open_session(reference)}
-    text_ids = [recipe.quality_text_start] + tokenizer.encode(MIXED_TEXT, add_special_tokens=False).ids
+    text_ids = [plan.quality_text_start] + tokenizer.encode(MIXED_TEXT, add_special_tokens=False).ids
     logits = {name: step(s, text_ids, empty_past(s))[0] for name, s in sessions.items()}
     prompt = tokenizer.encode(GREEDY_PROMPT, add_special_tokens=False).ids
     result: dict[str, Any] = {"model": str(model), "reference": str(reference)}
@@ -146,7 +149,7 @@ def evaluate(
         result["llama.cpp"] = divergence(logits["fp32"], llama_cpp_logits(text_ids))
     result["greedy"] = {
         f"{name}/{prefix}": tokenizer.decode(greedy(s, [*start, *prompt], 8)[0])
-        for prefix, start in recipe.quality_prompt_starts.items()
+        for prefix, start in plan.quality_prompt_starts.items()
         for name, s in sessions.items()
     }
     result["decode_tokens_per_s"] = {name: round(greedy(s, prompt, 64)[1], 1) for name, s in sessions.items()}
@@ -180,10 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     if not tokenizer.is_file():
         tokenizer = md.default_model_dir() / md.TOKENIZER_FILE
     try:
-        recipe = recipe_named(md.read_manifest(model.parent)["model_name"])
+        entry = entry_named(md.read_manifest(model.parent)["model_name"])
     except md.ModelNotBuiltError:
-        recipe = SMOLLM2
-    result = evaluate(model, reference, tokenizer, llama_cpp=args.llama_cpp, recipe=recipe)
+        entry = None
+    result = evaluate(model, reference, tokenizer, llama_cpp=args.llama_cpp, entry=entry)
     json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0

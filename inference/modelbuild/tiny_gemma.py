@@ -10,17 +10,16 @@ nothing). Its text is gibberish.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from .. import model_dir as md
+from ..models import GEMMA, ModelEntry, register
 from . import gguf_tokenizer as gt
 from . import steps
-from .models import GEMMA
 from .pipeline import ensure_model
 from .progress import Progress
+from .source import random_weights, source_for
 
 TINY_GEMMA_NAME = "tiny-random-gemma3"
 SLIDING_WINDOW = 8
@@ -83,33 +82,35 @@ def tiny_config(vocab_size: int) -> dict[str, Any]:
 class TinyGemmaSource:
     """Random weights from ``torch.manual_seed(seed)`` with :func:`tiny_config`, the tiny vocabulary."""
 
-    model_name = TINY_GEMMA_NAME
-    recipe = GEMMA
     gguf_weights = None
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, entry: ModelEntry | None = None) -> None:
+        self.entry = entry or TINY_GEMMA  # another entry: a model with this source and its own recipe
         self.seed = seed
         self.vocab = tiny_vocab()
         self.config = tiny_config(len(self.vocab.tokens))
 
     def describe(self) -> dict[str, Any]:
-        text = json.dumps({"seed": self.seed, "config": self.config, "tokens": self.vocab.tokens}, sort_keys=True)
-        return {
-            "kind": "random",
-            "package": None,
-            "version": None,
-            "file": None,
-            "sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "license": None,
-            "seed": self.seed,
-            "config": dict(self.config),
-        }
+        fingerprint = {"seed": self.seed, "config": self.config, "tokens": self.vocab.tokens}
+        return random_weights("random", self.seed, self.config, fingerprint, None)
 
     def write_checkpoint(self, dest: Path, verbosity: int = 1) -> None:
         dest.mkdir(parents=True, exist_ok=True)
         gt.build_tokenizer(self.vocab).save(str(dest / md.TOKENIZER_FILE))
         model = random_model(self.config, self.seed)
         model.save_pretrained(dest)
+
+
+# Registered as every model is: Gemma's recipe, random weights, no license (nothing borrowed); a
+# build-only model (no catalogue words: never served).
+TINY_GEMMA = register(
+    ModelEntry(
+        id=TINY_GEMMA_NAME,
+        license="none: random weights",
+        source=TinyGemmaSource,
+        recipe=GEMMA.recipe,
+    )
+)
 
 
 def random_model(config: dict[str, Any], seed: int):
@@ -133,4 +134,4 @@ def random_model(config: dict[str, Any], seed: int):
 
 def build_tiny_gemma(out_dir: Path, seed: int = 0, *, force: bool = False, progress: Progress | None = None) -> Path:
     """Build (or find up to date) the tiny Gemma model in ``out_dir``; returns ``out_dir``."""
-    return ensure_model(Path(out_dir), progress, force=force, source=TinyGemmaSource(seed))
+    return ensure_model(Path(out_dir), progress, force=force, source=source_for(TINY_GEMMA, seed=seed))

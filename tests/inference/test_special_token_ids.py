@@ -9,7 +9,7 @@ import pytest
 
 from inference import model_dir as md
 from inference.model_catalog import describe, model_dir_for, special_token_ids
-from inference.modelbuild.models import GEMMA
+from inference.models import GEMMA
 
 
 def within(ranges: list[list[int]], token_id: int) -> bool:

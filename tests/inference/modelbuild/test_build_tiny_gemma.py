@@ -10,8 +10,8 @@ from tokenizers import Tokenizer
 
 from inference import model_dir as md
 from inference.modelbuild import read_manifest
-from inference.modelbuild.models import GEMMA
 from inference.modelbuild.tiny_gemma import SLIDING_WINDOW, TinyGemmaSource, build_tiny_gemma, random_model
+from inference.models import GEMMA
 from tests.inference.modelbuild.gemma_session import forward
 
 from .conftest import RecordingProgress
@@ -30,7 +30,7 @@ def session(tiny_gemma_dir):
 def test_manifest_records_gemma_recipe(tiny_gemma_dir):
     m = read_manifest(tiny_gemma_dir)
     assert m["model_name"] == "tiny-random-gemma3"
-    assert m["recipe_version"] == GEMMA.recipe_version
+    assert m["recipe_version"] == GEMMA.recipe.recipe_version
     assert m["architecture"] == "Gemma3ForCausalLM"
     assert m["variant"] is None  # no GGUF blocks, no variants
     assert m["quantization"]["method"] == "none: fp32 weights"

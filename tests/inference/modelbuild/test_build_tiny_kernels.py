@@ -13,14 +13,14 @@ from inference import model_kernels
 from inference.engine import CPU
 from inference.kernels.library import ENV_LIBRARY
 from inference.modelbuild import Progress, build_tiny_model, quality, read_manifest
-from inference.modelbuild.models import SMOLLM2
 from inference.modelbuild.pipeline import check_model
 from inference.modelbuild.tiny import RandomSource
+from inference.models import SMOLLM2
 from inference.runtime import load_runtime
 
 from .conftest import RecordingProgress
 
-LIBRARY = model_kernels.library_for(SMOLLM2.kernel_formats)  # what a SmolLM2 build records here
+LIBRARY = model_kernels.library_for(SMOLLM2.recipe.kernel_formats)  # what a SmolLM2 build records here
 pytestmark = pytest.mark.skipif(LIBRARY["library"] is None, reason=f"the kernel library is not built here: {LIBRARY.get('why')}")
 
 PROMPT = list(range(300, 340))  # 40 token ids: a prefill through every layer

@@ -13,10 +13,16 @@ from onnx import TensorProto, helper
 from inference.engine import CPU
 from inference.model_dir import MANIFEST_FILE, MODEL_FILE
 from inference.modelbuild import Progress, build_tiny_model, cuda_check, default_tiny_dir
-from inference.modelbuild.recipe import VARIANTS
+from inference.models import SMOLLM2
 from inference.runtime import load_runtime
 
 PROMPT = [0, 504, 3575, 282, 4649, 314]
+
+
+@pytest.fixture(scope="module")
+def exact_dir():
+    """The tiny model's default (exact) build, built here when no earlier test has."""
+    return build_tiny_model(default_tiny_dir(), progress=Progress())
 
 
 @pytest.fixture(scope="module")
@@ -44,11 +50,11 @@ def test_the_manifest_records_the_check_and_no_kernel_library(cuda_dir):
     cuda = manifest["onnx"]["transformations"]["cuda"]
     assert cuda["cuda_kernels"]["nodes_checked"] == manifest["onnx"]["nodes"]
     assert cuda["float32"] == ["logits"]
-    assert manifest["quantization"]["fidelity"] == VARIANTS["cuda"]["fidelity"]
+    assert manifest["quantization"]["fidelity"] == SMOLLM2.recipe.variants["cuda"]["fidelity"]
 
 
-def test_the_engine_runs_the_gpu_graph_on_the_cpu_provider_close_to_the_exact_build(cuda_dir):
-    exact = load_runtime(default_tiny_dir(), (CPU,), intra_op_threads=1).decoder
+def test_the_engine_runs_the_gpu_graph_on_the_cpu_provider_close_to_the_exact_build(cuda_dir, exact_dir):
+    exact = load_runtime(exact_dir, (CPU,), intra_op_threads=1).decoder
     half = load_runtime(cuda_dir, (CPU,), intra_op_threads=1).decoder
     assert half.cache_dtype == "float16" and half.new_state().past.buffers[0].dtype == np.float16
     states = [exact.new_state(), half.new_state()]
@@ -60,8 +66,8 @@ def test_the_engine_runs_the_gpu_graph_on_the_cpu_provider_close_to_the_exact_bu
         logits = [state.append_tokens([token]) for state in states]
 
 
-def test_the_exact_graph_fails_the_check_naming_its_float32_attention():
-    model = onnx.load(str(default_tiny_dir() / MODEL_FILE), load_external_data=False)
+def test_the_exact_graph_fails_the_check_naming_its_float32_attention(exact_dir):
+    model = onnx.load(str(exact_dir / MODEL_FILE), load_external_data=False)
     with pytest.raises(cuda_check.CudaKernelError) as caught:
         cuda_check.check(model)
     attention = [n.name for n in model.graph.node if n.op_type == "GroupQueryAttention"]

@@ -27,9 +27,10 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def vocab() -> gt.GgufVocab:
-    from inference.modelbuild.source import assemble_gemma
+    from inference.modelbuild.source import locate_gguf
+    from inference.models import GEMMA
 
-    return gt.read_vocab(assemble_gemma())
+    return gt.read_vocab(locate_gguf(GEMMA.source))
 
 
 @pytest.fixture(scope="module")

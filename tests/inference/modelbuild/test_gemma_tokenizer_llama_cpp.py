@@ -36,10 +36,11 @@ def ours() -> Tokenizer:
 def llama():
     import llama_cpp
 
-    from inference.modelbuild.source import SourceNotFoundError, assemble_gemma
+    from inference.modelbuild.source import SourceNotFoundError, locate_gguf
+    from inference.models import GEMMA
 
     try:
-        gguf = assemble_gemma()  # the GGUF the build read, joined once into .models/sources/
+        gguf = locate_gguf(GEMMA.source)  # the GGUF the build read, joined once into .models/sources/
     except SourceNotFoundError as missing:
         pytest.skip(str(missing))
     return llama_cpp.Llama(str(gguf), vocab_only=True, verbose=False)

@@ -11,7 +11,8 @@ from gguf.quants import dequantize, quantize
 from onnx import TensorProto, helper, numpy_helper
 
 from inference.modelbuild import gguf_blocks as gb
-from inference.modelbuild import lossless, recipe
+from inference.modelbuild import lossless
+from inference.models import SMOLLM2
 
 K, N = 96, 48  # three blocks of 32 along K
 
@@ -182,7 +183,7 @@ def test_level_of_reads_projection_then_layer_then_kind():
 def test_fast_fp32_tail_computes_the_last_layer_exactly(tmp_path, weights):
     """The variant's settings on a 3-layer model: layer 0 with int8 activations (close), layer 2, the last,
     with fp32 activations (the fp32 product of the GGUF's weights, as `exact` computes it)."""
-    settings = recipe.VARIANTS["fast-fp32-tail"]
+    settings = SMOLLM2.recipe.variants["fast-fp32-tail"]
     qtype = GGMLQuantizationType.Q4_1
     rng = np.random.default_rng(7)
     parts = [weights, rng.standard_normal((N, K)).astype(np.float32)]

@@ -13,7 +13,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from inference import model_kernels
 from inference.modelbuild import gguf_blocks as gb
-from inference.modelbuild import lossless, recipe
+from inference.modelbuild import lossless
+from inference.models import SMOLLM2
 
 from .test_lossless import CONFIG, K, N, single_matmul_model, write_gguf
 
@@ -137,7 +138,7 @@ def tied_model(table: np.ndarray) -> onnx.ModelProto:
 
 @pytest.mark.parametrize("variant", ["exact", "balanced", "fast"])
 def test_the_tied_head_is_a_kernel_node_and_the_embedding_reads_the_8bit_table_in_every_variant(tmp_path, weights, variant):
-    settings = recipe.VARIANTS[variant]
+    settings = SMOLLM2.recipe.variants[variant]
     write_gguf(tmp_path / "m.gguf", {"token_embd.weight": (weights, GGMLQuantizationType.Q8_0)})
     table = dequantize(quantize(weights, GGMLQuantizationType.Q8_0), GGMLQuantizationType.Q8_0)  # [V, K]
     model = tied_model(table)
@@ -155,7 +156,7 @@ def test_the_tied_head_is_a_kernel_node_and_the_embedding_reads_the_8bit_table_i
 
 @needs_library
 def test_the_embedding_over_the_8bit_table_gives_the_fp32_table_rows_exactly(tmp_path, weights):
-    settings = recipe.VARIANTS["exact"]
+    settings = SMOLLM2.recipe.variants["exact"]
     write_gguf(tmp_path / "m.gguf", {"token_embd.weight": (weights, GGMLQuantizationType.Q8_0)})
     table = dequantize(quantize(weights, GGMLQuantizationType.Q8_0), GGMLQuantizationType.Q8_0)  # [V, K]
     model = tied_model(table)
@@ -173,7 +174,7 @@ def test_the_embedding_over_the_8bit_table_gives_the_fp32_table_rows_exactly(tmp
 
 
 def test_without_the_kernels_exact_keeps_the_fp32_table_for_the_embedding(tmp_path, weights):
-    settings = recipe.VARIANTS["exact"]
+    settings = SMOLLM2.recipe.variants["exact"]
     write_gguf(tmp_path / "m.gguf", {"token_embd.weight": (weights, GGMLQuantizationType.Q8_0)})
     table = dequantize(quantize(weights, GGMLQuantizationType.Q8_0), GGMLQuantizationType.Q8_0)  # [V, K]
     model = tied_model(table)
@@ -183,7 +184,7 @@ def test_without_the_kernels_exact_keeps_the_fp32_table_for_the_embedding(tmp_pa
 
 
 def test_fast_fp32_tail_picks_exact_kernels_for_the_last_layers(tmp_path, weights):
-    settings = recipe.VARIANTS["fast-fp32-tail"]
+    settings = SMOLLM2.recipe.variants["fast-fp32-tail"]
     qtype = GGMLQuantizationType.Q4_1
     write_gguf(tmp_path / "m.gguf", {f"blk.{i}.ffn_up.weight": (weights * (i + 1), qtype) for i in range(3)})
     ws = [dequantize(quantize(weights * (i + 1), qtype), qtype) for i in range(3)]

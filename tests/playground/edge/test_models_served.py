@@ -14,7 +14,7 @@ from django.test import AsyncClient
 from inference import model_dir as md
 from inference.model_catalog import configured_models, model_dir_for
 from inference.model_kernels import serving_text
-from inference.modelbuild.models import GEMMA
+from inference.models import GEMMA
 from playground.runs.models import Run
 from tests.client_frames import generate
 from tests.communicator import TIMEOUT, connect

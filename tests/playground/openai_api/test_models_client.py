@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from inference import model_dir as md
-from inference.modelbuild.models import GEMMA
+from inference.models import GEMMA
 
 pytestmark = pytest.mark.real_model
 

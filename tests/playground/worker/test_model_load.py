@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from inference import model_dir as md
-from inference.modelbuild.models import GEMMA
+from inference.models import GEMMA
 from playground.edge import frames
 from playground.worker.serving import END, Assignment, ProcessResources, submit_generation
 

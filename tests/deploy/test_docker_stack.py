@@ -227,3 +227,41 @@ def test_the_client_of_a_worker_killed_mid_stream_hears_an_error(stack):
     thread.join(60)
     assert result, "no answer within 60 s of the worker's death"
     assert result[0][-1]["type"] == "error"
+
+
+DOCUMENTED_ENDS = ("interrupted", "worker_lost")  # a run that streamed while Redis restarted (docs/websocket-api.md)
+
+
+def test_a_redis_restart_under_load_ends_every_stream_and_the_stack_reconnects(stack):
+    """Issue 32 on the compose stack: Redis restarted while two generations decode; each ends with
+    ``done`` or a documented error, and the same web and worker containers serve the next request
+    (they reconnect by themselves) with no traceback in their logs."""
+    stack.compose("up", "-d", "--scale", "worker=1", timeout=600)
+    worker = stack.wait_healthy("worker", count=1)[0]
+    web = stack.containers("web")[0]
+    started = [threading.Event(), threading.Event()]
+    results: dict[str, list[dict[str, Any]]] = {}
+
+    def run(index: int) -> None:
+        request_id = f"redis-{index}"
+        results[request_id] = generate(stack, request_id, 200, on_started=started[index].set)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    assert all(event.wait(STREAM_TIMEOUT_S) for event in started)
+    since = str(int(time.time()) - 1)  # the containers' log lines from the restart on
+    stack.compose("restart", "redis", timeout=120)
+    for thread in threads:
+        thread.join(STREAM_TIMEOUT_S)
+    assert set(results) == {"redis-0", "redis-1"}, "a stream did not end within its time"
+    for request_id, events in results.items():
+        end = events[-1]
+        assert end["type"] == "done" or end["error"]["code"] in DOCUMENTED_ENDS, (request_id, end)
+    stack.wait_healthy("worker", count=1)
+    after = generate(stack, "after-redis", 3)
+    assert after[-1]["type"] == "done", after[-3:]
+    assert stack.containers("worker") == [worker] and stack.containers("web") == [web]  # not restarted
+    for container in (worker, web):
+        logs = docker_stack.run(["docker", "logs", "--since", since, container], check=False)
+        assert "Traceback" not in logs.stdout + logs.stderr, (logs.stdout + logs.stderr)[-3000:]

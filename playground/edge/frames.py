@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from inference.chat_template import ROLES, ChatMessage, ChatPrompt
-from inference.decoding.request import MAX_WATCH, TOP_N, GenerationRequest, int_in, parse_params, token_ids
+from inference.decoding.request import MAX_WATCH, TOP_N, WIRE_KEYS, GenerationRequest, int_in, parse_params, token_ids
 from inference.errors import FieldError, ParamError, excerpt
 from inference.model_catalog import chat_refusal, resolve
 from playground.edge import strict_json
@@ -40,29 +40,18 @@ __all__ = [
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9_\-.:]{1,64}$")
 PROMPT_CHARACTERS = (1, 20_000)
-GENERATE_KEYS = frozenset(
-    {
-        "type",
-        "request_id",
-        "prompt",
-        "mode",
-        "system",
-        "params",
-        "top_n",
-        "use_cache",
-        "prompt_scores",
-        "prefix_tokens",
-        "watch",
-        "parent_run",
-        "branch_index",
-        "typed_tokens",
-        "branched",
-        "messages",
-        "continue_final_message",
-        "save",
-        "model",
-    }
-)
+# A generate frame: the request's own fields as the wire carries them (``chat`` is made from
+# ``messages`` here, not sent), and the frame's.
+GENERATE_KEYS = frozenset(WIRE_KEYS) - {"chat"} | {
+    "type",
+    "request_id",
+    "parent_run",
+    "branch_index",
+    "messages",
+    "continue_final_message",
+    "save",
+    "model",
+}
 MAX_MESSAGES = 64  # turns of one chat conversation
 RUN_ID = re.compile(r"^[A-Za-z0-9_\-]{16,43}$")  # as playground.runs.ids.RUN_ID_PATTERN
 CANCEL_KEYS = frozenset({"type", "request_id"})

@@ -70,4 +70,31 @@ TARGET_AVX2 INLINE void store256(float *y, __m256 lo, __m256 hi, size_t cols) {
 
 #endif /* x86 */
 
+/* A plain kernel for one value `arg` of its layout's parameter, named with the suffix s (_h0, _g1, …). */
+#define PLAIN_INSTANCE(name, s, arg)                                                                            \
+    static void name##s(const uint8_t *tile, const struct acts *a, size_t row0, size_t rows, float *y, size_t ldy, \
+                        size_t cols) {                                                                          \
+        name(tile, a, row0, rows, y, ldy, cols, arg);                                                           \
+    }
+
+#ifdef HAVE_X86_SIMD
+/* Every SIMD kernel of a layout for one value `arg` of its parameter, named with the suffix s. */
+#define SIMD_INSTANCES(s, arg)                                             \
+    WALK_ROWS(exact_avx512##s, TARGET_AVX512, exact_avx512, arg)          \
+    WALK_ROWS(fast_avx512##s, TARGET_AVX512, fast_avx512, arg)            \
+    WALK_ROWS(fast_vnni##s, TARGET_VNNI, fast_vnni, arg)                  \
+    WALK_ROWS_AVX2(exact_avx2##s, exact_avx2, arg)                        \
+    WALK_ROWS_AVX2(fast_avx2##s, fast_avx2, arg)
+#define SIMD_OR(simd, plain) simd
+#else
+#define SIMD_OR(simd, plain) plain
+#endif
+
+/* A layout's kernels by ISA path, in enum isa's order (plain, avx2, avx512, avx512vnni), for the
+ * suffix s; where the SIMD paths are not compiled every entry is the plain kernel. */
+#define EXACT_KERNELS(s) \
+    {exact_plain##s, SIMD_OR(exact_avx2##s, exact_plain##s), SIMD_OR(exact_avx512##s, exact_plain##s), SIMD_OR(exact_avx512##s, exact_plain##s)}
+#define FAST_KERNELS(s) \
+    {fast_plain##s, SIMD_OR(fast_avx2##s, fast_plain##s), SIMD_OR(fast_avx512##s, fast_plain##s), SIMD_OR(fast_vnni##s, fast_plain##s)}
+
 #endif

@@ -235,44 +235,22 @@ TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, siz
     for (int r = 0; r < R; r++) store256(y + r * ldy, acc[r][0], acc[r][1], cols);
 }
 
-#define SIMD_INSTANCES(half)                                              \
-    WALK_ROWS(exact_avx512_h##half, TARGET_AVX512, exact_avx512, half)    \
-    WALK_ROWS(fast_avx512_h##half, TARGET_AVX512, fast_avx512, half)      \
-    WALK_ROWS(fast_vnni_h##half, TARGET_VNNI, fast_vnni, half)            \
-    WALK_ROWS_AVX2(exact_avx2_h##half, exact_avx2, half)                  \
-    WALK_ROWS_AVX2(fast_avx2_h##half, fast_avx2, half)
-SIMD_INSTANCES(0)
-SIMD_INSTANCES(1)
-#else
-#define exact_avx2_h0 exact_plain_h0
-#define exact_avx512_h0 exact_plain_h0
-#define fast_avx2_h0 fast_plain_h0
-#define fast_avx512_h0 fast_plain_h0
-#define fast_vnni_h0 fast_plain_h0
-#define exact_avx2_h1 exact_plain_h1
-#define exact_avx512_h1 exact_plain_h1
-#define fast_avx2_h1 fast_plain_h1
-#define fast_avx512_h1 fast_plain_h1
-#define fast_vnni_h1 fast_plain_h1
+SIMD_INSTANCES(_h0, 0)
+SIMD_INSTANCES(_h1, 1)
 #endif
 
-#define PLAIN_INSTANCES(name, half)                                                                                   \
-    static void name##_h##half(const uint8_t *tile, const struct acts *a, size_t row0, size_t rows, float *y, size_t ldy, \
-                               size_t cols) {                                                                             \
-        name(tile, a, row0, rows, y, ldy, cols, half);                                                                    \
-    }
-PLAIN_INSTANCES(exact_plain, 0)
-PLAIN_INSTANCES(exact_plain, 1)
-PLAIN_INSTANCES(fast_plain, 0)
-PLAIN_INSTANCES(fast_plain, 1)
+PLAIN_INSTANCE(exact_plain, _h0, 0)
+PLAIN_INSTANCE(exact_plain, _h1, 1)
+PLAIN_INSTANCE(fast_plain, _h0, 0)
+PLAIN_INSTANCE(fast_plain, _h1, 1)
 
 const struct layout LAYOUT4 = {
     .bits = 4,
     .groups = 1,
     .half = 0,
     .block_bytes = BLOCK4(0),
-    .exact = {exact_plain_h0, exact_avx2_h0, exact_avx512_h0, exact_avx512_h0},
-    .fast = {fast_plain_h0, fast_avx2_h0, fast_avx512_h0, fast_vnni_h0},
+    .exact = EXACT_KERNELS(_h0),
+    .fast = FAST_KERNELS(_h0),
 };
 
 const struct layout LAYOUT4_HALF = {
@@ -280,6 +258,6 @@ const struct layout LAYOUT4_HALF = {
     .groups = 1,
     .half = 1,
     .block_bytes = BLOCK4(1),
-    .exact = {exact_plain_h1, exact_avx2_h1, exact_avx512_h1, exact_avx512_h1},
-    .fast = {fast_plain_h1, fast_avx2_h1, fast_avx512_h1, fast_vnni_h1},
+    .exact = EXACT_KERNELS(_h1),
+    .fast = FAST_KERNELS(_h1),
 };

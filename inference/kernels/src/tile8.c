@@ -54,15 +54,10 @@ INLINE void fast_plain(const uint8_t *tile, const struct acts *a, size_t row0, s
     }
 }
 
-#define INSTANCES(name, groups)                                                                                   \
-    static void name##_g##groups(const uint8_t *tile, const struct acts *a, size_t row0, size_t rows, float *y, \
-                                 size_t ldy, size_t cols) {                                                     \
-        name(tile, a, row0, rows, y, ldy, cols, groups);                                                        \
-    }
-INSTANCES(exact_plain, 1)
-INSTANCES(exact_plain, 2)
-INSTANCES(fast_plain, 1)
-INSTANCES(fast_plain, 2)
+PLAIN_INSTANCE(exact_plain, _g1, 1)
+PLAIN_INSTANCE(exact_plain, _g2, 2)
+PLAIN_INSTANCE(fast_plain, _g1, 1)
+PLAIN_INSTANCE(fast_plain, _g2, 2)
 
 #ifdef HAVE_X86_SIMD
 /* The int8 sum of a group's activations: Q6_K's groups of 16 have their own, a block's is both. */
@@ -221,40 +216,22 @@ TARGET_AVX2 INLINE void fast_avx2(const uint8_t *tile, const struct acts *a, siz
     for (int r = 0; r < R; r++) store256(y + r * ldy, acc[r][0], acc[r][1], cols);
 }
 
-#define SIMD_INSTANCES(groups)                                                   \
-    WALK_ROWS(exact_avx512_g##groups, TARGET_AVX512, exact_avx512, groups)      \
-    WALK_ROWS(fast_avx512_g##groups, TARGET_AVX512, fast_avx512, groups)        \
-    WALK_ROWS(fast_vnni_g##groups, TARGET_VNNI, fast_vnni, groups)              \
-    WALK_ROWS_AVX2(exact_avx2_g##groups, exact_avx2, groups)                    \
-    WALK_ROWS_AVX2(fast_avx2_g##groups, fast_avx2, groups)
-SIMD_INSTANCES(1)
-SIMD_INSTANCES(2)
-
-#else
-#define exact_avx2_g1 exact_plain_g1
-#define exact_avx512_g1 exact_plain_g1
-#define fast_avx2_g1 fast_plain_g1
-#define fast_avx512_g1 fast_plain_g1
-#define fast_vnni_g1 fast_plain_g1
-#define exact_avx2_g2 exact_plain_g2
-#define exact_avx512_g2 exact_plain_g2
-#define fast_avx2_g2 fast_plain_g2
-#define fast_avx512_g2 fast_plain_g2
-#define fast_vnni_g2 fast_plain_g2
+SIMD_INSTANCES(_g1, 1)
+SIMD_INSTANCES(_g2, 2)
 #endif
 
 const struct layout LAYOUT8_G1 = {
     .bits = 8,
     .groups = 1,
     .block_bytes = BLOCK8(1),
-    .exact = {exact_plain_g1, exact_avx2_g1, exact_avx512_g1, exact_avx512_g1},
-    .fast = {fast_plain_g1, fast_avx2_g1, fast_avx512_g1, fast_vnni_g1},
+    .exact = EXACT_KERNELS(_g1),
+    .fast = FAST_KERNELS(_g1),
 };
 
 const struct layout LAYOUT8_G2 = {
     .bits = 8,
     .groups = 2,
     .block_bytes = BLOCK8(2),
-    .exact = {exact_plain_g2, exact_avx2_g2, exact_avx512_g2, exact_avx512_g2},
-    .fast = {fast_plain_g2, fast_avx2_g2, fast_avx512_g2, fast_vnni_g2},
+    .exact = EXACT_KERNELS(_g2),
+    .fast = FAST_KERNELS(_g2),
 };

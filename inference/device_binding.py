@@ -4,7 +4,7 @@ On the CPU provider a cache buffer is a numpy array and its ``OrtValue`` shares 
 slice of rows is a numpy view wrapped again, and rows are copied with numpy. On a device the
 buffers live in device memory (``OrtValue.ortvalue_from_numpy(…, "cuda", 0)``) and stay there
 between steps; the host keeps a *mirror* array of each, which is not kept up to date. Two things
-differ, and both live here so that the engine keeps one code path:
+differ, and both live here so that the engine and its cache (``inference.kv_cache``) keep one code path:
 
 - :class:`CacheRows`: rows ``begin..end`` of every buffer, bound to an ``IOBinding`` as past and
   present by address (the buffer's address plus ``begin`` rows), the same device memory, no copy.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,17 @@ CACHE_DTYPES = {"tensor(float)": "float32", "tensor(float16)": "float16"}
 SLIDING_MASK = "sliding_attention_mask"  # [B, positions the sliding buffers hold + new] int64
 SLIDING_WINDOW_KEY = "sliding_window"  # metadata_props: positions a sliding layer's query attends to, itself included
 SLIDING_LAYERS_KEY = "sliding_layers"  # metadata_props: the sliding layers' indices, comma-separated
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The decoder's dimensions, as the manifest's ``shapes`` record them (``inference.runtime``)."""
+
+    num_layers: int
+    kv_heads: int
+    head_dim: int
+    vocab_size: int
+    context_window: int
 
 
 class ModelNotBuiltError(FileNotFoundError):

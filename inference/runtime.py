@@ -13,9 +13,17 @@ import onnxruntime as ort
 
 from inference.allocator import keep_freed_memory
 from inference.chat_template import ChatTemplate
-from inference.engine import CPU, Decoder, ModelShape
+from inference.engine import CPU, Decoder
 from inference.model_catalog import CATALOG
-from inference.model_dir import CHAT_TEMPLATE_FILE, MANIFEST_FILE, MODEL_FILE, TOKENIZER_FILE, ModelNotBuiltError, document_start
+from inference.model_dir import (
+    CHAT_TEMPLATE_FILE,
+    MANIFEST_FILE,
+    MODEL_FILE,
+    TOKENIZER_FILE,
+    ModelNotBuiltError,
+    ModelShape,
+    document_start,
+)
 from inference.model_kernels import serving_text
 from inference.text import TextCodec
 

@@ -43,7 +43,7 @@ import numpy as np
 from inference.batching.plan import Chunk, FreshGroup, RunState, SoloChunk, StepPlan, Verify
 from inference.call_stop import CancelFlag, Terminated, stopping_when
 from inference.decoding.generation import Program, SoloDriver
-from inference.engine import KVCache
+from inference.kv_cache import KVCache
 from inference.runtime import Runtime
 from inference.speculative import Draft
 

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
+from inference.device_binding import load_cuda_libraries
 from inference.engine import CPU, CUDA, Decoder
 from inference.model_dir import MODEL_FILE, REPO_ROOT
 from inference.modelbuild import quality
@@ -58,8 +59,6 @@ def probe(model_file: Path, provider: str) -> dict[str, Any]:
             f"{provider} is not in this ONNX Runtime ({ort.get_available_providers()}): install the cuda extra"
         )
     if provider == CUDA:
-        from inference.device_binding import load_cuda_libraries
-
         load_cuda_libraries()
     options = ort.SessionOptions()
     options.log_severity_level = 3

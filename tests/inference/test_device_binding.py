@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from inference.device_binding import CacheRows
-from inference.engine import CPU, Decoder, KVCache
+from inference.engine import CPU, Decoder
+from inference.kv_cache import KVCache
 from inference.model_dir import MODEL_FILE
 
 PROMPTS = [[0, 504, 3575, 282], [0, 17, 9, 4649, 314, 28], [0, 88]]

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from inference.engine import KVCache, SlidingWindow
+from inference.kv_cache import KVCache, SlidingWindow
 from inference.modelbuild.tiny_gemma import SLIDING_WINDOW
 
 # float32 rounding only (a shifted buffer sums the same window from other offsets; a step vs a prefill): < 1e-6 seen

@@ -4,11 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from inference.sampling.candidates import Candidates
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """The values a number of a trace may take, in its field's type (``Annotated[float, Range(0, 1)]``):
+    what whoever reads a trace back (an event, a saved run's import) checks and its schema says."""
+
+    low: float
+    high: float | None = None
+
+
+MAX_INT = 2**31 - 1  # token ids, positions, counts: what every database column holds
+Prob = Annotated[float, Range(0, 1)]
+Count = Annotated[int, Range(0, MAX_INT)]  # a token id, a rank, a count
 
 
 @dataclass(frozen=True)
@@ -16,9 +30,9 @@ class Alternative:
     """One token: raw probability (softmax of the model's logits), final probability (0.0 if
     removed) and the name of the stage that removed it (None if it was kept)."""
 
-    id: int
-    raw_prob: float
-    prob: float
+    id: Count
+    raw_prob: Prob
+    prob: Prob
     removed_by: str | None
 
     def to_dict(self) -> dict[str, Any]:
@@ -34,11 +48,11 @@ class Watched:
     where the token is not in the running: ``raw_rank`` for a token the model itself ruled out
     (-inf), ``rank`` for one a stage removed."""
 
-    id: int
-    raw_prob: float
-    prob: float
-    raw_rank: int | None
-    rank: int | None
+    id: Count
+    raw_prob: Prob
+    prob: Prob
+    raw_rank: Count | None
+    rank: Count | None
     removed_by: str | None
 
     def to_dict(self) -> dict[str, Any]:
@@ -57,7 +71,7 @@ class StageCount:
     """A stage's name and how many tokens were still in the running after it."""
 
     name: str
-    kept: int
+    kept: Count
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kept": self.kept}

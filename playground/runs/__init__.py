@@ -8,7 +8,7 @@ schema, comparison and pages.
 - ``checks``: the import's value checks, raising ``SchemaError`` with the value's path.
 - ``recording``: the worker's recorder; turns a request's events into a saved ``Run``.
 - ``conversation``: a chat run's messages, stored compactly, and their page fields.
-- ``token_rows``: a saved token with named fields (``TokenRow``) ↔ its compact stored row.
+- ``token_rows``: a saved token (the ``token`` event's ``TokenEvent``) ↔ its compact stored row.
 - ``schema``: the versioned JSON export of a run or a comparison, and its validating import.
 - ``errors``: ``NotFound``, ``BadRequest``, ``SchemaError``, ``UnencodableText``: one shape.
 - ``text_check``: finds and repairs text that cannot be stored or shown (lone surrogates, U+0000).

@@ -28,7 +28,8 @@ from typing import Any
 from playground.runs.conversation import conversation_text
 from playground.runs.fields import MODEL, REQUEST
 from playground.runs.models import Run
-from playground.runs.token_rows import TokenRow, sample_rows
+from playground.runs.token_rows import sample_rows
+from playground.wire.token_event import TokenEvent
 
 METRIC = {
     "name": "total_variation",
@@ -139,7 +140,7 @@ def differing_settings(runs: Sequence[Run]) -> list[dict[str, Any]]:
     return rows
 
 
-def seed_note(runs: Sequence[Run], columns: list[list[TokenRow]], first: int | None, same_prompt: bool) -> str:
+def seed_note(runs: Sequence[Run], columns: list[list[TokenEvent]], first: int | None, same_prompt: bool) -> str:
     """What a difference between these runs can honestly be blamed on. Positions are counted from
     1, as every page counts them (``first`` is 0-based, as the JSON's ``first_divergence``)."""
     if not same_prompt:
@@ -175,7 +176,7 @@ def seed_note(runs: Sequence[Run], columns: list[list[TokenRow]], first: int | N
     )
 
 
-def _first_divergence(columns: list[list[TokenRow]]) -> int | None:
+def _first_divergence(columns: list[list[TokenEvent]]) -> int | None:
     for i in range(max((len(c) for c in columns), default=0)):
         ids = {c[i].id if i < len(c) else None for c in columns}
         if len(ids) > 1:
@@ -183,7 +184,7 @@ def _first_divergence(columns: list[list[TokenRow]]) -> int | None:
     return None
 
 
-def _shared_context(a: Run, a_tokens: list[TokenRow], b: Run, b_tokens: list[TokenRow]) -> int:
+def _shared_context(a: Run, a_tokens: list[TokenEvent], b: Run, b_tokens: list[TokenEvent]) -> int:
     """The last position at which both runs had fed the model the same tokens: the same prompt and
     every token before it the same (so through their first divergence); -1 when the prompts differ."""
     if list(map(tuple, a.prompt_tokens)) != list(map(tuple, b.prompt_tokens)):
@@ -192,7 +193,7 @@ def _shared_context(a: Run, a_tokens: list[TokenRow], b: Run, b_tokens: list[Tok
     return max(len(a_tokens), len(b_tokens)) if first is None else first
 
 
-def _shared_draws(columns: list[list[TokenRow]], first: int | None) -> int:
+def _shared_draws(columns: list[list[TokenEvent]], first: int | None) -> int:
     """How many leading positions every run drew the same (non-null) random number."""
     shared = 0
     end = min((len(c) for c in columns), default=0)
@@ -204,7 +205,7 @@ def _shared_draws(columns: list[list[TokenRow]], first: int | None) -> int:
     return shared
 
 
-def _cell(token: TokenRow | None) -> dict[str, Any] | None:
+def _cell(token: TokenEvent | None) -> dict[str, Any] | None:
     if token is None:
         return None
     return {
@@ -214,11 +215,11 @@ def _cell(token: TokenRow | None) -> dict[str, Any] | None:
         "prob": token.prob,
         "raw_prob": token.raw_prob,
         "draw": token.draw,
-        "origin": token.shown_origin,  # how it got there (docs/websocket-api.md, ``origin``)
+        "origin": token.origin.value,  # how it got there (docs/websocket-api.md, ``origin``)
     }
 
 
-def _divergence(a: TokenRow | None, b: TokenRow | None, same_context: bool, same_settings: bool) -> dict[str, Any] | None:
+def _divergence(a: TokenEvent | None, b: TokenEvent | None, same_context: bool, same_settings: bool) -> dict[str, Any] | None:
     """Run 1's step against another run's: null when either has no token there; no number when the
     tokens before it differ; exactly 0 for the same settings; otherwise bounds from the top-N lists."""
     if a is None or b is None:
@@ -232,7 +233,7 @@ def _divergence(a: TokenRow | None, b: TokenRow | None, same_context: bool, same
     return {"context": "same", "same_settings": same, "lower": lower, "upper": upper, "shared_tokens": shared}
 
 
-def _tv_bounds(a: TokenRow, b: TokenRow) -> tuple[float, float, int]:
+def _tv_bounds(a: TokenEvent, b: TokenEvent) -> tuple[float, float, int]:
     """Bounds on the total variation between two steps' final distributions, from their top-N lists:
     exact over the tokens both stored, and the mass outside them at least ½|p(S̄) − q(S̄)|, at most
     ½(p(S̄) + q(S̄))."""

@@ -51,7 +51,7 @@ from playground.runs.errors import SchemaError
 from playground.runs.models import Run
 from playground.runs.stored_params import params_from_stored, stored_params
 from playground.runs.text_check import excerpt
-from playground.runs.token_rows import TokenRow, load_rows, run_origins
+from playground.runs.token_rows import exported, load_rows, run_origins, stored_row_from_event
 
 MAX_LISTED = 64  # samples, beams: at most ``n`` / ``num_beams``
 SAMPLE_KEYS = ("sample", "reason", "stop_string", "text", "tail", "completion_tokens")
@@ -348,13 +348,13 @@ class TokensField(Field):
 
     def exported(self, run: Run) -> Any:
         rows = run_origins(load_rows(run.tokens), len(run.prefix_tokens), run.typed_tokens, run.branch_index)
-        return [row.to_event() for row in rows]
+        return [exported(row) for row in rows]
 
 
 TOKENS = TokensField(
     "tokens",
     "tokens",
-    store=lambda events: [TokenRow.from_event(event).to_stored() for event in events],
+    store=lambda events: [stored_row_from_event(event) for event in events],
 )
 RUN = Part(
     "run",

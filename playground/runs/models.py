@@ -1,7 +1,7 @@
 """Saved runs: one row per run, everything needed to show it again and to reproduce it.
 
 Per-token data (each token's alternatives, stage counts, entropy and draw) lives compactly in one
-JSON column, ``tokens``, as rows read and written by ``playground.runs.token_rows.TokenRow`` (see
+JSON column, ``tokens``, as rows read and written by ``playground.runs.token_rows`` (see
 ``playground.runs.schema`` for the expanded, documented export). Ids are random and unguessable;
 nothing lists all runs (``playground.runs.ids``).
 
@@ -19,12 +19,12 @@ from django.db import models
 from django.utils import timezone
 
 from inference.model_catalog import DEFAULT_MODELS
+from playground.runs import token_rows
 from playground.runs.conversation import messages_from_stored
 from playground.runs.errors import UnencodableText
 from playground.runs.ids import check_delete_token, new_run_id
 from playground.runs.stored_params import params_from_stored
 from playground.runs.text_check import first_unencodable
-from playground.runs.token_rows import TokenRow
 
 
 def _refuse_unencodable(name: str, value: Any) -> None:
@@ -168,7 +168,7 @@ class Run(models.Model):
             if name == "tokens":
                 found = first_unencodable(value)
                 if found is not None:  # name it by field: a stored row is positional
-                    found = first_unencodable([TokenRow.from_stored(row).to_event() for row in value], name)
+                    found = first_unencodable([token_rows.exported(token_rows.from_stored(row)) for row in value], name)
             else:
                 found = first_unencodable(value, name)
             if found is not None:

@@ -3,8 +3,8 @@
 
 One definition serves both directions, and the recorder too: ``playground.runs.fields`` is the
 table of a run's fields (the export's key, the ``Run`` column, the check on import, the
-conversions); tokens are ``TokenRow``s, exported with ``to_event`` and imported with
-``from_event`` after the checks. So whatever an export writes, the import reads back, and
+conversions); tokens are ``TokenEvent``s, exported with ``token_rows.exported`` and read back on
+import by ``TokenEvent.from_saved``, which checks them field by field. So whatever an export writes, the import reads back, and
 export → import → export gives the same file again (only ``id``, ``source`` and
 ``imported_from`` say that it is a copy). This module adds the file's envelope (``schema``,
 ``version``), the upgrades of older versions and the checks that tie fields together (the request,
@@ -34,7 +34,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from inference.decoding.origin import TOKEN_ORIGINS
 from inference.decoding.request import MAX_WATCH, GenerationRequest
 from inference.errors import FieldError
 from inference.model_catalog import DEFAULT_MODELS
@@ -45,15 +44,11 @@ from playground.runs.checks import (
     a_bool,
     a_draw_interval,
     a_list,
-    a_number,
-    a_prob,
     a_str,
     an_int,
     an_object,
     kind,
-    objects,
     one_of,
-    optional,
     shown,
 )
 from playground.runs.conversation import shown_prompt
@@ -61,9 +56,8 @@ from playground.runs.errors import SchemaError
 from playground.runs.fields import MAX_TOKENS_PER_RUN, MODEL, REQUEST, RESULT, RUN
 from playground.runs.models import Run
 from playground.runs.text_check import first_unencodable
-from playground.runs.token_rows import Alternative, Stage, TokenRow
 from playground.runs.tree import MAX_TREE_RUNS, Node, flattened, tree_dict
-from playground.wire.token_event import implied_origin
+from playground.wire.token_event import EventError, TokenEvent
 
 __all__ = [
     "RUN_SCHEMA",
@@ -88,8 +82,7 @@ VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 MAX_COMPARED = 4
 CONVERSATION_KEYS = ("messages", "continue_final_message")  # new in version 3
-WATCHED_KEYS = ("id", "raw_prob", "prob", "raw_rank", "rank", "removed_by", "token")  # a token's ``watched`` entry
-ORIGINS = tuple(origin.value for origin in TOKEN_ORIGINS)
+MAX_STAGES = MAX_STAGE_NAME = 64  # a token's ``stages``, and a stage name's characters
 REASONS = {"complete": ("eos", "stop", "max_tokens"), "cancelled": ("cancelled",), "failed": (None,)}
 
 
@@ -338,42 +331,19 @@ def _generate_request(request: dict[str, Any], path: str) -> GenerationRequest:
 
 
 def _token(data: Any, path: str, top_n: int, samples: int) -> None:
-    if isinstance(data, dict):  # files written before tokens had ``draw_interval``, ``watched``, ``origin`` (optional)
-        data = {"draw_interval": None, "watched": [], "origin": implied_origin(data)} | data
-    speculative = isinstance(data, dict) and "drafted" in data  # a speculative run's tokens say whether each was drafted
-    an_object(data, path, (*TokenRow.EVENT_KEYS, "drafted") if speculative else TokenRow.EVENT_KEYS)
-    if speculative:
-        a_bool(data["drafted"], f"{path}.drafted")
-    an_int(data["sample"], f"{path}.sample", 0, samples - 1)
-    an_int(data["index"], f"{path}.index")
-    an_int(data["id"], f"{path}.id")
-    a_str(data["token"], f"{path}.token")
-    a_str(data["text"], f"{path}.text")
-    a_prob(data["raw_prob"], f"{path}.raw_prob")
-    a_prob(data["prob"], f"{path}.prob")
-    optional(a_str)(data["removed_by"], f"{path}.removed_by")
-    a_bool(data["forced"], f"{path}.forced")
-    one_of(data["origin"], f"{path}.origin", ORIGINS)
-    optional(a_prob)(data["draw"], f"{path}.draw")
-    optional(a_draw_interval)(data["draw_interval"], f"{path}.draw_interval")
-    optional(a_number)(data["elapsed_ms"], f"{path}.elapsed_ms")
-    for watched, p in objects(data["watched"], f"{path}.watched", WATCHED_KEYS, 0, MAX_WATCH):
-        an_int(watched["id"], f"{p}.id")
-        a_str(watched["token"], f"{p}.token")
-        a_prob(watched["raw_prob"], f"{p}.raw_prob")
-        a_prob(watched["prob"], f"{p}.prob")
-        optional(an_int)(watched["raw_rank"], f"{p}.raw_rank")
-        optional(an_int)(watched["rank"], f"{p}.rank")
-        optional(a_str)(watched["removed_by"], f"{p}.removed_by")
-    entropy = an_object(data["entropy"], f"{path}.entropy", ("before", "after"))
-    for key in ("before", "after"):
-        optional(a_number)(entropy[key], f"{path}.entropy.{key}")
-    for stage, p in objects(data["stages"], f"{path}.stages", tuple(sorted(Stage.EVENT_KEYS)), 0, 64):
-        a_str(stage["name"], f"{p}.name", 1, 64)
-        an_int(stage["kept"], f"{p}.kept")
-    for alt, p in objects(data["alternatives"], f"{path}.alternatives", tuple(sorted(Alternative.EVENT_KEYS)), 0, top_n):
-        an_int(alt["id"], f"{p}.id")
-        a_str(alt["token"], f"{p}.token")
-        a_prob(alt["raw_prob"], f"{p}.raw_prob")
-        a_prob(alt["prob"], f"{p}.prob")
-        optional(a_str)(alt["removed_by"], f"{p}.removed_by")
+    """A token of the run: the event's own fields and types (``TokenEvent.from_saved``; a field
+    added after the file was written reads as the class says), then what ties it to its run."""
+    if not isinstance(data, dict):
+        raise SchemaError(path, f"must be an object, got {kind(data)}")
+    try:
+        token = TokenEvent.from_saved(data)
+    except EventError as error:
+        raise SchemaError(f"{path}.{error.path}", error.message) from None
+    an_int(token.sample, f"{path}.sample", 0, samples - 1)
+    if token.draw_interval is not None:
+        a_draw_interval(list(token.draw_interval), f"{path}.draw_interval")
+    a_list(list(token.watched), f"{path}.watched", 0, MAX_WATCH)
+    a_list(list(token.stages), f"{path}.stages", 0, MAX_STAGES)
+    for i, stage in enumerate(token.stages):
+        a_str(stage.name, f"{path}.stages[{i}].name", 1, MAX_STAGE_NAME)
+    a_list(list(token.alternatives), f"{path}.alternatives", 0, top_n)

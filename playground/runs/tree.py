@@ -12,7 +12,8 @@ from typing import Any
 from django.urls import reverse
 
 from playground.runs.models import Run
-from playground.runs.token_rows import TokenRow, sample_rows
+from playground.runs.token_rows import sample_rows
+from playground.wire.token_event import TokenEvent
 
 MAX_TREE_RUNS = 256  # a tree's runs, root included: what one page draws and one file holds
 # What every branch sets from its parent by design: the seed, the lengths (counted after its own
@@ -126,7 +127,7 @@ def _value(value: Any) -> str:
     return "off" if value is None else json.dumps(value, ensure_ascii=False)
 
 
-def _at(rows: list[TokenRow], index: int) -> TokenRow | None:
+def _at(rows: list[TokenEvent], index: int) -> TokenEvent | None:
     return next((row for row in rows if row.index == index), None)
 
 

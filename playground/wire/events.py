@@ -20,7 +20,7 @@ from inference.errors import ParamError
 from inference.runtime import ModelInfo
 from inference.sampling import SamplingParams, StepTrace
 from inference.text import TextCodec
-from playground.wire.token_event import TokenEvent
+from playground.wire.token_event import TokenEvent, TraceView
 
 log = logging.getLogger(__name__)
 
@@ -232,12 +232,9 @@ def verification_event(request_id: str, verification: Verification, codec: TextC
 
 def trace_fields(trace: StepTrace, codec: TextCodec) -> dict[str, Any]:
     """What one step of the chain did, as every event that shows a step carries it: the
-    alternatives with their raw and final probabilities, each stage's count, the entropies."""
-    return {
-        "alternatives": _alternatives(trace.alternatives, codec),
-        "stages": [{"name": s.name, "kept": s.kept} for s in trace.stages],
-        "entropy": {"before": trace.entropy_before, "after": trace.entropy_after},
-    }
+    alternatives with their raw and final probabilities, each stage's count, the entropies
+    (``TraceView``, the same parts as the ``token`` event's)."""
+    return TraceView.of(trace, codec.token_text).to_json()
 
 
 def beam_step_event(request_id: str, step: BeamStep, codec: TextCodec) -> dict[str, Any]:
@@ -305,13 +302,6 @@ def inspection_event(request_id: str, position: int, variants: list[Variant], co
 
 def _token_views(ids: list[int], codec: TextCodec) -> list[dict[str, Any]]:
     return [{"id": i, "text": codec.token_text(i)} for i in ids]
-
-
-def _alternatives(alternatives: Any, codec: TextCodec) -> list[dict[str, Any]]:
-    return [
-        {"id": a.id, "token": codec.token_text(a.id), "raw_prob": a.raw_prob, "prob": a.prob, "removed_by": a.removed_by}
-        for a in alternatives
-    ]
 
 
 def done_event(request_id: str, finished: Finished, load_ms: float | None = None) -> dict[str, Any]:

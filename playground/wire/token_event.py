@@ -14,19 +14,25 @@ prefix token from a kept one (``playground.runs.token_rows.run_origins``).
 from __future__ import annotations
 
 import json
+import math
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
 from inference.batching.slots import BatchStep
 from inference.decoding.origin import GRAMMAR_STAGE, TOKEN_ORIGINS, Origin
 from inference.decoding.results import TokenStep
+from inference.sampling import trace
+from inference.sampling.trace import Count, Prob, Range
 from inference.text import TextCodec
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "static" / "shared" / "token-event.schema.json"
+
+
+Amount = Annotated[float, Range(0)]  # entropies, milliseconds
 
 
 class EventError(ValueError):
@@ -35,46 +41,67 @@ class EventError(ValueError):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"{path}: {message}")
         self.path = path
+        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
-class Alternative:
-    """One of the step's top-N tokens by raw probability."""
+class Alternative(trace.Alternative):
+    """One of the step's top-N tokens by raw probability: the trace's ``Alternative`` (``prob`` 0
+    when a stage removed it, ``removed_by`` null when it survived every stage) with its text."""
 
-    id: int
     token: str
-    raw_prob: float
-    prob: float  # 0 when a stage removed it
-    removed_by: str | None  # the stage that removed it; null when it survived every stage
+
+    KEYS: ClassVar[tuple[str, ...]] = ("id", "token", "raw_prob", "prob", "removed_by")  # the JSON's order
+
+    @classmethod
+    def of(cls, alternative: trace.Alternative, text_of: Callable[[int], str]) -> Alternative:
+        a = alternative
+        return cls(a.id, a.raw_prob, a.prob, a.removed_by, text_of(a.id))
 
 
-@dataclass(frozen=True, slots=True)
-class Stage:
-    """How many tokens a sampler stage kept."""
-
-    name: str
-    kept: int
+Stage = trace.StageCount  # how many tokens a sampler stage kept: ``{name, kept}``
 
 
 @dataclass(frozen=True, slots=True)
 class Entropy:
     """Entropy in nats of the raw distribution and of the final one."""
 
-    before: float | None
-    after: float | None
+    before: Amount | None
+    after: Amount | None
 
 
 @dataclass(frozen=True, slots=True)
-class Watched:
-    """A watched token at this step (the request's ``watch``), wherever it ranks."""
+class Watched(trace.Watched):
+    """A watched token at this step (the request's ``watch``), wherever it ranks: the trace's
+    ``Watched`` with its text (last, as the event has always sent it)."""
 
-    id: int
-    raw_prob: float
-    prob: float
-    raw_rank: int | None
-    rank: int | None
-    removed_by: str | None
     token: str
+
+    @classmethod
+    def of(cls, watched: trace.Watched, text_of: Callable[[int], str]) -> Watched:
+        w = watched
+        return cls(w.id, w.raw_prob, w.prob, w.raw_rank, w.rank, w.removed_by, text_of(w.id))
+
+
+@dataclass(frozen=True, slots=True)
+class TraceView:
+    """What one step of the chain did, as every event that shows a step carries it (the ``token``
+    event, each trace of an ``inspection``): the alternatives, each stage's count, the entropies."""
+
+    alternatives: tuple[Alternative, ...]
+    stages: tuple[Stage, ...]
+    entropy: Entropy
+
+    @classmethod
+    def of(cls, step_trace: trace.StepTrace, text_of: Callable[[int], str]) -> TraceView:
+        return cls(
+            tuple(Alternative.of(a, text_of) for a in step_trace.alternatives),
+            step_trace.stages,
+            Entropy(step_trace.entropy_before, step_trace.entropy_after),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,37 +119,42 @@ class TokenEvent:
     this order (``drafted`` only for a speculative run, ``batch`` only from a batching worker)."""
 
     request_id: str
-    sample: int
-    index: int
-    id: int
+    sample: Count
+    index: Count
+    id: Count
     token: str  # the token's own text; bytes of a partial character as <0xF0>
     text: str  # the output text it releases (may be empty)
-    raw_prob: float
-    prob: float
+    raw_prob: Prob
+    prob: Prob
     removed_by: str | None  # the stage that removed the chosen token (a forced one only)
     forced: bool  # taken from the request's prefix_tokens
     origin: Origin
-    draw: float | None  # the uniform number the pick (or the acceptance rule) used; null when greedy
-    draw_interval: tuple[float, float] | None
+    draw: Prob | None  # the uniform number the pick (or the acceptance rule) used; null when greedy
+    draw_interval: tuple[Prob, Prob] | None
     alternatives: tuple[Alternative, ...]
     stages: tuple[Stage, ...]
     entropy: Entropy
     watched: tuple[Watched, ...]
-    elapsed_ms: float | None
+    elapsed_ms: Amount | None
     drafted: bool | None = None  # speculative runs only: an accepted draft
     batch: BatchView | None = None
 
     TYPE: ClassVar[str] = "token"
     OPTIONAL: ClassVar[frozenset[str]] = frozenset({"drafted", "batch"})  # left out when null
+    # Fields a saved run's token may lack (saved before they existed): each reads as null, false or
+    # empty, ``origin`` as ``implied_origin`` says. A field added to the event is added here too.
+    LATER: ClassVar[tuple[str, ...]] = ("origin", "draw_interval", "watched")
+    UNSAVED: ClassVar[frozenset[str]] = frozenset({"request_id", "batch"})  # no saved run or export keeps them
 
     @classmethod
     def of_step(
         cls, request_id: str, step: TokenStep, codec: TextCodec, batch: BatchStep | None = None, speculative: bool = False
     ) -> TokenEvent:
-        trace = step.trace
-        chosen = trace.chosen
+        step_trace = step.trace
+        chosen = step_trace.chosen
         assert chosen is not None  # a step's trace always describes its token
         text_of = codec.token_text
+        view = TraceView.of(step_trace, text_of)
         return cls(
             request_id=request_id,
             sample=step.sample,
@@ -135,14 +167,12 @@ class TokenEvent:
             removed_by=chosen.removed_by,
             forced=step.forced,
             origin=step.origin,
-            draw=trace.draw,
-            draw_interval=trace.draw_interval,
-            alternatives=tuple(Alternative(a.id, text_of(a.id), a.raw_prob, a.prob, a.removed_by) for a in trace.alternatives),
-            stages=tuple(Stage(s.name, s.kept) for s in trace.stages),
-            entropy=Entropy(trace.entropy_before, trace.entropy_after),
-            watched=tuple(
-                Watched(w.id, w.raw_prob, w.prob, w.raw_rank, w.rank, w.removed_by, text_of(w.id)) for w in trace.watched
-            ),
+            draw=step_trace.draw,
+            draw_interval=step_trace.draw_interval,
+            alternatives=view.alternatives,
+            stages=view.stages,
+            entropy=view.entropy,
+            watched=tuple(Watched.of(w, text_of) for w in step_trace.watched),
             elapsed_ms=round(step.elapsed_ms, 3),
             drafted=step.drafted if speculative else None,
             batch=None if batch is None else BatchView(batch.step, batch.rows, batch.requests),
@@ -169,6 +199,41 @@ class TokenEvent:
         if "origin" not in data:
             data = {**data, "origin": implied_origin(data)}
         return _read(cls, {"request_id": "", **data}, "")
+
+    @classmethod
+    def from_saved(cls, data: Mapping[str, Any]) -> TokenEvent:
+        """A saved run's token (an export's, or a stored row's fields): the event without its
+        ``UNSAVED`` fields and ``type``; a ``LATER`` field may be missing; a key that names no
+        field is refused. Its ``request_id`` is empty."""
+        if not isinstance(data, Mapping):
+            raise EventError("(event)", "must be an object")
+        known = _field_names(cls)
+        unknown = sorted(key for key in data if key not in known or key in cls.UNSAVED)
+        if unknown:
+            raise EventError(unknown[0], "is not a field of this schema")
+        return _read(cls, {"request_id": "", **cls.filled(data)}, "")
+
+    @classmethod
+    def filled(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """``data`` with each ``LATER`` field it lacks as a token saved before that field reads."""
+        missing = [name for name in cls.LATER if name not in data]
+        if not missing:
+            return dict(data)
+        hints = _hints(cls)
+        later = {name: implied_origin(data) if name == "origin" else _empty(hints[name]) for name in missing}
+        return {**data, **later}
+
+    def saved_json(self, order: Sequence[str] = ()) -> dict[str, Any]:
+        """The token as a saved run exports it: no ``UNSAVED`` field, no null ``OPTIONAL`` one; the
+        fields in ``order`` first, then the rest in the class's order."""
+        names = [*order, *(name for name in _field_names(type(self)) if name not in order)]
+        out: dict[str, Any] = {}
+        for name in names:
+            value = getattr(self, name)
+            if name in self.UNSAVED or (value is None and name in self.OPTIONAL):
+                continue
+            out[name] = _plain(value)
+        return out
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -219,14 +284,51 @@ def _plain(value: Any) -> Any:
 
 @cache
 def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))
+    """A class's JSON keys in order: its ``KEYS`` where it says them, else its fields'."""
+    keys = getattr(cls, "KEYS", None)
+    return tuple(keys) if keys is not None else tuple(f.name for f in fields(cls))
+
+
+def _empty(hint: Any) -> Any:
+    """What a field saved before it existed reads as: null, false or an empty list."""
+    nullable, hint = _optional(hint)
+    if nullable:
+        return None
+    if hint is bool:
+        return False
+    if get_origin(hint) is tuple:
+        return []
+    raise TypeError(f"a field added later must be nullable, a bool or a list; not {hint!r}")
 
 
 # Reading and describing the fields, by their type hints.
 
 
+@cache
 def _hints(cls: type) -> dict[str, Any]:
-    return get_type_hints(cls, globalns=globals())
+    return get_type_hints(cls, include_extras=True)
+
+
+def _kind(value: Any) -> str:
+    """A value's JSON type, as a message names it."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return "an object" if isinstance(value, Mapping) else names.get(type(value), "a number")
+
+
+def _bounds(hint: Any) -> tuple[Any, Range | None]:
+    """(the type, its ``Range`` or None) of a hint that may be ``Annotated``."""
+    if get_origin(hint) is Annotated:
+        base, *extras = get_args(hint)
+        return base, next((e for e in extras if isinstance(e, Range)), None)
+    return hint, None
+
+
+def _in_range(value: float, bounds: Range | None, path: str, what: str) -> None:
+    if bounds is None:
+        return
+    if value < bounds.low or (bounds.high is not None and value > bounds.high):
+        allowed = f"from {bounds.low:g} to {bounds.high:g}" if bounds.high is not None else f"at least {bounds.low:g}"
+        raise EventError(path, f"must be {what} {allowed}, got {str(value)[:24]}")
 
 
 def _optional(hint: Any) -> tuple[bool, Any]:
@@ -240,56 +342,67 @@ def _optional(hint: Any) -> tuple[bool, Any]:
 
 def _read(cls: type, data: Any, path: str) -> Any:
     if not isinstance(data, Mapping):
-        raise EventError(path or "(event)", "must be an object")
+        raise EventError(path or "(event)", f"must be an object, got {_kind(data)}")
     hints = _hints(cls)
     values = {}
     optional = getattr(cls, "OPTIONAL", frozenset())
-    for f in fields(cls):
-        where = f"{path}.{f.name}" if path else f.name
-        if f.name not in data:
-            if f.name in optional:
+    for name in _field_names(cls):
+        where = f"{path}.{name}" if path else name
+        if name not in data:
+            if name in optional:
                 continue
-            raise EventError(where, "is missing")
-        values[f.name] = _value(hints[f.name], data[f.name], where)
+            raise EventError(where, "is required")
+        values[name] = _value(hints[name], data[name], where)
     return cls(**values)
 
 
-def _value(hint: Any, value: Any, path: str) -> Any:
+@cache
+def _shape(hint: Any) -> tuple[bool, Any, Range | None, tuple[Any, ...] | None]:
+    """(nullable, the bare type, its ``Range``, a tuple's item hints or None): read once a hint."""
     nullable, hint = _optional(hint)
+    hint, bounds = _bounds(hint)
+    return nullable, hint, bounds, get_args(hint) if get_origin(hint) is tuple else None
+
+
+def _value(hint: Any, value: Any, path: str) -> Any:
+    nullable, hint, bounds, items = _shape(hint)
     if value is None:
         if nullable:
             return None
         raise EventError(path, "must not be null")
     if hint is Origin:
         if value not in TOKEN_ORIGINS:
-            raise EventError(path, f"must be one of {', '.join(o.value for o in TOKEN_ORIGINS)}")
+            names = ", ".join(repr(o.value) for o in TOKEN_ORIGINS)
+            raise EventError(path, f"must be one of {names}, got {str(value)[:24] if isinstance(value, str) else _kind(value)}")
         return Origin(value)
     if hint is bool:
         if not isinstance(value, bool):
-            raise EventError(path, "must be true or false")
+            raise EventError(path, f"must be true or false, got {_kind(value)}")
         return value
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise EventError(path, "must be an integer")
+            raise EventError(path, f"must be an integer, got {_kind(value)}")
+        _in_range(value, bounds, path, "an integer")
         return value
     if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise EventError(path, "must be a number")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise EventError(path, f"must be a finite number, got {_kind(value)}")
+        _in_range(value, bounds, path, "a number")
         return value
     if hint is str:
         if not isinstance(value, str):
-            raise EventError(path, "must be a string")
+            raise EventError(path, f"must be a string, got {_kind(value)}")
         return value
-    if get_origin(hint) is tuple:
-        args = get_args(hint)
+    if items is not None:
+        args = items
         if not isinstance(value, Sequence) or isinstance(value, str):
-            raise EventError(path, "must be a list")
+            raise EventError(path, f"must be an array, got {_kind(value)}")
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_value(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
         if len(value) != len(args):
-            raise EventError(path, f"must be a list of {len(args)}")
+            raise EventError(path, f"must have {len(args)} to {len(args)} items, got {len(value)}")
         return tuple(_value(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-    if hasattr(hint, "__dataclass_fields__"):
+    if isinstance(hint, type) and is_dataclass(hint):
         return _read(hint, value, path)
     raise TypeError(f"no reader for {hint!r}")
 
@@ -297,7 +410,7 @@ def _value(hint: Any, value: Any, path: str) -> Any:
 def _schema(cls: type) -> dict[str, Any]:
     hints = _hints(cls)
     optional = getattr(cls, "OPTIONAL", frozenset())
-    names = [f.name for f in fields(cls)]
+    names = list(_field_names(cls))
     return {
         "type": "object",
         "additionalProperties": False,
@@ -308,10 +421,15 @@ def _schema(cls: type) -> dict[str, Any]:
 
 def _type_schema(hint: Any) -> dict[str, Any]:
     nullable, hint = _optional(hint)
+    hint, bounds = _bounds(hint)
     if hint is Origin:
         schema: dict[str, Any] = {"enum": [o.value for o in TOKEN_ORIGINS]}
     elif hint in (bool, int, float, str):
         schema = {"type": {bool: "boolean", int: "integer", float: "number", str: "string"}[hint]}
+        if bounds is not None:
+            schema["minimum"] = bounds.low
+            if bounds.high is not None:
+                schema["maximum"] = bounds.high
     elif get_origin(hint) is tuple:
         args = get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:

@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 
-from playground.wire.token_event import SCHEMA_FILE
+from playground.wire.token_event import SCHEMA_FILE, TokenEvent
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
 
@@ -21,7 +21,8 @@ def checked(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def token_event(**fields: Any) -> dict[str, Any]:
-    """A whole ``token`` event: a sampled token's defaults with ``fields`` over them, checked."""
+    """A whole ``token`` event: a sampled token's defaults with ``fields`` over them, checked (a
+    field the event gained after these defaults were written reads as ``TokenEvent.filled`` says)."""
     event = {
         "type": "token",
         "request_id": "r-1",
@@ -43,4 +44,4 @@ def token_event(**fields: Any) -> dict[str, Any]:
         "watched": [],
         "elapsed_ms": 10.0,
     }
-    return checked(event | fields)
+    return checked(TokenEvent.filled(event | fields))

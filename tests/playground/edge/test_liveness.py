@@ -236,6 +236,7 @@ TOKEN = {
     "alternatives": [{"id": 3575, "token": " capital", "raw_prob": 0.5, "prob": 1.0, "removed_by": None}],
     "stages": [],
     "removed_by": None,
+    "forced": False,
 }
 
 

@@ -1,5 +1,5 @@
-"""Saved tokens have named fields (``TokenRow``), are stored compactly as before, and runs stored in
-the old form — rows without the trailing object, saved before tokens had ``removed_by`` and
+"""Saved tokens are ``token`` events (``TokenEvent``, their one definition), stored compactly as
+before, and runs stored in the old form — rows without the trailing object, saved before tokens had ``removed_by`` and
 ``forced`` — still load, show, export and compare."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 from playground.runs import schema
 from playground.runs.fields import TOKENS
 from playground.runs.models import Run
-from playground.runs.token_rows import Alternative, Stage, TokenRow, sample_text, stored_row_from_event
+from playground.runs.token_rows import exported, from_stored, sample_text, stored_row_from_event
+from playground.wire.token_event import Alternative, EventError, Stage, TokenEvent
 from tests.playground.runs import helpers
 
 EVENT = helpers.token(0, 7042, " Paris", helpers.PARIS[0][2])
@@ -34,54 +35,63 @@ OLD_ROW = [
 ]
 
 
+def saved(event: dict) -> TokenEvent:
+    """The event as a saved run holds it (no ``type``, no ``request_id``)."""
+    return TokenEvent.from_saved({k: v for k, v in event.items() if k not in ("type", "request_id")})
+
+
 def test_a_token_event_becomes_named_fields_and_the_same_compact_row():
-    row = TokenRow.from_event(EVENT)
+    row = saved(EVENT)
     assert (row.sample, row.index, row.id, row.token, row.prob, row.draw) == (0, 0, 7042, " Paris", 0.7, 0.25)
-    assert row.alternatives[2] == Alternative(9, " the", 0.1, 0.0, "top_p")
+    assert row.alternatives[2] == Alternative(id=9, token=" the", raw_prob=0.1, prob=0.0, removed_by="top_p")
     assert row.stages[0] == Stage("temperature", 10)
-    assert (row.entropy_before, row.entropy_after, row.removed_by, row.forced) == (1.5, 0.9, None, False)
+    assert (row.entropy.before, row.entropy.after, row.removed_by, row.forced) == (1.5, 0.9, None, False)
     # Stored exactly as before: defaults (removed_by null, forced false) take no room.
     assert stored_row_from_event(EVENT) == OLD_ROW
     assert TOKENS.columns([EVENT]) == {"tokens": [OLD_ROW]}  # the field table's token conversion
-    assert TokenRow.from_stored(OLD_ROW) == row
-    assert row.to_event() == {k: v for k, v in EVENT.items() if k not in ("type", "request_id")}
-    assert list(row.to_event()) == list(TokenRow.EVENT_KEYS)  # in the order the server sends them
+    assert from_stored(OLD_ROW) == row
+    assert exported(row) == {k: v for k, v in EVENT.items() if k not in ("type", "request_id")}
+    assert list(exported(row)) == list(EVENT)[2:]  # in the order exports have always written them
 
 
 def test_fields_without_a_column_live_in_the_trailing_object():
-    event = EVENT | {"forced": True, "removed_by": "top_k", "later_field": [1, 2]}
-    event["alternatives"] = [event["alternatives"][0] | {"note": "x"}]
+    event = EVENT | {"forced": True, "removed_by": "top_k", "drafted": False}
     stored = stored_row_from_event(event)
     # (forced, yet what this run's own pick took: the origin says more than ``forced`` implies, so it is kept)
-    assert stored[13] == {"later_field": [1, 2], "removed_by": "top_k", "forced": True, "origin": "sampled"}
-    assert stored[11] == [[7042, " Paris", 0.5, 0.7, None, {"note": "x"}]]
-    row = TokenRow.from_stored(json.loads(json.dumps(stored)))
-    assert row.forced and row.removed_by == "top_k" and row.extra == {"later_field": [1, 2]}
-    assert row.to_event() == {k: v for k, v in event.items() if k not in ("type", "request_id")}
+    assert stored[13] == {"removed_by": "top_k", "forced": True, "origin": "sampled"}  # drafted false: no room
+    row = from_stored(json.loads(json.dumps(stored)))
+    assert row.forced and row.removed_by == "top_k" and row.drafted is None
+    assert exported(row) == {k: v for k, v in event.items() if k not in ("type", "request_id", "drafted")}
+    drafted = stored_row_from_event(EVENT | {"drafted": True, "origin": "draft"})
+    assert drafted[13] == {"drafted": True} and exported(from_stored(drafted))["drafted"] is True
+    # A key that names no field of the event is refused, not stored (nor lost without a word).
+    with pytest.raises(EventError) as error:
+        stored_row_from_event(EVENT | {"later_field": [1, 2]})
+    assert error.value.path == "later_field"
     # The row the recorder writes today (the defaults spelled out) loads the same way.
     today = OLD_ROW + [{"removed_by": None, "forced": False}]
-    assert TokenRow.from_stored(today) == TokenRow.from_stored(OLD_ROW)
+    assert from_stored(today) == from_stored(OLD_ROW)
 
 
 def test_the_draw_interval_is_kept_in_the_trailing_object_and_old_rows_have_none():
     event = EVENT | {"draw_interval": [0.0, 0.7]}
     stored = stored_row_from_event(event)
     assert stored == OLD_ROW + [{"draw_interval": [0.0, 0.7]}]
-    row = TokenRow.from_stored(json.loads(json.dumps(stored)))
-    assert row.draw_interval == (0.0, 0.7) and row.extra == {}
-    assert row.to_event() == {k: v for k, v in event.items() if k not in ("type", "request_id")}
-    assert TokenRow.from_stored(OLD_ROW).draw_interval is None
-    assert TokenRow.from_stored(OLD_ROW).to_event()["draw_interval"] is None
+    row = from_stored(json.loads(json.dumps(stored)))
+    assert row.draw_interval == (0.0, 0.7)
+    assert exported(row) == {k: v for k, v in event.items() if k not in ("type", "request_id")}
+    assert from_stored(OLD_ROW).draw_interval is None
+    assert exported(from_stored(OLD_ROW))["draw_interval"] is None
 
 
 def test_an_exported_token_without_a_draw_interval_imports_and_a_bad_one_is_named():
-    exported = TokenRow.from_event(EVENT).to_event()
-    del exported["draw_interval"]  # as files written before it
-    schema._token(exported, "run.tokens[0]", 5, 1)  # passes the checks
-    assert TokenRow.from_event(exported).draw_interval is None
+    token = exported(saved(EVENT))
+    del token["draw_interval"]  # as files written before it
+    schema._token(token, "run.tokens[0]", 5, 1)  # passes the checks
+    assert TokenEvent.from_saved(token).draw_interval is None
     for bad, where in (([0.8, 0.7], ""), ([0.1, 1.5], "[1]"), ([0.1], "")):
         with pytest.raises(schema.SchemaError) as error:
-            schema._token(exported | {"draw_interval": bad}, "run.tokens[0]", 5, 1)
+            schema._token(token | {"draw_interval": bad}, "run.tokens[0]", 5, 1)
         assert error.value.param == f"run.tokens[0].draw_interval{where}"
 
 
@@ -92,17 +102,17 @@ def test_watched_tokens_are_kept_in_the_trailing_object_and_old_rows_have_none()
     event = EVENT | {"watched": [LYON]}
     stored = stored_row_from_event(event)
     assert stored == OLD_ROW + [{"watched": [LYON]}]
-    row = TokenRow.from_stored(json.loads(json.dumps(stored)))
-    assert row.watched == (LYON,) and row.extra == {}
-    assert row.to_event() == {k: v for k, v in event.items() if k not in ("type", "request_id")}
-    assert TokenRow.from_stored(OLD_ROW).to_event()["watched"] == []
+    row = from_stored(json.loads(json.dumps(stored)))
+    assert exported(row)["watched"] == [LYON]
+    assert exported(row) == {k: v for k, v in event.items() if k not in ("type", "request_id")}
+    assert exported(from_stored(OLD_ROW))["watched"] == []
 
 
 def test_an_exported_token_without_watched_imports_and_a_bad_entry_is_named():
-    exported = TokenRow.from_event(EVENT).to_event()
-    del exported["watched"]  # as files written before it
-    schema._token(exported, "run.tokens[0]", 5, 1)
-    schema._token(exported | {"watched": [LYON]}, "run.tokens[0]", 5, 1)
+    token = exported(saved(EVENT))
+    del token["watched"]  # as files written before it
+    schema._token(token, "run.tokens[0]", 5, 1)
+    schema._token(token | {"watched": [LYON]}, "run.tokens[0]", 5, 1)
     for bad, where in (
         ([LYON | {"rank": "1"}], "[0].rank"),
         ([LYON | {"prob": 1.5}], "[0].prob"),
@@ -110,7 +120,7 @@ def test_an_exported_token_without_watched_imports_and_a_bad_entry_is_named():
         ([LYON] * 9, ""),
     ):
         with pytest.raises(schema.SchemaError) as error:
-            schema._token(exported | {"watched": bad}, "run.tokens[0]", 5, 1)
+            schema._token(token | {"watched": bad}, "run.tokens[0]", 5, 1)
         assert error.value.param == f"run.tokens[0].watched{where}"
 
 
@@ -128,10 +138,10 @@ def test_a_run_stored_in_the_old_form_loads_shows_exports_and_compares(client, d
     old.tokens = [OLD_ROW, second]  # as a server before ``forced`` saved them
     old.save(force_insert=True)
 
-    exported = client.get(f"/r/{old.id}.json").json()["run"]["tokens"]
-    assert exported[0] == TokenRow.from_stored(OLD_ROW).to_event()
-    assert exported[0]["forced"] is False and exported[0]["removed_by"] is None
-    assert exported[1]["draw"] is None and exported[1]["stages"] == []
+    tokens = client.get(f"/r/{old.id}.json").json()["run"]["tokens"]
+    assert tokens[0] == exported(from_stored(OLD_ROW))
+    assert tokens[0]["forced"] is False and tokens[0]["removed_by"] is None
+    assert tokens[1]["draw"] is None and tokens[1]["stages"] == []
     page = client.get(f"/r/{old.id}")
     assert page.status_code == 200
     comparison = client.get(f"/compare/{live.id},{old.id}.json").json()["comparison"]

@@ -16,7 +16,7 @@ from django.db import DataError, connections, transaction
 from playground.runs.errors import UnencodableText
 from playground.runs.models import Run
 from playground.runs.recording import RunRecorder
-from playground.runs.token_rows import TokenRow, load_rows
+from playground.runs.token_rows import from_stored, load_rows, to_stored
 from tests.playground.runs import helpers
 
 pytestmark = pytest.mark.django_db(databases=["default", "postgres"])
@@ -116,9 +116,9 @@ def test_saving_refuses_bad_text_whoever_saves(db_alias, name, text, problem):
     assert raised.value.param == "prompt" and problem in raised.value.message
     original = Run.objects.get()
     before = copy.deepcopy(original.tokens)
-    row = TokenRow.from_stored(original.tokens[1])
+    row = from_stored(original.tokens[1])
     bad = dataclasses.replace(row.alternatives[0], token=text)
-    original.tokens[1] = dataclasses.replace(row, alternatives=(bad, *row.alternatives[1:])).to_stored()
+    original.tokens[1] = to_stored(dataclasses.replace(row, alternatives=(bad, *row.alternatives[1:])))
     with pytest.raises(UnencodableText) as raised:
         original.save()
     assert raised.value.param == "tokens[1].alternatives[0].token"  # named by field, not by column
@@ -150,7 +150,7 @@ def _store_as_an_old_server_did(db_alias: str, run_id: str) -> None:
     run = Run.objects.get(pk=run_id)
     params = json.dumps(run.params | {"stop": [f"x{SURROGATE}", "\n"]})
     tokens = copy.deepcopy(run.tokens)
-    tokens[0] = dataclasses.replace(TokenRow.from_stored(tokens[0]), text=f"{SURROGATE} Paris").to_stored()
+    tokens[0] = to_stored(dataclasses.replace(from_stored(tokens[0]), text=f"{SURROGATE} Paris"))
     cast = "::jsonb" if connections[db_alias].vendor == "postgresql" else ""
     with connections[db_alias].cursor() as cursor:
         cursor.execute(

@@ -6,9 +6,9 @@
 between values (``check_rules``). It answers a ``ParamError`` naming the field (``params.<name>``
 inside ``params``), the one error value the websocket's ``error`` event and the HTTP API's error
 body are both made from. What it returns is valid: ``to_json`` writes it for the channel layer, and
-``from_json`` rebuilds it on the worker through the parts' constructors (which turn the JSON values
-back into theirs, and refuse a malformed message by field) without checking the rules between
-values again. What needs the model (token ids against the vocabulary, the prompt against the
+``from_json`` rebuilds it on the worker (the JSON values turned back into theirs, a malformed
+message refused by field) without checking the sampler settings' ranges or the rules between
+values again: the one check left on the worker is each sampler stage's of its own arguments. What needs the model (token ids against the vocabulary, the prompt against the
 context window) is checked by the worker, which has it (``check_token_ids``).
 
 Seeds: a request without one gets one drawn when its run starts (``with_seed``), so every run can be
@@ -145,9 +145,10 @@ class GenerationRequest:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GenerationRequest:
-        """The request ``to_json`` wrote. The parameters are rebuilt by their own constructors (which
-        turn the JSON values back into theirs); the rules between values held when the request was
-        made and are not checked again. A message without one of ``WIRE_KEYS`` is refused naming it."""
+        """The request ``to_json`` wrote. The parameters are rebuilt as ``split_generate_params`` says
+        (the sampler settings without their ranges checked again); the rules between values held when
+        the request was made and are not checked again. A message without one of ``WIRE_KEYS`` is
+        refused naming it."""
         missing = [key for key in WIRE_KEYS if key not in data]
         if missing:
             raise ParamError(missing[0], f"a carried request must have {missing[0]}; it has {sorted(data)}", "missing_field")
@@ -263,16 +264,17 @@ def _checked(params: Any, speculative: bool) -> tuple[SamplingParams, LoopParams
 
 
 def split_generate_params(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams, SpeculativeParams | None]:
-    """A generation's ``params`` split by ``_partition`` and rebuilt by each part's constructor,
-    which checks its values (``speculative`` null or absent: off)."""
+    """A carried generation's ``params`` split by ``_partition`` and rebuilt: the sampler settings
+    by ``SamplingParams.from_json`` (their shape checked, not their ranges again: they held at the
+    front door), the loop's and ``speculative`` (null or absent: off) by their constructors."""
     sampling, loop, speculative = _partition(params, speculative=True)
-    return SamplingParams.from_dict(sampling), LoopParams.from_dict(loop), SpeculativeParams.from_value(speculative)
+    return SamplingParams.from_json(sampling), LoopParams.from_dict(loop), SpeculativeParams.from_value(speculative)
 
 
 def split_params(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams]:
     """The flat ``params`` object of the chain's and the loop's keys, split and rebuilt as ``split_generate_params``."""
     sampling, loop, _ = _partition(params, speculative=False)
-    return SamplingParams.from_dict(sampling), LoopParams.from_dict(loop)
+    return SamplingParams.from_json(sampling), LoopParams.from_dict(loop)
 
 
 def _partition(params: Mapping[str, Any], speculative: bool) -> tuple[dict[str, Any], dict[str, Any], Any]:

@@ -145,25 +145,26 @@ class GenerationRequest:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GenerationRequest:
-        """The request ``to_json`` wrote. The parameters are rebuilt as ``split_generate_params`` says
-        (the sampler settings without their ranges checked again); the rules between values held when
-        the request was made and are not checked again. A message without one of ``WIRE_KEYS`` is
-        refused naming it."""
+        """The request ``to_json`` wrote. The flat ``params`` are split by ``_partition`` and rebuilt:
+        the sampler settings by ``SamplingParams.from_json`` (their shape checked, not their ranges:
+        they held at the front door), the loop's and ``speculative`` by their constructors; the rules
+        between values held when the request was made and are not checked again. A message without
+        one of ``WIRE_KEYS`` is refused naming it."""
         missing = [key for key in WIRE_KEYS if key not in data]
         if missing:
             raise ParamError(missing[0], f"a carried request must have {missing[0]}; it has {sorted(data)}", "missing_field")
-        sampling, loop, speculative = split_generate_params(data["params"])
+        sampling, loop, speculative = _partition(data["params"], speculative=True)
         values = {
             "prompt": data["prompt"],
             "mode": data["mode"],
             "system": data["system"],
-            "sampling": sampling,
-            "loop": loop,
+            "sampling": SamplingParams.from_json(sampling),  # its shape checked, not its ranges again
+            "loop": LoopParams.from_dict(loop),
             "top_n": data["top_n"],
             "use_cache": data["use_cache"],
             "prefix_tokens": tuple(data["prefix_tokens"]),
             "chat": chat_from_json(data["chat"]),
-            "speculative": speculative,
+            "speculative": SpeculativeParams.from_value(speculative),  # null or absent: off
             "prompt_scores": data["prompt_scores"],
             "watch": tuple(data["watch"]),
             "typed_tokens": data["typed_tokens"],
@@ -249,8 +250,8 @@ def _checked(params: Any, speculative: bool) -> tuple[SamplingParams, LoopParams
     if unknown:
         raise ParamError(f"params.{unknown[0]}", f"unknown parameter params.{excerpt(unknown[0])}", "unknown_param")
     _check_logit_bias_keys(params.get("logit_bias"))
-    try:
-        parts = SamplingParams.from_dict(sampling_part), LoopParams.from_dict(loop_part)
+    try:  # the sampler settings straight to their checks: ``_partition`` gave them only the chain's keys
+        parts = SamplingParams(**sampling_part), LoopParams.from_dict(loop_part)
     except ParamError as error:
         raise error.prefixed("params.") from None
     except (TypeError, ValueError) as error:  # a value of a shape no check above foresaw
@@ -263,16 +264,9 @@ def _checked(params: Any, speculative: bool) -> tuple[SamplingParams, LoopParams
         raise ParamError("params.speculative", f"params.speculative: {error}") from None
 
 
-def split_generate_params(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams, SpeculativeParams | None]:
-    """A carried generation's ``params`` split by ``_partition`` and rebuilt: the sampler settings
-    by ``SamplingParams.from_json`` (their shape checked, not their ranges again: they held at the
-    front door), the loop's and ``speculative`` (null or absent: off) by their constructors."""
-    sampling, loop, speculative = _partition(params, speculative=True)
-    return SamplingParams.from_json(sampling), LoopParams.from_dict(loop), SpeculativeParams.from_value(speculative)
-
-
 def split_params(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams]:
-    """The flat ``params`` object of the chain's and the loop's keys, split and rebuilt as ``split_generate_params``."""
+    """A carried flat ``params`` object of the chain's and the loop's keys (an inspection's variant),
+    split and rebuilt as ``GenerationRequest.from_json`` rebuilds a generation's."""
     sampling, loop, _ = _partition(params, speculative=False)
     return SamplingParams.from_json(sampling), LoopParams.from_dict(loop)
 

@@ -1,6 +1,6 @@
 """How far one request parameter travels: ``temperature`` from a client's request to its sampler stage.
 
-    .venv/bin/python scripts/param_path.py [--show]
+    .venv/bin/python scripts/param_path.py [--show] [--carried]
 
 Two paths, each traced with ``sys.setprofile`` from the front door's parser to the built stage:
 
@@ -16,7 +16,11 @@ under each touch, down to the front door's entry, is the value's path there. **H
 distinct repository functions on those paths (a function on several paths counts once; a
 comprehension's frame is its function's, as Python 3.12 inlines it), **files**
 the distinct files they are in, **checks** the touches that check it, by process side (before the
-channel layer: the front door; after it: the worker). ``--show`` lists the functions. Needs the
+channel layer: the front door; after it: the worker). ``--show`` lists the functions.
+A plain field such as ``temperature`` is written for the wire and read back with all the sampler
+settings at once (``SamplingParams.to_dict`` / ``from_json``), with no touch of its own;
+``--carried`` counts those whole-settings writes and reads as touches too, so the path through the
+channel layer's message is counted as well. Needs the
 tiny test model (``.models/tiny-*``, built by the test suite's ``tiny_runtime`` fixture).
 """
 
@@ -49,12 +53,14 @@ from playground.wire import channel_messages  # noqa: E402
 
 PACKAGES = (str(ROOT / "inference"), str(ROOT / "playground"))
 VALUE = 0.7
+CARRIERS = ("SamplingParams.to_dict", "SamplingParams.from_json", "SamplingParams.from_dict")  # --carried
 
 
 class Tracer:
     """Records the repository call stack under every touch of ``temperature``."""
 
-    def __init__(self) -> None:
+    def __init__(self, carried: bool = False) -> None:
+        self.carried = carried
         self.paths: list[tuple[str, tuple[str, ...]]] = []  # (side: edge | worker, functions)
         self.side = "edge"
         self.checks = {"edge": 0, "worker": 0}
@@ -68,6 +74,8 @@ class Tracer:
             owner = frame.f_locals["self"]
             if getattr(owner, "name", None) == "temperature" and code.co_filename.endswith("fields.py"):
                 touch = code.co_name
+        elif self.carried and code.co_qualname in CARRIERS and code.co_filename.endswith("params.py"):
+            touch = "carry"
         elif code.co_name == "__init__" and type(frame.f_locals.get("self")).__name__ == "Temperature":
             touch = "stage"
         if touch is None:
@@ -92,8 +100,8 @@ def run_path(tracer: Tracer, front_door: Any, runtime: Any) -> None:
     new_program(runtime, rebuilt.request)
 
 
-def trace(name: str, front_door: Any, runtime: Any, show: bool) -> None:
-    tracer = Tracer()
+def trace(name: str, front_door: Any, runtime: Any, show: bool, carried: bool) -> None:
+    tracer = Tracer(carried)
     sys.setprofile(tracer)
     try:
         run_path(tracer, front_door, runtime)
@@ -111,15 +119,15 @@ def trace(name: str, front_door: Any, runtime: Any, show: bool) -> None:
 
 
 def main() -> None:
-    show = "--show" in sys.argv
+    show, carried = "--show" in sys.argv, "--carried" in sys.argv
     runtime = load_runtime(default_tiny_dir(), (CPU,), intra_op_threads=1)
     model = settings.INFERENCE["MODELS"][0]
     frame = json.dumps(
         {"type": "generate", "request_id": "r-1", "prompt": "Once upon a time", "params": {"temperature": VALUE, "max_tokens": 4}}
     )
-    trace("websocket generate frame", lambda: frames.parse_client_frame(frame), runtime, show)
+    trace("websocket generate frame", lambda: frames.parse_client_frame(frame), runtime, show, carried)
     body = {"model": model, "messages": [{"role": "user", "content": "Hi"}], "temperature": VALUE, "max_tokens": 4}
-    trace("/v1/chat/completions", lambda: translate(body, "chat", [model]).job, runtime, show)
+    trace("/v1/chat/completions", lambda: translate(body, "chat", [model]).job, runtime, show, carried)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,9 @@
 between values (``check_rules``). It answers a ``ParamError`` naming the field (``params.<name>``
 inside ``params``), the one error value the websocket's ``error`` event and the HTTP API's error
 body are both made from. What it returns is valid: ``to_json`` writes it for the channel layer, and
-``from_json`` rebuilds it on the worker through the parts' constructors (which turn the JSON values
-back into theirs, and refuse a malformed message by field) without checking the rules between
-values again. What needs the model (token ids against the vocabulary, the prompt against the
+``from_json`` rebuilds it on the worker (the JSON values turned back into theirs, a malformed
+message refused by field) without checking the sampler settings' ranges or the rules between
+values again: the one check left on the worker is each sampler stage's of its own arguments. What needs the model (token ids against the vocabulary, the prompt against the
 context window) is checked by the worker, which has it (``check_token_ids``).
 
 Seeds: a request without one gets one drawn when its run starts (``with_seed``), so every run can be
@@ -145,24 +145,26 @@ class GenerationRequest:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GenerationRequest:
-        """The request ``to_json`` wrote. The parameters are rebuilt by their own constructors (which
-        turn the JSON values back into theirs); the rules between values held when the request was
-        made and are not checked again. A message without one of ``WIRE_KEYS`` is refused naming it."""
+        """The request ``to_json`` wrote. The flat ``params`` are split by ``_partition`` and rebuilt:
+        the sampler settings by ``SamplingParams.from_json`` (their shape checked, not their ranges:
+        they held at the front door), the loop's and ``speculative`` by their constructors; the rules
+        between values held when the request was made and are not checked again. A message without
+        one of ``WIRE_KEYS`` is refused naming it."""
         missing = [key for key in WIRE_KEYS if key not in data]
         if missing:
             raise ParamError(missing[0], f"a carried request must have {missing[0]}; it has {sorted(data)}", "missing_field")
-        sampling, loop, speculative = split_generate_params(data["params"])
+        sampling, loop, speculative = _partition(data["params"], speculative=True)
         values = {
             "prompt": data["prompt"],
             "mode": data["mode"],
             "system": data["system"],
-            "sampling": sampling,
-            "loop": loop,
+            "sampling": SamplingParams.from_json(sampling),  # its shape checked, not its ranges again
+            "loop": LoopParams.from_dict(loop),
             "top_n": data["top_n"],
             "use_cache": data["use_cache"],
             "prefix_tokens": tuple(data["prefix_tokens"]),
             "chat": chat_from_json(data["chat"]),
-            "speculative": speculative,
+            "speculative": SpeculativeParams.from_value(speculative),  # null or absent: off
             "prompt_scores": data["prompt_scores"],
             "watch": tuple(data["watch"]),
             "typed_tokens": data["typed_tokens"],
@@ -248,8 +250,8 @@ def _checked(params: Any, speculative: bool) -> tuple[SamplingParams, LoopParams
     if unknown:
         raise ParamError(f"params.{unknown[0]}", f"unknown parameter params.{excerpt(unknown[0])}", "unknown_param")
     _check_logit_bias_keys(params.get("logit_bias"))
-    try:
-        parts = SamplingParams.from_dict(sampling_part), LoopParams.from_dict(loop_part)
+    try:  # the sampler settings straight to their checks: ``_partition`` gave them only the chain's keys
+        parts = SamplingParams(**sampling_part), LoopParams.from_dict(loop_part)
     except ParamError as error:
         raise error.prefixed("params.") from None
     except (TypeError, ValueError) as error:  # a value of a shape no check above foresaw
@@ -262,17 +264,11 @@ def _checked(params: Any, speculative: bool) -> tuple[SamplingParams, LoopParams
         raise ParamError("params.speculative", f"params.speculative: {error}") from None
 
 
-def split_generate_params(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams, SpeculativeParams | None]:
-    """A generation's ``params`` split by ``_partition`` and rebuilt by each part's constructor,
-    which checks its values (``speculative`` null or absent: off)."""
-    sampling, loop, speculative = _partition(params, speculative=True)
-    return SamplingParams.from_dict(sampling), LoopParams.from_dict(loop), SpeculativeParams.from_value(speculative)
-
-
 def split_params(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams]:
-    """The flat ``params`` object of the chain's and the loop's keys, split and rebuilt as ``split_generate_params``."""
+    """A carried flat ``params`` object of the chain's and the loop's keys (an inspection's variant),
+    split and rebuilt as ``GenerationRequest.from_json`` rebuilds a generation's."""
     sampling, loop, _ = _partition(params, speculative=False)
-    return SamplingParams.from_dict(sampling), LoopParams.from_dict(loop)
+    return SamplingParams.from_json(sampling), LoopParams.from_dict(loop)
 
 
 def _partition(params: Mapping[str, Any], speculative: bool) -> tuple[dict[str, Any], dict[str, Any], Any]:

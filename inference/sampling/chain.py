@@ -8,7 +8,7 @@ import numpy as np
 
 from inference.sampling.candidates import LOGIT_LIMIT, Candidates, crossing, frozen, top_positions
 from inference.sampling.params import SamplingParams
-from inference.sampling.stages import Stage, StepContext, build_stages
+from inference.sampling.stages import STAGE_BY_NAME, Stage, StepContext
 from inference.sampling.trace import StageCount, StepTrace, TokenLookup
 
 
@@ -22,7 +22,8 @@ class SamplerChain:
 
     def __init__(self, params: SamplingParams, token_texts: Sequence[str] | None = None) -> None:
         self.params = params
-        self.stages: list[Stage] = build_stages(params, token_texts)
+        # one stage per enabled name, in ``sampler_order``, each built by its declaration
+        self.stages: list[Stage] = [STAGE_BY_NAME[name].build(params, token_texts) for name in params.enabled_stages()]
         self.greedy = params.greedy
         self._ids: np.ndarray | None = None  # arange(V), shared by every full candidate set
 

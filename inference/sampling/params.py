@@ -8,11 +8,11 @@ Validation raises ``ParamError`` naming the field and its range.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from inference.errors import ParamError
+from inference.errors import ParamError, excerpt
 from inference.sampling.stages import STAGE_BY_NAME, STAGES, enabled_names, stage_fields
 from inference.sampling.stages.fields import Field, Integer
 from inference.sampling.stages.grammar import GrammarSpec
@@ -97,18 +97,40 @@ class SamplingParams:
                 kwargs[key] = tuple(kwargs[key])
         return cls(**kwargs)
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SamplingParams:
+        """The parameters ``to_dict`` wrote, rebuilt without their range rules: those held where the
+        request was made, so only the shape is checked here (a key this class does not name, a value
+        not of the JSON type ``to_dict`` writes; ``ParamError`` naming the field). A field left out
+        keeps its default. The stages still check their own arguments when a chain is built."""
+        if not isinstance(data, Mapping):
+            raise ParamError("params", f"params must be an object; got {type(data).__name__}")
+        values = dict(_STORED_DEFAULTS)
+        for name, value in data.items():
+            if name not in values:
+                raise ParamError(str(name), f"unknown sampling parameter {excerpt(name)}", code="unknown_param")
+            f = FIELDS.get(name)  # None: sampler_order, which no stage declares
+            if value is None and f is not None and f.nullable:
+                values[name] = f.default
+            elif name in _READ:
+                values[name] = _READ[name](value)
+            elif type(value) in FIELDS[name].carried:
+                values[name] = value
+            else:
+                words = " or ".join(t.__name__ for t in FIELDS[name].carried)
+                raise ParamError(name, f"a carried {name} must be a {words}, as to_dict writes it; got {excerpt(value)}")
+        params = object.__new__(cls)
+        for name, value in values.items():
+            object.__setattr__(params, name, value)  # frozen; ``__post_init__``'s rules held where it was made
+        return params
+
     def to_dict(self) -> dict[str, Any]:
-        """Every field, JSON-ready: tuples as lists, ``logit_bias`` keys as strings."""
+        """Every field, JSON-ready: a plain field's value as it is, the others as their kind writes
+        them (tuples as lists, ``logit_bias`` keys as strings, the grammar as its source)."""
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if f.name == "logit_bias":
-                v = {str(k): b for k, b in v.items()}
-            elif isinstance(v, tuple):
-                v = list(v)
-            elif f.name in FIELDS:
-                v = FIELDS[f.name].dump(v)
-            out[f.name] = v
+        for name in _NAMES:
+            value = getattr(self, name)
+            out[name] = _WRITE[name](value) if name in _WRITE else value
         return out
 
     @classmethod
@@ -171,3 +193,11 @@ def _check_order(value: Any) -> tuple[str, ...]:
             raise ParamError("sampler_order", f"sampler_order: stage {name!r} appears twice")
         seen.add(name)
     return tuple(value)
+
+
+_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SamplingParams))
+_STORED_DEFAULTS: dict[str, Any] = {name: getattr(SamplingParams(), name) for name in _NAMES}
+# How ``to_dict`` writes the fields whose stored value is not its own JSON, and how ``from_json``
+# reads them back; every other field is written and read as it is.
+_WRITE: dict[str, Callable[[Any], Any]] = {"sampler_order": list} | {n: f.dump for n, f in FIELDS.items() if not f.plain}
+_READ: dict[str, Callable[[Any], Any]] = {"sampler_order": _check_order} | {n: f.load for n, f in FIELDS.items() if not f.plain}

@@ -46,7 +46,6 @@ __all__ = [
     "Declaration",
     "Stage",
     "StepContext",
-    "build_stages",
     "enabled_names",
     "XTC_STREAM",
     "breaker_ids_for",
@@ -118,8 +117,3 @@ def enabled_names(values: Values, order: Sequence[str], stop_at_end: bool = True
             if stop_at_end and stage.ends_chain is not None and stage.ends_chain.holds(values):
                 break
     return tuple(out)
-
-
-def build_stages(values: Values, token_texts: Sequence[str] | None = None) -> list[Stage]:
-    """One stage per enabled name, in ``values.sampler_order``; none after the chain ends (greedy)."""
-    return [STAGE_BY_NAME[name].build(values, token_texts) for name in enabled_names(values, values.sampler_order)]

@@ -1,6 +1,11 @@
 """The ``SamplingParams`` fields as the stages declare them: name, default, range and what "off" is,
 with the one ``check`` that ``SamplingParams`` and the stage classes both use (so no range is
 written twice). Kinds: ``Number``, ``Integer``, ``Choice``, ``TokenBias``, ``Strings``.
+
+How a kind travels as JSON: a ``plain`` kind's stored value is its own JSON (``carried``: the JSON
+types ``SamplingParams.to_dict`` writes it as, all ``from_json`` accepts back); any other kind
+writes its value with ``dump`` and reads it back with ``load``, which checks the shape but not the
+range (the value was checked where the request was made).
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from inference.errors import ParamError
 
@@ -48,6 +53,9 @@ class Field:
     label: str = ""
     about: str = ""
 
+    plain: ClassVar[bool] = True  # the stored value is its own JSON (else: ``dump`` and ``load``)
+    carried: ClassVar[tuple[type, ...]] = ()  # a plain kind's JSON types, exactly (a bool is no int here)
+
     def check(self, value: Any) -> Any:
         """The value as ``SamplingParams`` stores it; ``ParamError`` naming the field and its range."""
         if value is None and self.nullable:
@@ -62,8 +70,13 @@ class Field:
         raise NotImplementedError
 
     def dump(self, value: Any) -> Any:
-        """The stored value as ``SamplingParams.to_dict`` writes it (JSON-ready)."""
-        return value
+        """The stored value as JSON, for a kind that is not ``plain``."""
+        raise NotImplementedError
+
+    def load(self, value: Any) -> Any:
+        """What ``dump`` wrote, back as the stored value: its shape checked (``ParamError`` naming the
+        field), not its range."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,8 @@ class Number(Field):
     high: float | None = None
     low_open: bool = False
     high_open: bool = False
+
+    carried: ClassVar[tuple[type, ...]] = (float,)  # ``check`` stores a float
 
     def _check(self, v: Any) -> float:
         ok = is_number(v) and (v > self.low if self.low_open else v >= self.low)
@@ -103,6 +118,8 @@ class Integer(Field):
     high: int | None = None
     words: str | None = None
 
+    carried: ClassVar[tuple[type, ...]] = (int,)
+
     def _check(self, v: Any) -> int:
         if not is_int(v) or v < self.low or (self.high is not None and v > self.high):
             said = self.words or (f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]") + f" ({self.off})"
@@ -119,6 +136,8 @@ class Choice(Field):
 
     choices: tuple[int, ...] = ()
     words: str = ""
+
+    carried: ClassVar[tuple[type, ...]] = (int,)
 
     def _check(self, v: Any) -> int:
         if not is_int(v) or v not in self.choices:
@@ -137,6 +156,8 @@ class TokenBias(Field):
     low: float = 0.0
     high: float = 0.0
 
+    plain: ClassVar[bool] = False  # JSON keys are strings
+
     def _check(self, value: Any) -> Mapping[int, float]:
         name = self.name
         if not isinstance(value, Mapping):
@@ -153,6 +174,19 @@ class TokenBias(Field):
             out[token] = float(bias)
         return types.MappingProxyType(dict(sorted(out.items())))
 
+    def dump(self, value: Mapping[int, float]) -> dict[str, float]:
+        return {str(token): bias for token, bias in value.items()}
+
+    def load(self, value: Any) -> Mapping[int, float]:
+        if not isinstance(value, dict):
+            raise ParamError(self.name, f"a carried {self.name} must be an object {{token id: bias}}")
+        out: dict[int, float] = {}
+        for key, bias in value.items():
+            if not (isinstance(key, str) and key.isascii() and key.isdigit()) or type(bias) is not float:
+                raise ParamError(f"{self.name}.{key}", f"a carried {self.name} maps token ids to floats; got {key!r}: {bias!r}")
+            out[int(key)] = bias
+        return types.MappingProxyType(dict(sorted(out.items())))
+
     def facts(self) -> dict[str, Any]:
         return {"kind": "token_bias", "low": self.low, "low_open": False, "high": self.high, "high_open": False}
 
@@ -164,6 +198,8 @@ class Strings(Field):
     max_items: int = 0
     item_length: tuple[int, int] = (1, 1)
 
+    plain: ClassVar[bool] = False  # stored as a tuple, written as a list
+
     def _check(self, value: Any) -> tuple[str, ...]:
         name = self.name
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
@@ -171,6 +207,14 @@ class Strings(Field):
         low, high = self.item_length
         if len(value) > self.max_items or not all(isinstance(s, str) and low <= len(s) <= high for s in value):
             raise ParamError(name, f"{name} must be at most {self.max_items} strings of {low}-{high} characters")
+        return tuple(value)
+
+    def dump(self, value: tuple[str, ...]) -> list[str]:
+        return list(value)
+
+    def load(self, value: Any) -> tuple[str, ...]:
+        if not isinstance(value, (list, tuple)) or not all(isinstance(s, str) for s in value):
+            raise ParamError(self.name, f"a carried {self.name} must be a list of strings")
         return tuple(value)
 
     def facts(self) -> dict[str, Any]:

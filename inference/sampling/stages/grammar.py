@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import llguidance
 import numpy as np
@@ -128,8 +128,14 @@ class GrammarField(Field):
             _refuse(f"grammar.{key}", f"grammar.{key} must be at most {MAX_SOURCE_CHARS} characters as JSON")
         return GrammarSpec(kind, source_json, _compile(kind, json.loads(source_json)))
 
-    def dump(self, value: Any) -> Any:
+    plain: ClassVar[bool] = False  # stored compiled
+
+    def dump(self, value: GrammarSpec | None) -> dict[str, Any] | None:
         return None if value is None else value.to_json()
+
+    def load(self, value: Any) -> GrammarSpec:
+        """Compiled again from its source (what rebuilding it takes; the check comes with it)."""
+        return self._check(value)
 
     def facts(self) -> dict[str, Any]:
         return {"kind": "grammar", "types": dict(SOURCE_KEY), "max_options": MAX_OPTIONS}

@@ -12,10 +12,10 @@ import pytest
 
 import inference.sampling
 from inference.errors import ParamError
-from inference.sampling import DEFAULT_ORDER, STAGES, SamplingParams
+from inference.sampling import DEFAULT_ORDER, STAGES, SamplerChain, SamplingParams
 from inference.sampling.params import FIELDS
 from inference.sampling.stage_table import PACKAGE_SOURCE, list_in, stage_list, stage_table, table_in
-from inference.sampling.stages import STAGE_BY_NAME, build_stages, stage_fields
+from inference.sampling.stages import STAGE_BY_NAME, stage_fields
 from inference.sampling.stages.declaration import Declaration, ParamIs, StageIs
 from inference.sampling.stages.fields import Choice, Field, Integer, Number, Strings, TokenBias
 from inference.sampling.stages.grammar import GrammarField
@@ -112,12 +112,12 @@ def test_the_on_rule_reads_plain_values_without_samplingparams():
 
 def test_each_builder_builds_its_declared_class_in_the_order():
     params = SamplingParams.from_dict(EVERY_STAGE)
-    built = build_stages(params, HandVocab())
+    built = SamplerChain(params, HandVocab()).stages
     names = [stage.name for stage in built]
     assert names == [n for n in DEFAULT_ORDER if n != "dynamic_temperature"]
     for stage in built:
         assert type(stage) is STAGE_BY_NAME[stage.name].stage
-    dynamic = build_stages(SamplingParams.from_dict({**EVERY_STAGE, "dynatemp_range": 0.5}), HandVocab())
+    dynamic = SamplerChain(SamplingParams.from_dict({**EVERY_STAGE, "dynatemp_range": 0.5}), HandVocab()).stages
     assert type(dynamic[names.index("temperature")]) is DynamicTemperature
 
 

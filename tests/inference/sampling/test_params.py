@@ -7,7 +7,7 @@ import json
 import pytest
 
 from inference.errors import ParamError
-from inference.sampling import DEFAULT_ORDER, SamplingParams
+from inference.sampling import DEFAULT_ORDER, SamplerChain, SamplingParams
 
 OUT_OF_RANGE = [
     ("temperature", -0.1),
@@ -128,6 +128,59 @@ def test_to_dict_is_complete_json_and_round_trips():
     assert data["logit_bias"] == {"3": 1.5} and data["top_n_sigma"] == 0.0
     assert data["sampler_order"] == list(DEFAULT_ORDER)
     assert SamplingParams.from_dict(json.loads(json.dumps(data))) == params
+
+
+def test_from_json_rebuilds_what_to_dict_wrote():
+    """The worker's rebuild of the carried settings: equal, and written back byte for byte."""
+    params = SamplingParams(
+        grammar={"type": "choice", "options": ["yes", "no"]},
+        logit_bias={7: -2, 3: 1.5},
+        temperature=0.7,
+        top_n_sigma=None,
+        dry_multiplier=0.8,
+        dry_sequence_breakers=("\n", "."),
+        top_p=0.9,
+        mirostat=2,
+        sampler_order=tuple(reversed(DEFAULT_ORDER)),
+        seed=2**63 - 1,
+    )
+    for made in (params, SamplingParams()):
+        text = json.dumps(made.to_dict())
+        rebuilt = SamplingParams.from_json(json.loads(text))
+        assert rebuilt == made and json.dumps(rebuilt.to_dict()) == text
+        assert rebuilt.enabled_stages() == made.enabled_stages()
+    assert SamplingParams.from_json({"top_k": 3}) == SamplingParams(top_k=3)  # a field left out keeps its default
+
+
+@pytest.mark.parametrize(
+    "data, param",
+    [
+        ({"temperature": "hot"}, "temperature"),
+        ({"temperature": True}, "temperature"),
+        ({"temperature": 1}, "temperature"),  # to_dict writes a number field as a float
+        ({"top_k": 4.0}, "top_k"),
+        ({"logit_bias": {"x": 1.0}}, "logit_bias.x"),
+        ({"logit_bias": [1]}, "logit_bias"),
+        ({"dry_sequence_breakers": "ab"}, "dry_sequence_breakers"),
+        ({"sampler_order": ["nope"]}, "sampler_order"),
+        ({"grammar": {"type": "nope"}}, "grammar.type"),
+        ({"temprature": 1.0}, "temprature"),
+        ([], "params"),
+    ],
+)
+def test_from_json_refuses_a_malformed_carried_dict_naming_the_field(data, param):
+    with pytest.raises(ParamError) as caught:
+        SamplingParams.from_json(data)
+    assert caught.value.param == param
+
+
+def test_from_json_leaves_the_ranges_to_the_stages():
+    """The carried settings' ranges held at the front door and are not checked again; the one check
+    the worker makes is each stage's of its own arguments, when the chain is built."""
+    carried = SamplingParams.from_json({"temperature": 2.5})
+    with pytest.raises(ParamError) as caught:
+        SamplerChain(carried)
+    assert caught.value.param == "temperature"
 
 
 def test_field_names_split_a_flat_dict():

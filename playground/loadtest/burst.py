@@ -55,6 +55,9 @@ class LoadConfig:
     temperature: float | None = None  # None: the server's default
     ignore_eos: bool = True  # every stream generates exactly `tokens`, so runs are comparable
     timeout_s: float = 300.0  # a stream that has not ended by then is broken
+    # further headers on every handshake, e.g. X-Forwarded-Proto: https as a TLS-terminating proxy
+    # sends it to a server with production settings (parse_headers)
+    headers: tuple[tuple[str, str], ...] = ()
 
     def generate_frame(self, client: int) -> dict[str, Any]:
         params: dict[str, Any] = {"max_tokens": self.tokens}
@@ -79,6 +82,17 @@ def endpoint(url: str) -> str:
         raise ConfigError(f"--url must be ws://host[:port] or wss://host[:port], got {url!r}")
     path = parts.path if parts.path not in ("", "/") else GENERATE_PATH
     return urlunsplit((scheme, parts.netloc, path, parts.query, ""))
+
+
+def parse_headers(values: list[str]) -> tuple[tuple[str, str], ...]:
+    """``--header "Name: value"`` options as (name, value) pairs."""
+    pairs = []
+    for value in values:
+        name, colon, text = value.partition(":")
+        if not colon or not name.strip() or any(c.isspace() for c in name.strip()):
+            raise ConfigError(f"--header must be 'Name: value', got {value!r}")
+        pairs.append((name.strip(), text.strip()))
+    return tuple(pairs)
 
 
 def default_origin(url: str) -> str:
@@ -248,7 +262,13 @@ async def run_client(config: LoadConfig, client: int, check: StreamCheck | None 
     deadline = check.sent_at + config.timeout_s
     try:
         async with connect(
-            config.url, origin=config.origin, compression=None, proxy=None, open_timeout=config.timeout_s, ping_timeout=60
+            config.url,
+            origin=config.origin,
+            additional_headers=config.headers,
+            compression=None,
+            proxy=None,
+            open_timeout=config.timeout_s,
+            ping_timeout=60,
         ) as socket:
             check.sent_at = time.monotonic()
             await socket.send(json.dumps(frame))

@@ -55,6 +55,7 @@ class SoakConfig:
     sample_every_s: float = 30.0
     timeout_s: float = 300.0  # a request that has not ended by then is broken
     only: tuple[str, ...] = ()  # the scenarios to run (their names in ``SCENARIOS``); empty: every one
+    headers: tuple[tuple[str, str], ...] = ()  # on every handshake and HTTP request (burst.parse_headers)
 
     @property
     def http(self) -> str:
@@ -190,7 +191,9 @@ class Client:
         began = time.monotonic()
         check = StreamCheck(self.number, frame["request_id"], int((frame.get("params") or {}).get("max_tokens", 1)), began)
         try:
-            async with connect(self.config.url, origin=self.config.origin, compression=None, proxy=None) as socket:
+            async with connect(
+                self.config.url, origin=self.config.origin, additional_headers=self.config.headers, compression=None, proxy=None
+            ) as socket:
                 await socket.send(json.dumps(frame))
                 while not check.ended:
                     text = await asyncio.wait_for(socket.recv(), self.config.timeout_s)
@@ -218,7 +221,10 @@ class Client:
         def call() -> tuple[int, bytes]:
             data = None if body is None else json.dumps(body).encode()
             request = urllib.request.Request(
-                self.config.http + path, data, method=method, headers={"Content-Type": "application/json"}
+                self.config.http + path,
+                data,
+                method=method,
+                headers={"Content-Type": "application/json", **dict(self.config.headers)},
             )
             try:
                 with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
@@ -353,7 +359,8 @@ def _resources(config: SoakConfig) -> tuple[int | None, int | None]:
         process = psutil.Process(config.server_pid)
         return process.memory_info().rss, process.num_fds()
     try:
-        with urllib.request.urlopen(config.http + "/metrics", timeout=10) as response:
+        request = urllib.request.Request(config.http + "/metrics", headers=dict(config.headers))
+        with urllib.request.urlopen(request, timeout=10) as response:
             text = response.read().decode()
     except OSError:
         return None, None

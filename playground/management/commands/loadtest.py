@@ -61,6 +61,13 @@ class Command(BaseCommand):
         parser.add_argument("--database", type=Path, default=None, help="soak: the server's SQLite file, whose size is shown")
         parser.add_argument("--sample-every", type=float, default=None, help="soak: seconds between samples (default: 1/20)")
         parser.add_argument("--only", default="", help="soak: these scenarios alone, comma-separated (default: every one)")
+        parser.add_argument(
+            "--header",
+            action="append",
+            default=[],
+            help="'Name: value' on every handshake and HTTP request, repeatable (e.g. 'X-Forwarded-Proto: https' "
+            "for a server with production settings reached without its TLS proxy)",
+        )
 
     def handle(self, *args, **options):
         if options["soak"] is not None:
@@ -80,6 +87,7 @@ class Command(BaseCommand):
                 temperature=options["temperature"],
                 ignore_eos=not options["allow_eos"],
                 timeout_s=options["timeout"],
+                headers=burst.parse_headers(options["header"]),
             )
         except burst.ConfigError as error:
             raise CommandError(str(error)) from error
@@ -104,6 +112,7 @@ class Command(BaseCommand):
                 sample_every_s=options["sample_every"] or max(5.0, minutes * 60 / 20),
                 timeout_s=options["timeout"],
                 only=tuple(name.strip() for name in options["only"].split(",") if name.strip()),
+                headers=burst.parse_headers(options["header"]),
             )
         except burst.ConfigError as error:
             raise CommandError(str(error)) from error

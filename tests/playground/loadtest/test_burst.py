@@ -164,3 +164,10 @@ def test_a_miscounted_done_and_a_missing_end_are_caught(real_frames: list[dict])
     assert problems == ["the connection closed before done or error (6 tokens received)"]
     after_end = check_frames(real_frames + [real_frames[1]]).problems
     assert any("after the stream's 'done'" in p for p in after_end), after_end
+
+
+def test_header_options_become_name_value_pairs_and_a_malformed_one_is_refused_by_name():
+    assert burst.parse_headers(["X-Forwarded-Proto: https", "X-Empty:"]) == (("X-Forwarded-Proto", "https"), ("X-Empty", ""))
+    for bad in ("no colon", ": value", "Two words: x"):
+        with pytest.raises(burst.ConfigError, match="--header"):
+            burst.parse_headers([bad])

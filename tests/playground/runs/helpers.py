@@ -1,5 +1,5 @@
-"""Websocket events shaped exactly as playground.wire.events formats them, for runs made without the
-model, and a recorder that saves them."""
+"""Websocket events shaped exactly as playground.wire.events formats them (a token through its
+class), for runs made without the model, and a recorder that saves them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from inference.decoding.request import parse_params
 from playground.runs.recording import RunRecorder
+from playground.wire.token_event import TokenEvent
 
 MODEL = {
     "name": "SmolLM2-135M-Instruct",
@@ -46,8 +47,12 @@ def token(
     draw: float | None = 0.25,
     sample: int = 0,
 ) -> dict[str, Any]:
+    """A ``token`` event as the server sends it, made through ``TokenEvent`` (its keys in the class's
+    order): the fields given here, and each field added since (``TokenEvent.LATER``) as a run saved
+    before it reads — ``origin`` the one the draw implies, ``draw_interval`` null, no ``watched``
+    (test_token_rows stores real ones). The event's keys as written by hand: test_token_event."""
     chosen = next(a for a in alternatives if a[0] == token_id)
-    return {
+    first_fields = {
         "type": "token",
         "request_id": "r",
         "sample": sample,
@@ -63,14 +68,12 @@ def token(
             for i, t, raw, p in alternatives
         ],
         "forced": False,
-        "origin": "greedy" if draw is None else "sampled",
         "draw": draw,
-        "draw_interval": None,  # as in runs saved before it; test_token_rows stores a real one
         "entropy": {"before": 1.5, "after": 0.9},
         "stages": [{"name": s, "kept": 10 - k} for k, s in enumerate(STAGES)],
         "elapsed_ms": 20.5,
-        "watched": [],  # none watched; test_token_rows stores a watched token
     }
+    return TokenEvent.from_json(TokenEvent.filled(first_fields)).to_json()
 
 
 def done(reason: str = "max_tokens", text: str = "", n_tokens: int = 3) -> dict[str, Any]:

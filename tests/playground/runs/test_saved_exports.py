@@ -5,7 +5,8 @@ worker on the tiny model. Only ``id``, ``source``, ``imported_from`` (and a bran
 ``parent_run``, whose parent is not saved here) say that the copy is a copy, and the fields
 added since these files were written: a token's ``origin`` (after ``forced``: what its
 ``forced``, ``draw`` and stages imply), ``draw_interval`` (exported as null after
-``draw``) and ``watched`` (exported as [] after ``elapsed_ms``), the request's ``watch`` ([] after
+``draw``) and ``watched`` (exported as [] after ``elapsed_ms``), then any later one of
+``TokenEvent.LATER`` (as a token saved before it reads), the request's ``watch`` ([] after
 ``prefix_tokens``) and ``typed_tokens`` (0 after ``watch``), the sampling parameter ``grammar``
 (null after ``dynatemp_exponent``; the old ``sampler_order`` is kept as it was), a run's
 ``prompt_surprisal`` (null after ``prompt_tokens``) and ``speculative`` (null after ``beam_steps``),
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from playground.runs.compare import METRIC
-from playground.wire.token_event import implied_origin
+from playground.wire.token_event import TokenEvent, implied_origin
 
 pytestmark = pytest.mark.django_db(databases=["default", "postgres"])
 
@@ -57,9 +58,18 @@ def _with(data: dict, after: str, key: str, value) -> dict:
     return {k: data[k] for k in keys[:at]} | {key: value} | {k: data[k] for k in keys[at:]}
 
 
+# Where the token fields added since these files were written stand in an export today (by hand).
+ADDED_AFTER = {"origin": "forced", "draw_interval": "draw", "watched": "elapsed_ms"}
+
+
 def _as_exported_now(token: dict) -> dict:
-    token = _with(token, "forced", "origin", implied_origin(token))  # (none of these runs typed or branched)
-    return _with(_with(token, "draw", "draw_interval", None), "elapsed_ms", "watched", [])
+    # (these runs typed and branched nothing: the origin their fields imply)
+    then = {"origin": implied_origin(token), "draw_interval": None, "watched": []}
+    for name, after in ADDED_AFTER.items():
+        token = _with(token, after, name, then[name])
+    # A field added after these (``TokenEvent.LATER``) follows them, as a token saved before it reads.
+    newer = [name for name in TokenEvent.LATER if name not in ADDED_AFTER and name not in token]
+    return token | {name: TokenEvent.filled(token)[name] for name in newer}
 
 
 def _copy(run: dict, new_id: str, parent: str | None) -> dict:

@@ -64,7 +64,13 @@ def to_stored(token: TokenEvent) -> StoredRow:
         [[a[key] for key in ALTERNATIVE_COLUMNS] for a in event["alternatives"]],
         [[s["name"], s["kept"]] for s in event["stages"]],
     ]
-    extra = {name: event[name] for name in IN_EXTRA if event.get(name) not in (None, False, [])}
+    # a field left out only when null (a speculative run's ``drafted``) keeps its false; the others
+    # take no room when false or empty
+    extra = {
+        name: event[name]
+        for name in IN_EXTRA
+        if event.get(name) is not None and (name in TokenEvent.OPTIONAL or event[name] not in (False, []))
+    }
     if extra.get("origin") == implied_origin(event):
         del extra["origin"]  # what the row implies takes no room
     if extra:

@@ -68,10 +68,11 @@ def test_fields_without_a_column_live_in_the_trailing_object():
     event = EVENT | {"forced": True, "removed_by": "top_k", "drafted": False}
     stored = stored_row_from_event(event)
     # (forced, yet what this run's own pick took: the origin says more than ``forced`` implies, so it is kept)
-    assert stored[13] == {"removed_by": "top_k", "forced": True, "origin": "sampled"}  # drafted false: no room
+    # a speculative run's ``drafted`` false is kept: its export says it of every token, as it always has
+    assert stored[13] == {"removed_by": "top_k", "forced": True, "origin": "sampled", "drafted": False}
     row = from_stored(json.loads(json.dumps(stored)))
-    assert row.forced and row.removed_by == "top_k" and row.drafted is None
-    assert exported(row) == {k: v for k, v in event.items() if k not in ("type", "request_id", "drafted")}
+    assert row.forced and row.removed_by == "top_k" and row.drafted is False
+    assert exported(row) == {k: v for k, v in event.items() if k not in ("type", "request_id")}
     drafted = stored_row_from_event(EVENT | {"drafted": True, "origin": "draft"})
     assert drafted[13] == {"drafted": True} and exported(from_stored(drafted))["drafted"] is True
     # A key that names no field of the event is refused, not stored (nor lost without a word).

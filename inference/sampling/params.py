@@ -48,8 +48,9 @@ _ENDINGS = tuple(stage.ends_chain for stage in STAGES if stage.ends_chain is not
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """Sampler settings for one run. Each field's range, default and "off" value are declared by the
-    stage that reads it, beside its class (``FIELDS``); their exact meaning is in docs/sampling.md."""
+    """Sampler settings for one run. Each field's range, default, "off" value and exact definition are
+    declared by the stage that reads it, beside its class (``FIELDS``); docs/sampling.md's parameter
+    table is made from them (``param_table``)."""
 
     temperature: float = _DEFAULT["temperature"]
     top_k: int = _DEFAULT["top_k"]

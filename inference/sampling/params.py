@@ -21,7 +21,22 @@ from inference.sampling.stages.grammar import GrammarSpec
 DEFAULT_ORDER: tuple[str, ...] = tuple(stage.name for stage in STAGES)
 
 MAX_SEED = 2**63 - 1
-SEED = Integer("seed", None, "null = drawn at random", nullable=True, low=0, high=MAX_SEED, words="in [0, 2^63-1] or null")
+SEED = Integer(
+    "seed",
+    None,
+    "null = drawn at random",
+    nullable=True,
+    low=0,
+    high=MAX_SEED,
+    words="in [0, 2^63-1] or null",
+    definition="the run's seed (below).",
+)
+
+#: ``sampler_order``, which no stage declares, as ``field_facts`` and docs/sampling.md's parameter
+#: table say it: its range, what leaves it doing nothing and what it does.
+ORDER_RANGE = "list of stage names, no repeats"
+ORDER_OFF = "the default order"
+ORDER_DEFINITION = "the order of the stages (below)."
 
 #: Every field but ``sampler_order``: the stages' declared fields, then the run's seed.
 FIELDS: dict[str, Field] = {**stage_fields(), "seed": SEED}
@@ -33,8 +48,9 @@ _ENDINGS = tuple(stage.ends_chain for stage in STAGES if stage.ends_chain is not
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """Sampler settings for one run. Each field's range, default and "off" value are declared by the
-    stage that reads it, beside its class (``FIELDS``); their exact meaning is in docs/sampling.md."""
+    """Sampler settings for one run. Each field's range, default, "off" value and exact definition are
+    declared by the stage that reads it, beside its class (``FIELDS``); docs/sampling.md's parameter
+    table is made from them (``param_table``)."""
 
     temperature: float = _DEFAULT["temperature"]
     top_k: int = _DEFAULT["top_k"]
@@ -145,7 +161,7 @@ class SamplingParams:
         facts: dict[str, dict[str, Any]] = {}
         for name in defaults:
             if name == "sampler_order":
-                fact = {"kind": "stage_order", "choices": DEFAULT_ORDER, "off": "the default order", "nullable": False}
+                fact = {"kind": "stage_order", "choices": DEFAULT_ORDER, "off": ORDER_OFF, "nullable": False}
             elif name in FIELDS:
                 f = FIELDS[name]
                 fact = {**f.facts(), "off": f.off, "nullable": f.nullable}

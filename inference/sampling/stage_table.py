@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import inference.sampling.stages
+from inference.sampling.doc_block import block_in, write_block
 from inference.sampling.stages import STAGES
 from inference.sampling.stages.declaration import Clause, Declaration, ParamIs
 
@@ -65,21 +66,12 @@ def stage_table(stages: Sequence[Declaration] = STAGES) -> str:
 
 def table_in(text: str) -> str:
     """The stage table a document holds, markers included ("" when it has none)."""
-    start, end = text.find("<!-- stage table"), text.find(END)  # the first marker's wording may have changed
-    if start < 0 or end < start:
-        return ""
-    return text[start : end + len(END)] + "\n"
+    return block_in(text, "<!-- stage table", END)  # the first marker's wording may have changed
 
 
 def write_into(path: Path) -> bool:
     """Puts ``stage_table()`` between the markers of the file at ``path``; True if it changed."""
-    text = path.read_text()
-    old = table_in(text)
-    if not old:
-        raise SystemExit(f"{path}: no stage table markers ({BEGIN!r} ... {END!r})")
-    new = text.replace(old, stage_table())
-    path.write_text(new)
-    return new != text
+    return write_block(path, "<!-- stage table", END, stage_table())
 
 
 PACKAGE_SOURCE = Path(inference.sampling.stages.__file__).resolve().parents[1] / "__init__.py"

@@ -25,6 +25,7 @@ XTC_PROBABILITY = Number(
     high=1.0,
     label="XTC probability",
     about="Exclude Top Choices: with this chance per token, drop every top token above the threshold but the least likely.",
+    definition="XTC (llama.cpp): see below.",
 )
 XTC_THRESHOLD = Number(
     "xtc_threshold",
@@ -34,6 +35,7 @@ XTC_THRESHOLD = Number(
     high=1.0,
     label="XTC threshold",
     about="Tokens at or above this probability count as top choices (above 0.5 XTC can never act).",
+    definition="XTC's threshold (above 0.5 it can never act: at most one token can reach it).",
 )
 MIROSTAT = Choice(
     "mirostat",
@@ -43,9 +45,17 @@ MIROSTAT = Choice(
     words="0 (off) or 2 (mirostat v2)",
     label="Mirostat",
     about="Adapts a surprise cutoff each step to hold the text's average surprise near τ.",
+    definition="2 turns on mirostat v2 (mirostat 1 is not offered).",
 )
 MIROSTAT_TAU = Number(
-    "mirostat_tau", 5.0, "default 5", low=0.0, low_open=True, label="Mirostat τ", about="Target surprise in bits."
+    "mirostat_tau",
+    5.0,
+    "default 5",
+    low=0.0,
+    low_open=True,
+    label="Mirostat τ",
+    about="Target surprise in bits.",
+    definition="target surprise in bits.",
 )
 MIROSTAT_ETA = Number(
     "mirostat_eta",
@@ -55,6 +65,7 @@ MIROSTAT_ETA = Number(
     high=1.0,
     label="Mirostat η",
     about="How fast mirostat's cutoff follows the target.",
+    definition="learning rate.",
 )
 
 #: XTC's stream is numpy.random.default_rng([seed, XTC_STREAM]) ("XTC" in ASCII).

@@ -44,7 +44,9 @@ def is_number(v: Any) -> bool:
 class Field:
     """One ``SamplingParams`` field: its name, default and what leaves it doing nothing (``off``).
     ``nullable``: null is accepted and read as the default. ``label`` and ``about``: what the pages
-    call it and say of it in one line (written for them by ``stage_words``). Subclasses add the range."""
+    call it and say of it in one line (written for them by ``stage_words``). ``definition``: what it
+    does, exactly, in Markdown (the last column of docs/sampling.md's parameter table, written by
+    ``param_table``). Subclasses add the range."""
 
     name: str
     default: Any
@@ -52,6 +54,7 @@ class Field:
     nullable: bool = False
     label: str = ""
     about: str = ""
+    definition: str = ""
 
     plain: ClassVar[bool] = True  # the stored value is its own JSON (else: ``dump`` and ``load``)
     carried: ClassVar[tuple[type, ...]] = ()  # a plain kind's JSON types, exactly (a bool is no int here)
@@ -67,6 +70,10 @@ class Field:
 
     def facts(self) -> dict[str, Any]:
         """The field's range as plain data (``SamplingParams.field_facts`` adds the default)."""
+        raise NotImplementedError
+
+    def range_words(self) -> str:
+        """The field's range as docs/sampling.md's parameter table writes it: "[0, 2]", "integer >= 1"."""
         raise NotImplementedError
 
     def dump(self, value: Any) -> Any:
@@ -104,6 +111,9 @@ class Number(Field):
             return f"> {self.low:g}" if self.low_open else f">= {self.low:g}"
         return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
 
+    def range_words(self) -> str:
+        return self.range.removeprefix("in ")
+
     def facts(self) -> dict[str, Any]:
         high_open = self.high_open or self.high is None  # an unbounded range never reaches its end
         return {"kind": "number", "low": self.low, "low_open": self.low_open, "high": self.high, "high_open": high_open}
@@ -122,9 +132,16 @@ class Integer(Field):
 
     def _check(self, v: Any) -> int:
         if not is_int(v) or v < self.low or (self.high is not None and v > self.high):
-            said = self.words or (f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]") + f" ({self.off})"
+            said = self.words or f"{self.range} ({self.off})"
             raise ParamError(self.name, f"{self.name} must be an integer {said}; got {v!r}")
         return v
+
+    @property
+    def range(self) -> str:
+        return f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]"
+
+    def range_words(self) -> str:
+        return f"integer {self.words or self.range}"
 
     def facts(self) -> dict[str, Any]:
         return {"kind": "integer", "low": self.low, "low_open": False, "high": self.high, "high_open": False}
@@ -146,6 +163,9 @@ class Choice(Field):
 
     def facts(self) -> dict[str, Any]:
         return {"kind": "choice", "choices": self.choices}
+
+    def range_words(self) -> str:
+        return " or ".join(str(c) for c in self.choices)
 
 
 @dataclass(frozen=True)
@@ -187,6 +207,9 @@ class TokenBias(Field):
             out[int(key)] = bias
         return types.MappingProxyType(dict(sorted(out.items())))
 
+    def range_words(self) -> str:
+        return f"`{{token id: bias}}`, id >= 0, bias in [{self.low:g}, {self.high:g}]"
+
     def facts(self) -> dict[str, Any]:
         return {"kind": "token_bias", "low": self.low, "low_open": False, "high": self.high, "high_open": False}
 
@@ -216,6 +239,10 @@ class Strings(Field):
         if not isinstance(value, (list, tuple)) or not all(isinstance(s, str) for s in value):
             raise ParamError(self.name, f"a carried {self.name} must be a list of strings")
         return tuple(value)
+
+    def range_words(self) -> str:
+        low, high = self.item_length
+        return f"up to {self.max_items} strings of {low}–{high} chars"
 
     def facts(self) -> dict[str, Any]:
         return {"kind": "strings", "max_items": self.max_items, "item_length": self.item_length}

@@ -140,6 +140,9 @@ class GrammarField(Field):
     def facts(self) -> dict[str, Any]:
         return {"kind": "grammar", "types": dict(SOURCE_KEY), "max_options": MAX_OPTIONS}
 
+    def range_words(self) -> str:
+        return " or ".join(f'`{{"type": "{kind}", …}}`' for kind in SOURCE_KEY)
+
 
 GRAMMAR = GrammarField(
     "grammar",
@@ -148,6 +151,7 @@ GRAMMAR = GrammarField(
     nullable=True,
     label="Grammar",
     about="Only tokens that keep the text a match for a JSON Schema, a regular expression or a list of choices; the end only where it is complete.",
+    definition='constrained decoding: removes every token the JSON Schema (`schema`), regular expression (`pattern`) or list of strings (`options`) forbids after the text so far; the end of sequence only where the text is complete. See "Constrained decoding" below.',
 )
 
 

@@ -21,6 +21,7 @@ LOGIT_BIAS = TokenBias(
     high=100.0,
     label="Logit bias",
     about="Add a number to chosen tokens' logits before every other stage but a grammar.",
+    definition="`logit[id] += bias`. Ids must be < V: checked when applied, or up front with `params.validate_for_vocab(V)`.",
 )
 REPETITION_PENALTY = Number(
     "repetition_penalty",
@@ -30,6 +31,7 @@ REPETITION_PENALTY = Number(
     low_open=True,
     label="Repetition penalty",
     about="Divides a seen token's positive logit (multiplies a negative one), however often it appeared.",
+    definition="CTRL (Keskar et al.): for each *distinct* token of the windowed history, a logit > 0 is divided by the penalty, a logit <= 0 multiplied by it.",
 )
 FREQUENCY_PENALTY = Number(
     "frequency_penalty",
@@ -39,6 +41,7 @@ FREQUENCY_PENALTY = Number(
     high=2.0,
     label="Frequency penalty",
     about="Subtracts value × how many times the token appeared.",
+    definition="OpenAI: `logit -= count × value`, count = occurrences in the windowed history.",
 )
 PRESENCE_PENALTY = Number(
     "presence_penalty",
@@ -48,6 +51,7 @@ PRESENCE_PENALTY = Number(
     high=2.0,
     label="Presence penalty",
     about="Subtracts value once from every token that appeared at all.",
+    definition="OpenAI: `logit -= value` if count > 0.",
 )
 PENALTY_WINDOW = Integer(
     "penalty_window",
@@ -56,6 +60,7 @@ PENALTY_WINDOW = Integer(
     low=0,
     label="Penalty window",
     about="The three penalties above only count the last N tokens.",
+    definition="the three penalties (`repetition_penalty`, `frequency_penalty`, `presence_penalty`) only count the last N history tokens.",
 )
 
 

@@ -24,6 +24,7 @@ DRY_MULTIPLIER = Number(
     low=0.0,
     label="DRY multiplier",
     about="Don't Repeat Yourself: penalize the token that would extend a repeated sequence.",
+    definition="DRY (llama.cpp): see below.",
 )
 DRY_BASE = Number(
     "dry_base",
@@ -32,9 +33,16 @@ DRY_BASE = Number(
     low=1.0,
     label="DRY base",
     about="The penalty grows as base^(repeat length − allowed length).",
+    definition="DRY's exponential base.",
 )
 DRY_ALLOWED_LENGTH = Integer(
-    "dry_allowed_length", 2, "default 2", low=1, label="DRY allowed length", about="Repeats shorter than this are free."
+    "dry_allowed_length",
+    2,
+    "default 2",
+    low=1,
+    label="DRY allowed length",
+    about="Repeats shorter than this are free.",
+    definition="repeats shorter than this are free.",
 )
 DRY_PENALTY_LAST_N = Integer(
     "dry_penalty_last_n",
@@ -43,6 +51,7 @@ DRY_PENALTY_LAST_N = Integer(
     low=-1,
     label="DRY window",
     about="How far back DRY looks for repeats.",
+    definition="DRY's window.",
 )
 #: llama.cpp's default DRY sequence breakers.
 DRY_SEQUENCE_BREAKERS = Strings(
@@ -53,6 +62,7 @@ DRY_SEQUENCE_BREAKERS = Strings(
     item_length=(1, 64),
     label="DRY sequence breakers",
     about="A repeat never reaches back past a token containing one of these.",
+    definition="tokens whose text contains one of these stop a repeat.",
 )
 NO_REPEAT_NGRAM_SIZE = Integer(
     "no_repeat_ngram_size",
@@ -61,6 +71,7 @@ NO_REPEAT_NGRAM_SIZE = Integer(
     low=0,
     label="No-repeat n-gram size",
     about="Forbid any token that would complete an n-gram already in the text.",
+    definition="Hugging Face: remove every token that would complete an n-gram (n = size) already in the history.",
 )
 
 # llama.cpp clamps DRY's exponent so that base**exponent stays below FLT_MAX: log(FLT_MAX).

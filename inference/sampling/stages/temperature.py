@@ -19,6 +19,7 @@ TEMPERATURE = Number(
     high=2.0,
     label="Temperature",
     about="Divides the logits: below 1 sharpens the distribution, above 1 flattens it; 0 always takes the top token.",
+    definition="`logit / T`. T = 0 is greedy (below).",
 )
 DYNATEMP_RANGE = Number(
     "dynatemp_range",
@@ -28,6 +29,7 @@ DYNATEMP_RANGE = Number(
     high=2.0,
     label="Dynamic temperature range",
     about="Temperature varies within T ± range with the step's entropy: calm steps cooler, uncertain steps hotter.",
+    definition="llama.cpp's entropy-scaled temperature (below); replaces the plain temperature stage.",
 )
 DYNATEMP_EXPONENT = Number(
     "dynatemp_exponent",
@@ -36,6 +38,7 @@ DYNATEMP_EXPONENT = Number(
     low=0.0,
     label="Dynamic temperature exponent",
     about="Shape of the entropy → temperature curve; only used when the range is above 0.",
+    definition="its exponent.",
 )
 
 

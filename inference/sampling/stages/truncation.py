@@ -15,7 +15,15 @@ from inference.sampling.stages.base import Stage, StepContext
 from inference.sampling.stages.declaration import Declaration, ParamIs
 from inference.sampling.stages.fields import Integer, Number, require
 
-TOP_K = Integer("top_k", 0, "0 = off", low=0, label="Top-k", about="Keep only the k most likely tokens.")
+TOP_K = Integer(
+    "top_k",
+    0,
+    "0 = off",
+    low=0,
+    label="Top-k",
+    about="Keep only the k most likely tokens.",
+    definition="keep the k most likely tokens (ties: lower id first).",
+)
 TOP_P = Number(
     "top_p",
     1.0,
@@ -25,6 +33,7 @@ TOP_P = Number(
     high=1.0,
     label="Top-p",
     about="Nucleus: keep the fewest top tokens whose probabilities add up to p.",
+    definition="nucleus: sort by probability descending (ties: lower id first), keep the smallest prefix whose cumulative probability is >= top_p.",
 )
 MIN_P = Number(
     "min_p",
@@ -34,6 +43,7 @@ MIN_P = Number(
     high=1.0,
     label="Min-p",
     about="Keep tokens at least this fraction as likely as the top token.",
+    definition="keep tokens with p >= min_p × p_max (computed as `logit − max >= ln min_p`).",
 )
 TYPICAL_P = Number(
     "typical_p",
@@ -44,6 +54,7 @@ TYPICAL_P = Number(
     high=1.0,
     label="Typical-p",
     about="Keep the tokens whose surprise is closest to the step's average surprise, up to mass p.",
+    definition="Meister et al.: sort by |−ln p − H| ascending (H the entropy in nats; ties: lower id first), keep the smallest prefix with cumulative probability >= typical_p.",
 )
 TOP_N_SIGMA = Number(
     "top_n_sigma",
@@ -53,6 +64,7 @@ TOP_N_SIGMA = Number(
     low=0.0,
     label="Top-nσ",
     about="Keep tokens whose logit is within n standard deviations of the top logit.",
+    definition="Tang et al.: keep logits >= max − n·σ, σ the population standard deviation of the candidates' logits.",
 )
 EPSILON_CUTOFF = Number(
     "epsilon_cutoff",
@@ -63,6 +75,7 @@ EPSILON_CUTOFF = Number(
     high_open=True,
     label="Epsilon cutoff",
     about="Remove tokens with probability below ε.",
+    definition="Hugging Face: remove tokens with p < ε.",
 )
 ETA_CUTOFF = Number(
     "eta_cutoff",
@@ -73,6 +86,7 @@ ETA_CUTOFF = Number(
     high_open=True,
     label="Eta cutoff",
     about="Remove tokens below min(η, √η·e^−H): a cutoff that loosens when the step is uncertain.",
+    definition="Hugging Face: remove tokens with p < min(η, √η·e^(−H)).",
 )
 
 

@@ -17,8 +17,7 @@ from inference.sampling.params import FIELDS
 from inference.sampling.stage_table import PACKAGE_SOURCE, list_in, stage_list, stage_table, table_in
 from inference.sampling.stages import STAGE_BY_NAME, stage_fields
 from inference.sampling.stages.declaration import Declaration, ParamIs, StageIs
-from inference.sampling.stages.fields import Choice, Field, Integer, Number, Strings, TokenBias
-from inference.sampling.stages.grammar import GrammarField
+from inference.sampling.stages.fields import Number
 from inference.sampling.stages.penalties import FrequencyPenalty, LogitBias, RepetitionPenalty
 from inference.sampling.stages.repeats import Dry, NoRepeatNgram
 from inference.sampling.stages.temperature import DynamicTemperature, Temperature
@@ -214,39 +213,3 @@ def test_a_changed_declaration_changes_the_table():
         tuple(reversed(STAGES)),
     ):
         assert stage_table(changed) != doc
-
-
-def _doc_rows() -> dict[str, tuple[str, str]]:
-    """docs/sampling.md's parameter table: field -> (range, off / default) as written."""
-    text = DOC.read_text()
-    table = text[text.index("| parameter | range |") : text.index("Every stage keeps at least one token")]
-    cells = [line.split(" | ") for line in table.splitlines()[2:] if line.startswith("| `")]
-    return {row[0].removeprefix("| ").strip("`"): (row[1], row[2]) for row in cells}
-
-
-def _range_in_words(f: Field) -> str:
-    """A field's range as the parameter table writes it: "[0, 2]", "> 0", "integer >= 1"."""
-    if isinstance(f, Number):
-        return f.range.removeprefix("in ")
-    if isinstance(f, Integer):
-        return f"integer >= {f.low}" if f.high is None else f"integer in [{f.low}, {f.high}]"
-    if isinstance(f, Choice):
-        return " or ".join(str(c) for c in f.choices)
-    if isinstance(f, Strings):
-        return f"up to {f.max_items} strings of {f.item_length[0]}–{f.item_length[1]} chars"
-    if isinstance(f, GrammarField):
-        return " or ".join(f'`{{"type": "{kind}", …}}`' for kind in f.facts()["types"])
-    assert isinstance(f, TokenBias)
-    return f"`{{token id: bias}}`, id >= 0, bias in [{f.low:g}, {f.high:g}]"
-
-
-def test_the_docs_parameter_table_has_a_row_per_field_with_its_declared_range_and_default():
-    """The parameter table's definitions are prose; its names, ranges and defaults are the declarations'."""
-    rows = _doc_rows()
-    assert sorted(rows) == sorted(SamplingParams.field_names())
-    for name, f in stage_fields().items():
-        written_range, written_default = rows[name]
-        assert written_range.startswith(_range_in_words(f)), f"{name}: the doc says {written_range!r}"
-        if isinstance(f, (Number, Integer, Choice)):
-            default = f"{f.default:g}" if isinstance(f.default, float) else str(f.default)
-            assert written_default.split(" ")[0] == default, f"{name}: the doc's default is {written_default!r}"

@@ -63,7 +63,9 @@ def test_the_manifest_records_the_kernels(kernels_dir):
     ops = m["onnx"]["op_counts"]
     assert ops[model_kernels.OP_TYPE] == 121 and "MatMulNBits" not in ops and "MatMul" not in ops  # no offset path
     assert m["quantization"]["matmul_gguf"] == {"Q4_1 exact": 120, "Q8_0 exact": 1}
-    assert ops["Gather"] == 1 or ops.get("GatherBlockQuantized") == 1  # the embedding as the variant makes it
+    # the embedding reads the Q8_0 table's 8-bit codes (recipe 6): no fp32 table, no plain Gather
+    assert ops.get("GatherBlockQuantized") == 1 and "Gather" not in ops
+    assert m["quantization"]["weights_left"] == {}
 
 
 def test_exact_kernels_compute_what_the_fp32_export_computes(kernels_dir, tokenizer):

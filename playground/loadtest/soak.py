@@ -37,6 +37,10 @@ from playground.loadtest.burst import ConfigError, StreamCheck, default_origin, 
 MEMORY_GROWTH_LIMIT = 0.05  # of the resident memory at a tenth of the time
 SETTLE_FRACTION = 0.1  # the first tenth of the time warms caches and pools: growth is measured after it
 LIMIT_CODES = frozenset({"busy", "rate_limited", "too_many_requests"})  # refusals by the server's limits, counted apart
+# A client refused by the server's limits waits this long before its next request, as a client
+# should: without it a refused request comes back in milliseconds, and the soak turns into a storm of
+# refusals (seen on a quiet machine: 12,000 in 3 minutes) instead of the traffic it measures.
+LIMIT_BACKOFF_S = 2.0
 PROMPT = "Write a short story about a lighthouse keeper who finds a message in a bottle."
 HTTP_TIMEOUT_S = 120.0
 LONG_TOKENS = 400  # a run cancelled or closed early (fits even the tiny test model's context after the prompt)
@@ -399,6 +403,12 @@ async def _sample(soak: Soak, began: float, seen: int) -> int:
 # -- the run
 
 
+def pause_after(outcome: Outcome) -> float:
+    """Seconds a client waits before its next request: ``LIMIT_BACKOFF_S`` after a refusal by the
+    server's limits, else none."""
+    return LIMIT_BACKOFF_S if outcome.code in LIMIT_CODES else 0.0
+
+
 async def run_soak(config: SoakConfig, progress: Callable[[str], None] | None = None) -> Soak:
     soak = Soak(config)
     if config.server_log is not None and config.server_log.exists():
@@ -414,7 +424,9 @@ async def run_soak(config: SoakConfig, progress: Callable[[str], None] | None = 
         for _, scenario in itertools.islice(itertools.cycle(chosen), number, None):
             if time.monotonic() >= deadline:
                 return
-            soak.outcomes.append(await scenario(client))
+            outcome = await scenario(client)
+            soak.outcomes.append(outcome)
+            await asyncio.sleep(pause_after(outcome))
 
     seen = await _sample(soak, began, 0)
     clients = asyncio.gather(*(client_loop(n) for n in range(config.clients)))

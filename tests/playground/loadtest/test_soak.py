@@ -75,3 +75,10 @@ def test_a_soak_of_no_time_or_an_unknown_scenario_is_refused() -> None:
     with pytest.raises(soak.ConfigError, match="--only names no scenario"):
         soak.make_soak_config("ws://127.0.0.1:1", 1, only=("greedy", "sing"))
     assert soak.make_soak_config("ws://127.0.0.1:1", 1, only=("greedy",)).only == ("greedy",)
+
+
+def test_a_client_refused_by_the_servers_limits_waits_before_its_next_request() -> None:
+    assert soak.pause_after(soak.Outcome("api", 12.0, None, "busy")) == soak.LIMIT_BACKOFF_S > 0
+    assert soak.pause_after(soak.Outcome("greedy", 9.0, None, "rate_limited")) == soak.LIMIT_BACKOFF_S
+    assert soak.pause_after(soak.Outcome("greedy", 900.0)) == 0.0
+    assert soak.pause_after(soak.Outcome("cancel", 300.0, None, "cancelled")) == 0.0

@@ -344,29 +344,42 @@ def _optional(hint: Any) -> tuple[bool, Any]:
 def _read(cls: type, data: Any, path: str) -> Any:
     if not isinstance(data, Mapping):
         raise EventError(path or "(event)", f"must be an object, got {_kind(data)}")
-    hints = _hints(cls)
     values = {}
-    optional = getattr(cls, "OPTIONAL", frozenset())
-    for name in _field_names(cls):
+    for name, shape, optional in _plan(cls):
         where = f"{path}.{name}" if path else name
         if name not in data:
-            if name in optional:
+            if optional:
                 continue
             raise EventError(where, "is required")
-        values[name] = _value(hints[name], data[name], where)
+        values[name] = _value(shape, data[name], where)
     return cls(**values)
 
 
+# A hint as ``_value`` reads it: (nullable, the bare type, its ``Range``, a tuple's item shapes (an
+# ``Ellipsis`` kept as it is) or None).
+Shape = tuple[bool, Any, "Range | None", "tuple[Any, ...] | None"]
+
+
 @cache
-def _shape(hint: Any) -> tuple[bool, Any, Range | None, tuple[Any, ...] | None]:
-    """(nullable, the bare type, its ``Range``, a tuple's item hints or None): read once a hint."""
+def _plan(cls: type) -> tuple[tuple[str, Shape, bool], ...]:
+    """Each field of ``cls`` as ``_read`` takes it, resolved once a class: (name, its shape, whether
+    it may be absent). Reading a token walks ~150 values; resolving their typing hints at each one
+    (hashing ``Annotated`` hints) cost most of a stored row's load."""
+    hints = _hints(cls)
+    optional = getattr(cls, "OPTIONAL", frozenset())
+    return tuple((name, _shape(hints[name]), name in optional) for name in _field_names(cls))
+
+
+@cache
+def _shape(hint: Any) -> Shape:
     nullable, hint = _optional(hint)
     hint, bounds = _bounds(hint)
-    return nullable, hint, bounds, get_args(hint) if get_origin(hint) is tuple else None
+    items = tuple(a if a is Ellipsis else _shape(a) for a in get_args(hint)) if get_origin(hint) is tuple else None
+    return nullable, hint, bounds, items
 
 
-def _value(hint: Any, value: Any, path: str) -> Any:
-    nullable, hint, bounds, items = _shape(hint)
+def _value(shape: Shape, value: Any, path: str) -> Any:
+    nullable, hint, bounds, items = shape
     if value is None:
         if nullable:
             return None

@@ -16,7 +16,10 @@ back into the channel (meant for messages a crashed reader never finished), so a
 worker had taken a moment before went back into the line and was served twice (about 1 in 8 with
 three readers taking a burst; ``tests/playground/wire/test_single_take.py``). With a backup of its own, a
 reader only puts back what it took itself and was interrupted in. It can also put a message back
-into a shared channel at the place it first had (``send_in_place``).
+into a shared channel at the place it first had (``send_in_place``). And its process-local channels
+are read by a task of their own (``playground.wire.local_mailbox``), so cancelling a ``receive`` (a
+consumer closing, a timed wait for a pong) never cuts a Redis read short and loses another
+channel's message, and a channel nobody reads any more does not keep its messages for good.
 
 It also outlives a Redis restart (docs/deploy.md, "Redis restarts"): a ``receive`` that loses Redis
 waits and tries again until Redis answers (one warning per outage, one line when it is back), so
@@ -40,6 +43,8 @@ import redis.exceptions
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
+
+from playground.wire.local_mailbox import LocalMailbox
 
 # How long Redis may hold the layer's blocking read before answering (seconds).
 BLOCKING_READ_SECONDS: float = RedisChannelLayer.brpop_timeout
@@ -87,18 +92,42 @@ class SingleTakeRedisChannelLayer(RedisChannelLayer):
         self._reader_id = uuid.uuid4().hex  # this instance's backups: "<channel>$inflight$<id>"
         self._lost_since: float | None = None  # when Redis stopped answering (None: it answers)
         self._epoch: tuple[float, str | None] = (-EPOCH_CACHE_SECONDS, None)  # (asked at, run id)
+        self._mailboxes: dict[str, LocalMailbox] = {}  # Redis key (a local channel's prefix) → its mailbox
 
     async def receive(self, channel: str) -> dict[str, Any]:
-        """channels_redis' receive, tried again until Redis answers when it is lost."""
+        """The next message of ``channel``: a process-local one through this process's mailbox, a
+        shared one straight from Redis; either tried again until Redis answers when it is lost."""
+        assert self.require_valid_channel_name(channel)
+        if "!" in channel:
+            return await self._local_mailbox(self.non_local_name(channel)).receive(channel)
+        _, message = await self._read(channel)
+        return message
+
+    async def _read(self, channel: str) -> tuple[str | list[str], dict[str, Any]]:
+        """channels_redis' read of one message (and the channel it names), tried again until Redis
+        answers when it is lost."""
         while True:
             try:
-                message: dict[str, Any] = await super().receive(channel)
+                read: tuple[str | list[str], dict[str, Any]] = await self.receive_single(channel)
             except LOST_REDIS as error:
                 self._lost(error)
                 await asyncio.sleep(RECONNECT_INTERVAL_SECONDS)
                 continue
             self._found()
-            return message
+            return read
+
+    def _local_mailbox(self, key: str) -> LocalMailbox:
+        """The mailbox of the local channels sent through Redis key ``key`` (one per prefix given to
+        ``new_channel``: ``specific.<process>!``) for the running event loop; a new one when the
+        loop of the old one is closed."""
+        if not key.endswith(self.client_prefix + "!"):
+            raise ValueError(f"{key!r} is not a local channel of this process")
+        mailbox = self._mailboxes.get(key)
+        if mailbox is None or mailbox.loop.is_closed():
+            mailbox = self._mailboxes[key] = LocalMailbox(lambda: self._read(key), self.capacity, self.expiry)
+        elif mailbox.loop is not asyncio.get_running_loop():
+            raise RuntimeError("two event loops are receiving on one channel layer's local channels at once")
+        return mailbox
 
     async def send(self, channel: str, message: dict[str, Any]) -> None:
         """channels_redis' send, tried again for up to ``RECONNECT_SECONDS`` when Redis is lost."""

@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 from channels_redis.core import RedisChannelLayer
 
-from tests.servers import free_port, wait_for_port
-
 READERS = 3
 MESSAGES = 900
 
@@ -32,23 +30,6 @@ async def main():
             await asyncio.sleep(0.002)
 asyncio.run(main())
 """
-
-
-@pytest.fixture
-def redis_url(tmp_path):
-    port = free_port()
-    log = tmp_path / "redis.log"
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_for_port(port, server, log)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def takes(layer_class: str, url: str, folder: Path) -> collections.Counter[int]:

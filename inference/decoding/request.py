@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -98,7 +99,11 @@ class GenerationRequest:
         top_n = int_in(fields, "top_n", 5, TOP_N)
         use_cache = boolean(fields, "use_cache", True)
         prompt_scores = boolean(fields, "prompt_scores", False)
-        sampling, loop, speculative = _checked(fields.get("params", {}), speculative=True)
+        sampling_part, loop_part, speculative_part = _client_params(fields.get("params", {}), speculative=True)
+        with _named("params"):  # the sampler settings straight to their checks, with only the chain's keys
+            sampling, loop = SamplingParams(**sampling_part), LoopParams.from_dict(loop_part)
+        with _named(f"params.{SPECULATIVE}"):
+            speculative = SpeculativeParams.from_value(speculative_part)
         prefix = token_ids(fields.get("prefix_tokens", []), "prefix_tokens")
         watch = watched(fields.get("watch", []))
         typed = int_in(fields, "typed_tokens", 0, (0, len(prefix)), "the length of prefix_tokens")
@@ -236,32 +241,36 @@ def check_rules(request: GenerationRequest) -> None:
 def parse_params(params: Any) -> tuple[SamplingParams, LoopParams]:
     """The flat ``params`` object of the chain's and the loop's keys as a client sent it (an
     inspection's settings), split by the same rule; every error named under ``params.``."""
-    sampling, loop, _ = _checked(params, speculative=False)
-    return sampling, loop
+    sampling_part, loop_part, _ = _client_params(params, speculative=False)
+    with _named("params"):
+        return SamplingParams(**sampling_part), LoopParams.from_dict(loop_part)
 
 
-def _checked(params: Any, speculative: bool) -> tuple[SamplingParams, LoopParams, SpeculativeParams | None]:
+def _client_params(params: Any, speculative: bool) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """A client's flat ``params`` split by ``_partition`` once its shape is checked: an object, no
+    key that no part names, no ``logit_bias`` key too long to be a token id."""
     if not isinstance(params, dict):
         raise ParamError("params", "params must be an object")
-    sampling_part, loop_part, speculative_part = _partition(params, speculative)
     unknown = sorted(
         set(params) - SamplingParams.field_names() - LoopParams.field_names() - ({SPECULATIVE} if speculative else set())
     )
     if unknown:
         raise ParamError(f"params.{unknown[0]}", f"unknown parameter params.{excerpt(unknown[0])}", "unknown_param")
     _check_logit_bias_keys(params.get("logit_bias"))
-    try:  # the sampler settings straight to their checks: ``_partition`` gave them only the chain's keys
-        parts = SamplingParams(**sampling_part), LoopParams.from_dict(loop_part)
-    except ParamError as error:
-        raise error.prefixed("params.") from None
-    except (TypeError, ValueError) as error:  # a value of a shape no check above foresaw
-        raise ParamError("params", f"params: {error}") from None
+    return _partition(params, speculative)
+
+
+@contextmanager
+def _named(field_name: str) -> Iterator[None]:
+    """Errors raised inside, named for the client under ``params.``: a ``ParamError``'s field
+    prefixed, any other ``TypeError`` or ``ValueError`` (a value of a shape no check foresaw) as
+    ``field_name``'s."""
     try:
-        return (*parts, SpeculativeParams.from_value(speculative_part))
+        yield
     except ParamError as error:
         raise error.prefixed("params.") from None
     except (TypeError, ValueError) as error:
-        raise ParamError("params.speculative", f"params.speculative: {error}") from None
+        raise ParamError(field_name, f"{field_name}: {error}") from None
 
 
 def split_params(params: Mapping[str, Any]) -> tuple[SamplingParams, LoopParams]:

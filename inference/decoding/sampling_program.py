@@ -34,18 +34,20 @@ from inference.text import Utf8Stream
 
 
 class _Sample:
-    """One sample's own state: its chain, its random stream, its text so far and why it ended."""
+    """One sample's own state: its chain, its random stream, its text so far and why it ended.
 
-    def __init__(self, runtime: Runtime, request: GenerationRequest, index: int) -> None:
+    ``chain`` is built from the request's settings for sample ``index`` (``sample_sampling``: its
+    own seed), which also seeds its random stream."""
+
+    def __init__(self, runtime: Runtime, request: GenerationRequest, index: int, chain: SamplerChain) -> None:
         self.index = index
         self.codec = runtime.codec
         self.loop = request.loop
         self.prefix = request.prefix_tokens
         self.plan = request.prefix_plan
         self.watch = request.watch
-        sampling = request.sample_sampling(index)  # seeded with sample_seed(seed, index)
-        self.chain = SamplerChain(sampling, token_texts=runtime.codec.token_texts())
-        self.rng = np.random.default_rng(sampling.seed)
+        self.chain = chain
+        self.rng = np.random.default_rng(chain.params.seed)
         self.utf8 = Utf8Stream()
         self.stops = StopStringMatcher(request.loop.stop)
         self.generated: list[int] = []
@@ -155,7 +157,11 @@ class Generation:
         check_token_ids(self.request, runtime.shape.vocab_size)  # before any chain sees an id
         n = self.request.loop.n
         self.rows = self.rows_after_prefill = n
-        self.samples = [_Sample(runtime, self.request, i) for i in range(n)]
+        texts = runtime.codec.token_texts()
+        self.samples = [
+            _Sample(runtime, self.request, i, SamplerChain(self.request.sample_sampling(i), token_texts=texts))
+            for i in range(n)
+        ]
         check_prefix_grammar(self.samples[0].chain, self.request.prefix_tokens, runtime.codec.token_text)
         self._filler = min(runtime.codec.eos_ids)  # fed to samples that have ended
         speculative = self.request.speculative  # one sample (``request.check_rules``)

@@ -159,8 +159,7 @@ class Generation:
         self.rows = self.rows_after_prefill = n
         texts = runtime.codec.token_texts()
         self.samples = [
-            _Sample(runtime, self.request, i, SamplerChain(self.request.sample_sampling(i), token_texts=texts))
-            for i in range(n)
+            _Sample(runtime, self.request, i, SamplerChain(self.request.sample_sampling(i), token_texts=texts)) for i in range(n)
         ]
         check_prefix_grammar(self.samples[0].chain, self.request.prefix_tokens, runtime.codec.token_text)
         self._filler = min(runtime.codec.eos_ids)  # fed to samples that have ended

@@ -14,13 +14,11 @@ prefix token from a kept one (``playground.runs.token_rows.run_origins``).
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
-from functools import cache
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, ClassVar, get_args, get_origin
 
 from inference.batching.slots import BatchStep
 from inference.decoding.origin import GRAMMAR_STAGE, TOKEN_ORIGINS, Origin
@@ -28,20 +26,13 @@ from inference.decoding.results import TokenStep
 from inference.sampling import trace
 from inference.sampling.trace import Count, Prob, Range
 from inference.text import TextCodec
+from playground.wire import event_reader
+from playground.wire.event_reader import EventError
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "static" / "shared" / "token-event.schema.json"
 
 
 Amount = Annotated[float, Range(0)]  # entropies, milliseconds
-
-
-class EventError(ValueError):
-    """A ``token`` event that does not have the event's shape; ``path`` names the bad field."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +173,7 @@ class TokenEvent:
     def to_json(self) -> dict[str, Any]:
         """The event as the JSON object the websocket sends."""
         out: dict[str, Any] = {"type": self.TYPE}
-        for name in _field_names(type(self)):
+        for name in event_reader.field_names(type(self)):
             value = getattr(self, name)
             if value is None and name in self.OPTIONAL:
                 continue
@@ -199,7 +190,7 @@ class TokenEvent:
             raise EventError("type", f"must be {cls.TYPE!r}")
         if "origin" not in data:
             data = {**data, "origin": implied_origin(data)}
-        return _read(cls, {"request_id": "", **data}, "")
+        return event_reader.read(cls, {"request_id": "", **data})
 
     @classmethod
     def from_saved(cls, data: Mapping[str, Any]) -> TokenEvent:
@@ -208,11 +199,11 @@ class TokenEvent:
         field is refused. Its ``request_id`` is empty."""
         if not isinstance(data, Mapping):
             raise EventError("(event)", "must be an object")
-        known = _field_names(cls)
+        known = event_reader.field_names(cls)
         unknown = sorted(key for key in data if key not in known or key in cls.UNSAVED)
         if unknown:
             raise EventError(unknown[0], "is not a field of this schema")
-        return _read(cls, {"request_id": "", **cls.filled(data)}, "")
+        return event_reader.read(cls, {"request_id": "", **cls.filled(data)})
 
     @classmethod
     def filled(cls, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -220,14 +211,14 @@ class TokenEvent:
         missing = [name for name in cls.LATER if name not in data]
         if not missing:
             return dict(data)
-        hints = _hints(cls)
+        hints = event_reader.class_hints(cls)
         later = {name: implied_origin(data) if name == "origin" else _empty(hints[name]) for name in missing}
         return {**data, **later}
 
     def saved_json(self, order: Sequence[str] = ()) -> dict[str, Any]:
         """The token as a saved run exports it: no ``UNSAVED`` field, no null ``OPTIONAL`` one; the
         fields in ``order`` first, then the rest in the class's order."""
-        names = [*order, *(name for name in _field_names(type(self)) if name not in order)]
+        names = [*order, *(name for name in event_reader.field_names(type(self)) if name not in order)]
         out: dict[str, Any] = {}
         for name in names:
             value = getattr(self, name)
@@ -239,7 +230,7 @@ class TokenEvent:
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         """The event's data keys in order (without ``type``)."""
-        return _field_names(cls)
+        return event_reader.field_names(cls)
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
@@ -279,20 +270,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     if hasattr(value, "__dataclass_fields__"):
-        return {name: _plain(getattr(value, name)) for name in _field_names(type(value))}
+        return {name: _plain(getattr(value, name)) for name in event_reader.field_names(type(value))}
     return value
-
-
-@cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    """A class's JSON keys in order: its ``KEYS`` where it says them, else its fields'."""
-    keys = getattr(cls, "KEYS", None)
-    return tuple(keys) if keys is not None else tuple(f.name for f in fields(cls))
 
 
 def _empty(hint: Any) -> Any:
     """What a field saved before it existed reads as: null, false or an empty list."""
-    nullable, hint = _optional(hint)
+    nullable, hint = event_reader.nullable_of(hint)
     if nullable:
         return None
     if hint is bool:
@@ -302,129 +286,13 @@ def _empty(hint: Any) -> Any:
     raise TypeError(f"a field added later must be nullable, a bool or a list; not {hint!r}")
 
 
-# Reading and describing the fields, by their type hints.
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return get_type_hints(cls, include_extras=True)
-
-
-def _kind(value: Any) -> str:
-    """A value's JSON type, as a message names it."""
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-    return "an object" if isinstance(value, Mapping) else names.get(type(value), "a number")
-
-
-def _bounds(hint: Any) -> tuple[Any, Range | None]:
-    """(the type, its ``Range`` or None) of a hint that may be ``Annotated``."""
-    if get_origin(hint) is Annotated:
-        base, *extras = get_args(hint)
-        return base, next((e for e in extras if isinstance(e, Range)), None)
-    return hint, None
-
-
-def _in_range(value: float, bounds: Range | None, path: str, what: str) -> None:
-    if bounds is None:
-        return
-    if value < bounds.low or (bounds.high is not None and value > bounds.high):
-        allowed = f"from {bounds.low:g} to {bounds.high:g}" if bounds.high is not None else f"at least {bounds.low:g}"
-        raise EventError(path, f"must be {what} {allowed}, got {str(value)[:24]}")
-
-
-def _optional(hint: Any) -> tuple[bool, Any]:
-    """(nullable, the hint without None)."""
-    if get_origin(hint) is Union or type(hint).__name__ == "UnionType":
-        args = [a for a in get_args(hint) if a is not type(None)]
-        if len(args) == 1 and len(get_args(hint)) == 2:
-            return True, args[0]
-    return False, hint
-
-
-def _read(cls: type, data: Any, path: str) -> Any:
-    if not isinstance(data, Mapping):
-        raise EventError(path or "(event)", f"must be an object, got {_kind(data)}")
-    values = {}
-    for name, shape, optional in _plan(cls):
-        where = f"{path}.{name}" if path else name
-        if name not in data:
-            if optional:
-                continue
-            raise EventError(where, "is required")
-        values[name] = _value(shape, data[name], where)
-    return cls(**values)
-
-
-# A hint as ``_value`` reads it: (nullable, the bare type, its ``Range``, a tuple's item shapes (an
-# ``Ellipsis`` kept as it is) or None).
-Shape = tuple[bool, Any, "Range | None", "tuple[Any, ...] | None"]
-
-
-@cache
-def _plan(cls: type) -> tuple[tuple[str, Shape, bool], ...]:
-    """Each field of ``cls`` as ``_read`` takes it, resolved once a class: (name, its shape, whether
-    it may be absent). Reading a token walks ~150 values; resolving their typing hints at each one
-    (hashing ``Annotated`` hints) cost most of a stored row's load."""
-    hints = _hints(cls)
-    optional = getattr(cls, "OPTIONAL", frozenset())
-    return tuple((name, _shape(hints[name]), name in optional) for name in _field_names(cls))
-
-
-@cache
-def _shape(hint: Any) -> Shape:
-    nullable, hint = _optional(hint)
-    hint, bounds = _bounds(hint)
-    items = tuple(a if a is Ellipsis else _shape(a) for a in get_args(hint)) if get_origin(hint) is tuple else None
-    return nullable, hint, bounds, items
-
-
-def _value(shape: Shape, value: Any, path: str) -> Any:
-    nullable, hint, bounds, items = shape
-    if value is None:
-        if nullable:
-            return None
-        raise EventError(path, "must not be null")
-    if hint is Origin:
-        if value not in TOKEN_ORIGINS:
-            names = ", ".join(repr(o.value) for o in TOKEN_ORIGINS)
-            raise EventError(path, f"must be one of {names}, got {str(value)[:24] if isinstance(value, str) else _kind(value)}")
-        return Origin(value)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise EventError(path, f"must be true or false, got {_kind(value)}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise EventError(path, f"must be an integer, got {_kind(value)}")
-        _in_range(value, bounds, path, "an integer")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise EventError(path, f"must be a finite number, got {_kind(value)}")
-        _in_range(value, bounds, path, "a number")
-        return value
-    if hint is str:
-        if not isinstance(value, str):
-            raise EventError(path, f"must be a string, got {_kind(value)}")
-        return value
-    if items is not None:
-        args = items
-        if not isinstance(value, Sequence) or isinstance(value, str):
-            raise EventError(path, f"must be an array, got {_kind(value)}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_value(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
-        if len(value) != len(args):
-            raise EventError(path, f"must have {len(args)} to {len(args)} items, got {len(value)}")
-        return tuple(_value(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-    if isinstance(hint, type) and is_dataclass(hint):
-        return _read(hint, value, path)
-    raise TypeError(f"no reader for {hint!r}")
+# Describing the fields, by their type hints.
 
 
 def _schema(cls: type) -> dict[str, Any]:
-    hints = _hints(cls)
+    hints = event_reader.class_hints(cls)
     optional = getattr(cls, "OPTIONAL", frozenset())
-    names = list(_field_names(cls))
+    names = list(event_reader.field_names(cls))
     return {
         "type": "object",
         "additionalProperties": False,
@@ -434,8 +302,8 @@ def _schema(cls: type) -> dict[str, Any]:
 
 
 def _type_schema(hint: Any) -> dict[str, Any]:
-    nullable, hint = _optional(hint)
-    hint, bounds = _bounds(hint)
+    nullable, hint = event_reader.nullable_of(hint)
+    hint, bounds = event_reader.range_of(hint)
     if hint is Origin:
         schema: dict[str, Any] = {"enum": [o.value for o in TOKEN_ORIGINS]}
     elif hint in (bool, int, float, str):

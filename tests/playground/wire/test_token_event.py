@@ -6,6 +6,7 @@ Schema file the page's test fixtures are checked against is the class's own, cur
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import jsonschema
@@ -75,6 +76,12 @@ def test_from_json_reads_back_what_to_json_wrote(tiny_runtime, steps):
         ({"alternatives": [{"id": 1, "token": "a", "raw_prob": 0.5, "prob": "x", "removed_by": None}]}, "alternatives[0].prob"),
         ({"entropy": {"before": 1.0}}, "entropy.after"),
         ({"prob": None}, "prob"),
+        ({"entropy": {"before": math.inf, "after": 1.0}}, "entropy.before"),
+        ({"elapsed_ms": math.nan}, "elapsed_ms"),
+        ({"stages": [{"name": "top_k", "kept": 3}, {"name": "top_p", "kept": -1}]}, "stages[1].kept"),
+        ({"watched": [5]}, "watched[0]"),
+        ({"alternatives": "none"}, "alternatives"),
+        ({"sample": True}, "sample"),
     ],
 )
 def test_a_bad_field_is_named(tiny_runtime, steps, change, path):
@@ -82,6 +89,25 @@ def test_a_bad_field_is_named(tiny_runtime, steps, change, path):
     with pytest.raises(EventError) as error:
         TokenEvent.from_json(event)
     assert error.value.path == path
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"entropy": {"before": math.inf, "after": 1.0}}, "entropy.before: must be a finite number, got a number"),
+        ({"prob": 1.5}, "prob: must be a number from 0 to 1, got 1.5"),
+        ({"index": -1}, "index: must be an integer from 0 to 2.14748e+09, got -1"),
+        ({"forced": None}, "forced: must not be null"),
+        ({"alternatives": [{"id": 1}]}, "alternatives[0].token: is required"),
+        ({"draw_interval": [0.1]}, "draw_interval: must have 2 to 2 items, got 1"),
+        ({"origin": 3}, "origin: must be one of"),
+    ],
+)
+def test_a_bad_field_is_said_what_is_wrong_with_it(tiny_runtime, steps, change, message):
+    event = token_event_dict("r-1", steps[0], tiny_runtime.codec) | change
+    with pytest.raises(EventError) as error:
+        TokenEvent.from_json(event)
+    assert str(error.value).startswith(message)
 
 
 def test_an_event_without_origin_reads_with_the_one_it_implies(tiny_runtime, steps):

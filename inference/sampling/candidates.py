@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from inference.sampling.order import stable_argsort
+
 #: Logits are kept within +-LOGIT_LIMIT so that no multiplication overflows to inf (and no NaN).
 LOGIT_LIMIT = 1e300
 # exp(d) for d below this is subnormal or 0; numpy's fast exp path stops there, so those few
@@ -303,7 +305,7 @@ class Candidates:
 
 def _stable_order(key: np.ndarray, sel: np.ndarray) -> np.ndarray:
     """``sel`` (ascending positions) sorted by ``key`` ascending, ties keeping the lower position."""
-    return sel[np.argsort(key[sel], kind="stable")]
+    return sel[stable_argsort(key[sel])]
 
 
 def prob_prefix(
@@ -344,14 +346,14 @@ def _search(w: np.ndarray, target: float, strict: bool, last_only: bool, soft: S
         head = np.flatnonzero(w >= top * _HEAD_FRACTION) if soft is None else soft.head
         mass = float(w[head].sum())
         if mass > target if strict else mass >= target:
-            found = _prefix_in(head[np.argsort(-w[head], kind="stable")], w, target, strict)
+            found = _prefix_in(head[stable_argsort(-w[head])], w, target, strict)
             if found is not None:
                 return found
         neck = np.flatnonzero(w >= top * _NECK_FRACTION)
         if len(head) < len(neck) <= _NECK_SORT_LIMIT:
             mass = float(w[neck].sum())
             if mass > target if strict else mass >= target:
-                found = _prefix_in(neck[np.argsort(-w[neck], kind="stable")], w, target, strict)
+                found = _prefix_in(neck[stable_argsort(-w[neck])], w, target, strict)
                 if found is not None:
                     return found
         band = _bands(w if top == 1.0 else w / top)  # Softmax.e's largest is exp(0) = 1: w / 1 is w
@@ -360,7 +362,7 @@ def _search(w: np.ndarray, target: float, strict: bool, last_only: bool, soft: S
         if k < len(sums):
             crossing = np.flatnonzero(band == k)
             base = float(sums[k - 1]) if k else 0.0
-            order = crossing[np.argsort(-w[crossing], kind="stable")]
+            order = crossing[stable_argsort(-w[crossing])]
             cum = base + np.cumsum(w[order])
             j = int(np.searchsorted(cum, target, side="right" if strict else "left"))
             if j < len(order):
@@ -368,7 +370,7 @@ def _search(w: np.ndarray, target: float, strict: bool, last_only: bool, soft: S
                 if last_only:
                     return order[j : j + 1], ahead
                 return np.concatenate([np.flatnonzero(band < k), order[: j + 1]]), ahead
-    return _prefix_in(np.argsort(-w, kind="stable"), w, target, strict)
+    return _prefix_in(stable_argsort(-w), w, target, strict)
 
 
 def _bands(r: np.ndarray) -> np.ndarray:
@@ -397,7 +399,7 @@ def key_prefix(key: np.ndarray, p: np.ndarray, target: float) -> np.ndarray:
     the running probability sum is >= ``target``; all of them if it never is."""
     n = len(key)
     if n > 2048:
-        for size in (64, 1024, 8192):
+        for size in (64, 1024, 8192, 65536):
             if size >= n:
                 break
             v = np.partition(key, size - 1)[size - 1]
@@ -406,7 +408,7 @@ def key_prefix(key: np.ndarray, p: np.ndarray, target: float) -> np.ndarray:
                 found = _prefix_in(_stable_order(key, sel), p, target, strict=False)
                 if found is not None:
                     return found[0]
-    order = np.argsort(key, kind="stable")
+    order = stable_argsort(key)
     found = _prefix_in(order, p, target, strict=False)
     return order if found is None else found[0]
 
@@ -422,7 +424,7 @@ def top_positions(logits: np.ndarray, k: int) -> np.ndarray:
     down the rows, which vectorizes (half the time of a row's maximum per block at 262k)."""
     n = len(logits)
     if k >= n:
-        return np.argsort(-logits, kind="stable")
+        return stable_argsort(-logits)
     blocks = n // _TOP_BLOCK
     if blocks >= max(k, 64):
         maxima = logits[: blocks * _TOP_BLOCK].reshape(_TOP_BLOCK, blocks).max(axis=0)  # [blocks]
@@ -445,4 +447,4 @@ def top_positions(logits: np.ndarray, k: int) -> np.ndarray:
 
 def _stable_order_of(logits: np.ndarray, sel: np.ndarray) -> np.ndarray:
     """``sel`` (ascending positions) sorted by logit descending, ties keeping the lower position."""
-    return sel[np.argsort(-logits[sel], kind="stable")]
+    return sel[stable_argsort(-logits[sel])]

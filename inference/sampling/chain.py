@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from inference.sampling.candidates import LOGIT_LIMIT, Candidates, crossing, frozen, top_positions
+from inference.sampling.order import stable_argsort
 from inference.sampling.params import SamplingParams
 from inference.sampling.stages import STAGE_BY_NAME, Stage, StepContext
 from inference.sampling.trace import StageCount, StepTrace, TokenLookup
@@ -171,7 +172,7 @@ def pick(final: Candidates, u: float) -> int:
     soft = final.softmax  # cumulative sums of e = p * z, compared with u * z: no [V] division
     found = crossing(soft.e, u * soft.z, strict=True, soft=soft)
     if found is None:
-        order = np.argsort(-soft.e, kind="stable")
+        order = stable_argsort(-soft.e)
         return int(final.ids[order[soft.e[order] > 0][-1]])
     position, ahead = found
     soft.picked(position, ahead)

@@ -10,6 +10,7 @@ import numpy as np
 
 from inference.errors import ParamError
 from inference.sampling.candidates import Candidates
+from inference.sampling.order import stable_argsort
 from inference.sampling.stages.base import Stage, StepContext
 from inference.sampling.stages.declaration import Declaration, ParamIs
 from inference.sampling.stages.fields import Choice, Number
@@ -98,7 +99,7 @@ class Xtc(Stage):
         above = np.flatnonzero(p >= self.threshold)
         if len(above) < 2:
             return cand
-        order = above[np.argsort(-p[above], kind="stable")]
+        order = above[stable_argsort(-p[above])]
         mask = np.ones(len(cand), dtype=bool)
         mask[order[:-1]] = False
         return cand.keep(mask)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -36,18 +37,17 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(autouse=True)
-def _close_mailboxes(monkeypatch: pytest.MonkeyPatch):
-    """Every mailbox a test made has its pump stopped at the end (nothing would ever be sent)."""
+@pytest.fixture
+def mailboxes() -> Iterator[Callable[..., LocalMailbox]]:
+    """Makes mailboxes (``LocalMailbox``'s arguments) and stops their pumps at the end: nothing
+    would ever be sent to the reads they are in."""
     made: list[LocalMailbox] = []
-    init = LocalMailbox.__init__
 
-    def remember(self: LocalMailbox, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        made.append(self)
+    def make(*args: Any, **kwargs: Any) -> LocalMailbox:
+        made.append(LocalMailbox(*args, **kwargs))
+        return made[-1]
 
-    monkeypatch.setattr(LocalMailbox, "__init__", remember)
-    yield
+    yield make
     for mailbox in made:
         mailbox.close()
 
@@ -57,9 +57,9 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-async def test_each_channel_gets_its_own_messages_in_order() -> None:
+async def test_each_channel_gets_its_own_messages_in_order(mailboxes) -> None:
     sent = Sent()
-    mailbox = LocalMailbox(sent.read, capacity=100, expiry_seconds=60)
+    mailbox = mailboxes(sent.read, capacity=100, expiry_seconds=60)
     for n in range(6):
         sent.send("a!1" if n % 2 else "a!2", n)
     sent.send(["a!1", "a!2"], 6)  # a group message to both
@@ -69,9 +69,9 @@ async def test_each_channel_gets_its_own_messages_in_order() -> None:
     assert two == [0, 2, 4, 6]
 
 
-async def test_a_cancelled_receive_loses_nothing_and_ends_without_waiting_for_the_read() -> None:
+async def test_a_cancelled_receive_loses_nothing_and_ends_without_waiting_for_the_read(mailboxes) -> None:
     sent = Sent()
-    mailbox = LocalMailbox(sent.read, capacity=100, expiry_seconds=60)
+    mailbox = mailboxes(sent.read, capacity=100, expiry_seconds=60)
     waiting = asyncio.ensure_future(mailbox.receive("a!1"))
     await settle()
     assert sent.reads_begun == 1  # the pump is in its read, for the waiting receive
@@ -84,9 +84,9 @@ async def test_a_cancelled_receive_loses_nothing_and_ends_without_waiting_for_th
     assert (await mailbox.receive("a!1")) == {"n": 7}
 
 
-async def test_a_woken_receive_cancelled_before_it_ran_passes_the_message_on() -> None:
+async def test_a_woken_receive_cancelled_before_it_ran_passes_the_message_on(mailboxes) -> None:
     sent = Sent()
-    mailbox = LocalMailbox(sent.read, capacity=100, expiry_seconds=60)
+    mailbox = mailboxes(sent.read, capacity=100, expiry_seconds=60)
     first = asyncio.ensure_future(mailbox.receive("a!1"))
     second = asyncio.ensure_future(mailbox.receive("a!1"))
     await settle()
@@ -98,10 +98,10 @@ async def test_a_woken_receive_cancelled_before_it_ran_passes_the_message_on() -
     assert mailbox.queued() == 0
 
 
-async def test_a_queue_nobody_asks_for_is_dropped_after_the_expiry(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_queue_nobody_asks_for_is_dropped_after_the_expiry(mailboxes, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_mailbox, "SWEEP_INTERVAL_SECONDS", 0.0)
     sent, clock = Sent(), Clock()
-    mailbox = LocalMailbox(sent.read, capacity=100, expiry_seconds=60, clock=clock)
+    mailbox = mailboxes(sent.read, capacity=100, expiry_seconds=60, clock=clock)
     for n in range(3):
         sent.send("a!closed", n)  # events for a socket that closed: nobody will read them
     sent.send("a!live", 3)
@@ -128,9 +128,9 @@ async def test_a_queue_nobody_asks_for_is_dropped_after_the_expiry(monkeypatch: 
     waiting.cancel()
 
 
-async def test_a_full_queue_drops_its_oldest_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_full_queue_drops_its_oldest_and_says_so_once(mailboxes, caplog: pytest.LogCaptureFixture) -> None:
     sent = Sent()
-    mailbox = LocalMailbox(sent.read, capacity=2, expiry_seconds=60)
+    mailbox = mailboxes(sent.read, capacity=2, expiry_seconds=60)
     for n in range(5):
         sent.send("a!full", n)
     sent.send("a!other", 9)
@@ -140,9 +140,9 @@ async def test_a_full_queue_drops_its_oldest_and_says_so_once(caplog: pytest.Log
     assert [r.getMessage() for r in caplog.records] == ["channel a!full holds 2 unread messages; dropping its oldest"]
 
 
-async def test_the_pump_stops_when_nobody_waits_and_starts_again_for_the_next_receive() -> None:
+async def test_the_pump_stops_when_nobody_waits_and_starts_again_for_the_next_receive(mailboxes) -> None:
     sent = Sent()
-    mailbox = LocalMailbox(sent.read, capacity=100, expiry_seconds=60)
+    mailbox = mailboxes(sent.read, capacity=100, expiry_seconds=60)
     sent.send("a!1", 1)
     assert (await mailbox.receive("a!1")) == {"n": 1}
     assert sent.reads_begun == 1  # the message was there at the first read; none more begun

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, get_args, get_origin
 
@@ -92,7 +93,7 @@ class TraceView:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return _plain(self)  # type: ignore[no-any-return]
+        return _writer(type(self))(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,11 +174,11 @@ class TokenEvent:
     def to_json(self) -> dict[str, Any]:
         """The event as the JSON object the websocket sends."""
         out: dict[str, Any] = {"type": self.TYPE}
-        for name in event_reader.field_names(type(self)):
+        for name, write in _writers(type(self)).items():
             value = getattr(self, name)
             if value is None and name in self.OPTIONAL:
                 continue
-            out[name] = _plain(value)
+            out[name] = write(value)
         return out
 
     @classmethod
@@ -218,13 +219,14 @@ class TokenEvent:
     def saved_json(self, order: Sequence[str] = ()) -> dict[str, Any]:
         """The token as a saved run exports it: no ``UNSAVED`` field, no null ``OPTIONAL`` one; the
         fields in ``order`` first, then the rest in the class's order."""
-        names = [*order, *(name for name in event_reader.field_names(type(self)) if name not in order)]
+        writers = _writers(type(self))
+        names = [*order, *(name for name in writers if name not in order)]
         out: dict[str, Any] = {}
         for name in names:
             value = getattr(self, name)
             if name in self.UNSAVED or (value is None and name in self.OPTIONAL):
                 continue
-            out[name] = _plain(value)
+            out[name] = writers[name](value)
         return out
 
     @classmethod
@@ -263,14 +265,40 @@ def implied_origin(data: Mapping[str, Any]) -> str:
     return (Origin.GREEDY if data.get("draw") is None else Origin.SAMPLED).value
 
 
-def _plain(value: Any) -> Any:
-    """A field's value as JSON data (on every token's path: the field names are read once a class)."""
-    if isinstance(value, Origin):
-        return value.value
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    if hasattr(value, "__dataclass_fields__"):
-        return {name: _plain(getattr(value, name)) for name in event_reader.field_names(type(value))}
+@cache
+def _writers(cls: type) -> dict[str, Callable[[Any], Any]]:
+    """Each JSON key of ``cls``, in order, with the function that writes its value as JSON data:
+    made once a class from the type hints (on every token's path, live and saved)."""
+    hints = event_reader.class_hints(cls)
+    return {name: _writer(hints[name]) for name in event_reader.field_names(cls)}
+
+
+@cache
+def _writer(hint: Any) -> Callable[[Any], Any]:
+    nullable, hint = event_reader.nullable_of(hint)
+    hint, _ = event_reader.range_of(hint)
+    write: Callable[[Any], Any]
+    if isinstance(hint, type) and is_dataclass(hint):
+        fields_of = _writers(hint)
+        write = lambda value: {name: field(getattr(value, name)) for name, field in fields_of.items()}  # noqa: E731
+    elif get_origin(hint) is tuple:
+        args = get_args(hint)
+        items = [_writer(args[0])] if len(args) == 2 and args[1] is Ellipsis else [_writer(a) for a in args]
+        if all(item is _as_is for item in items):
+            write = list
+        elif len(items) == 1 and len(args) == 2 and args[1] is Ellipsis:
+            item = items[0]
+            write = lambda value: [item(v) for v in value]  # noqa: E731
+        else:
+            write = lambda value: [item(v) for item, v in zip(items, value)]  # noqa: E731
+    elif hint is Origin:
+        write = lambda value: value.value  # noqa: E731
+    else:
+        return _as_is  # a string, number or boolean (or null) is its own JSON
+    return (lambda value: None if value is None else write(value)) if nullable else write
+
+
+def _as_is(value: Any) -> Any:
     return value
 
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, is_dataclass
-from functools import cache
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, get_args, get_origin
 
@@ -27,8 +26,8 @@ from inference.decoding.results import TokenStep
 from inference.sampling import trace
 from inference.sampling.trace import Count, Prob, Range
 from inference.text import TextCodec
-from playground.wire import event_reader
-from playground.wire.event_reader import EventError
+from playground.wire import event_json
+from playground.wire.event_json import EventError
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "static" / "shared" / "token-event.schema.json"
 
@@ -93,7 +92,7 @@ class TraceView:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return _writer(type(self))(self)  # type: ignore[no-any-return]
+        return event_json.write(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +173,7 @@ class TokenEvent:
     def to_json(self) -> dict[str, Any]:
         """The event as the JSON object the websocket sends."""
         out: dict[str, Any] = {"type": self.TYPE}
-        for name, write in _writers(type(self)).items():
+        for name, write in event_json.writers(type(self)).items():
             value = getattr(self, name)
             if value is None and name in self.OPTIONAL:
                 continue
@@ -191,7 +190,7 @@ class TokenEvent:
             raise EventError("type", f"must be {cls.TYPE!r}")
         if "origin" not in data:
             data = {**data, "origin": implied_origin(data)}
-        return event_reader.read(cls, {"request_id": "", **data})
+        return event_json.read(cls, {"request_id": "", **data})
 
     @classmethod
     def from_saved(cls, data: Mapping[str, Any]) -> TokenEvent:
@@ -200,11 +199,11 @@ class TokenEvent:
         field is refused. Its ``request_id`` is empty."""
         if not isinstance(data, Mapping):
             raise EventError("(event)", "must be an object")
-        known = event_reader.field_names(cls)
+        known = event_json.field_names(cls)
         unknown = sorted(key for key in data if key not in known or key in cls.UNSAVED)
         if unknown:
             raise EventError(unknown[0], "is not a field of this schema")
-        return event_reader.read(cls, {"request_id": "", **cls.filled(data)})
+        return event_json.read(cls, {"request_id": "", **cls.filled(data)})
 
     @classmethod
     def filled(cls, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,14 +211,14 @@ class TokenEvent:
         missing = [name for name in cls.LATER if name not in data]
         if not missing:
             return dict(data)
-        hints = event_reader.class_hints(cls)
+        hints = event_json.class_hints(cls)
         later = {name: implied_origin(data) if name == "origin" else _empty(hints[name]) for name in missing}
         return {**data, **later}
 
     def saved_json(self, order: Sequence[str] = ()) -> dict[str, Any]:
         """The token as a saved run exports it: no ``UNSAVED`` field, no null ``OPTIONAL`` one; the
         fields in ``order`` first, then the rest in the class's order."""
-        writers = _writers(type(self))
+        writers = event_json.writers(type(self))
         names = [*order, *(name for name in writers if name not in order)]
         out: dict[str, Any] = {}
         for name in names:
@@ -232,7 +231,7 @@ class TokenEvent:
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         """The event's data keys in order (without ``type``)."""
-        return event_reader.field_names(cls)
+        return event_json.field_names(cls)
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
@@ -265,46 +264,9 @@ def implied_origin(data: Mapping[str, Any]) -> str:
     return (Origin.GREEDY if data.get("draw") is None else Origin.SAMPLED).value
 
 
-@cache
-def _writers(cls: type) -> dict[str, Callable[[Any], Any]]:
-    """Each JSON key of ``cls``, in order, with the function that writes its value as JSON data:
-    made once a class from the type hints (on every token's path, live and saved)."""
-    hints = event_reader.class_hints(cls)
-    return {name: _writer(hints[name]) for name in event_reader.field_names(cls)}
-
-
-@cache
-def _writer(hint: Any) -> Callable[[Any], Any]:
-    nullable, hint = event_reader.nullable_of(hint)
-    hint, _ = event_reader.range_of(hint)
-    write: Callable[[Any], Any]
-    if isinstance(hint, type) and is_dataclass(hint):
-        fields_of = _writers(hint)
-        write = lambda value: {name: field(getattr(value, name)) for name, field in fields_of.items()}  # noqa: E731
-    elif get_origin(hint) is tuple:
-        args = get_args(hint)
-        items = [_writer(args[0])] if len(args) == 2 and args[1] is Ellipsis else [_writer(a) for a in args]
-        if all(item is _as_is for item in items):
-            write = list
-        elif len(items) == 1 and len(args) == 2 and args[1] is Ellipsis:
-            item = items[0]
-            write = lambda value: [item(v) for v in value]  # noqa: E731
-        else:
-            write = lambda value: [item(v) for item, v in zip(items, value)]  # noqa: E731
-    elif hint is Origin:
-        write = lambda value: value.value  # noqa: E731
-    else:
-        return _as_is  # a string, number or boolean (or null) is its own JSON
-    return (lambda value: None if value is None else write(value)) if nullable else write
-
-
-def _as_is(value: Any) -> Any:
-    return value
-
-
 def _empty(hint: Any) -> Any:
     """What a field saved before it existed reads as: null, false or an empty list."""
-    nullable, hint = event_reader.nullable_of(hint)
+    nullable, hint = event_json.nullable_of(hint)
     if nullable:
         return None
     if hint is bool:
@@ -318,9 +280,9 @@ def _empty(hint: Any) -> Any:
 
 
 def _schema(cls: type) -> dict[str, Any]:
-    hints = event_reader.class_hints(cls)
+    hints = event_json.class_hints(cls)
     optional = getattr(cls, "OPTIONAL", frozenset())
-    names = list(event_reader.field_names(cls))
+    names = list(event_json.field_names(cls))
     return {
         "type": "object",
         "additionalProperties": False,
@@ -330,8 +292,8 @@ def _schema(cls: type) -> dict[str, Any]:
 
 
 def _type_schema(hint: Any) -> dict[str, Any]:
-    nullable, hint = event_reader.nullable_of(hint)
-    hint, bounds = event_reader.range_of(hint)
+    nullable, hint = event_json.nullable_of(hint)
+    hint, bounds = event_json.range_of(hint)
     if hint is Origin:
         schema: dict[str, Any] = {"enum": [o.value for o in TOKEN_ORIGINS]}
     elif hint in (bool, int, float, str):

@@ -106,15 +106,7 @@ class SingleTakeRedisChannelLayer(RedisChannelLayer):
     async def _read(self, channel: str) -> tuple[str | list[str], dict[str, Any]]:
         """channels_redis' read of one message (and the channel it names), tried again until Redis
         answers when it is lost."""
-        while True:
-            try:
-                read: tuple[str | list[str], dict[str, Any]] = await self.receive_single(channel)
-            except LOST_REDIS as error:
-                self._lost(error)
-                await asyncio.sleep(RECONNECT_INTERVAL_SECONDS)
-                continue
-            self._found()
-            return read
+        return await self._retrying(lambda: self.receive_single(channel), give_up_after=None)
 
     def _local_mailbox(self, key: str) -> LocalMailbox:
         """The mailbox of the local channels sent through Redis key ``key`` (one per prefix given to
@@ -147,14 +139,16 @@ class SingleTakeRedisChannelLayer(RedisChannelLayer):
         self._epoch = (time.monotonic(), run_id)
         return run_id
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        deadline = time.monotonic() + RECONNECT_SECONDS
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]], give_up_after: float | None = RECONNECT_SECONDS) -> T:
+        """``attempt`` until Redis answers it, every ``RECONNECT_INTERVAL_SECONDS``; the last
+        error again after ``give_up_after`` seconds (None: never)."""
+        deadline = None if give_up_after is None else time.monotonic() + give_up_after
         while True:
             try:
                 result = await attempt()
             except LOST_REDIS as error:
                 self._lost(error)
-                if time.monotonic() >= deadline:
+                if deadline is not None and time.monotonic() >= deadline:
                     raise
                 await asyncio.sleep(RECONNECT_INTERVAL_SECONDS)
                 continue

@@ -8,8 +8,9 @@ inside ``params``), the one error value the websocket's ``error`` event and the 
 body are both made from. What it returns is valid: ``to_json`` writes it for the channel layer, and
 ``from_json`` rebuilds it on the worker (the JSON values turned back into theirs, a malformed
 message refused by field) without checking the sampler settings' ranges or the rules between
-values again: the one check left on the worker is each sampler stage's of its own arguments. What needs the model (token ids against the vocabulary, the prompt against the
-context window) is checked by the worker, which has it (``check_token_ids``).
+values again: the one check left on the worker is each sampler stage's of its own arguments. What
+needs the model (token ids against the vocabulary, the prompt against the context window) is
+checked by the worker, which has it (``check_token_ids``).
 
 Seeds: a request without one gets one drawn when its run starts (``with_seed``), so every run can be
 replayed; sample i runs with ``sample_seed(seed, i)``, its sampler settings made by

@@ -52,11 +52,9 @@ def close_at_first_token(stack: ScaleOut, name: str, started: list[str]) -> None
                 "params": {"max_tokens": 400, "ignore_eos": True, "temperature": 1},
             }
             ws.send(json.dumps(frame))
-            for event in iter(lambda: json.loads(ws.recv(timeout=180)), None):
+            while (event := json.loads(ws.recv(timeout=180)))["type"] not in ("token", "error", "done"):
                 if event["type"] == "started":
                     started.append(request_id)
-                if event["type"] in ("token", "error", "done"):
-                    break
 
 
 def test_closing_sockets_end_at_once_and_an_open_one_misses_nothing(stack):

@@ -36,7 +36,7 @@ COLUMNS = (
     "sample", "index", "id", "token", "text", "raw_prob", "prob", "draw", "entropy.before", "entropy.after",
     "elapsed_ms", "alternatives", "stages",
 )  # fmt: skip
-IN_COLUMNS = frozenset({"sample", "index", "id", "token", "text", "raw_prob", "prob", "draw", "entropy", "elapsed_ms"})
+IN_COLUMNS = frozenset(column.split(".")[0] for column in COLUMNS)  # the event's fields the columns keep
 ALTERNATIVE_COLUMNS = ("id", "token", "raw_prob", "prob", "removed_by")
 
 # Where an exported token's fields go, as exports have always written them (``origin``, added
@@ -50,7 +50,7 @@ EXPORT_ORDER = (
 # the worker batched the step, which no replay or export needs).
 ENVELOPE_KEYS = frozenset({"type"} | TokenEvent.UNSAVED)
 # The fields a stored row keeps in its ``extra`` object, in the event's order.
-IN_EXTRA = tuple(name for name in TokenEvent.field_names() if name not in IN_COLUMNS | {"alternatives", "stages"} | ENVELOPE_KEYS)
+IN_EXTRA = tuple(name for name in TokenEvent.field_names() if name not in IN_COLUMNS | ENVELOPE_KEYS)
 
 
 def to_stored(token: TokenEvent) -> StoredRow:

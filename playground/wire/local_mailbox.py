@@ -71,7 +71,7 @@ class LocalMailbox:
         return self._loop
 
     def queued(self) -> int:
-        """How many messages wait in every queue (for tests and health)."""
+        """How many messages wait in every queue."""
         return sum(len(queue.messages) for queue in self._queues.values())
 
     def channels(self) -> int:

@@ -12,6 +12,10 @@ next step touches fresh pages again: about 190 page faults per sampled token, wh
 the heap and up to 256 MB of freed heap stays mapped for the next step. Larger buffers (a long
 prompt's every-position logits, the KV cache) are still mapped and unmapped on their own. On a C
 library without glibc's ``mallopt`` it does nothing.
+
+``release_freed_memory`` hands every free page back once (glibc's ``malloc_trim``): a model's load
+frees far more than a step does (ONNX Runtime's copies while it builds a session), and kept, that
+would stay resident for the process's life: measured loading Gemma 3 270M, +671 MB -> +279 MB.
 """
 
 from __future__ import annotations
@@ -47,3 +51,16 @@ def _set_thresholds() -> bool:
     mallopt.restype = ctypes.c_int
     # mallopt returns 1 on success; musl's stub returns 0 and changes nothing
     return mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1 and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1
+
+
+def release_freed_memory() -> bool:
+    """Returns the heap's free pages to the system now (after a model's load); whether the C library
+    could (glibc's ``malloc_trim``)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = (ctypes.c_size_t,)
+    trim.restype = ctypes.c_int
+    trim(0)
+    return True

@@ -22,7 +22,10 @@ MODELS_ROOT = REPO_ROOT / ".models"  # git-ignored
 DEFAULT_MODEL_DIR_NAME = entry_for(DEFAULT_MODEL).dir_name  # the default model's (the registry's first)
 
 # Files inside a model directory.
-MODEL_FILE = "model.onnx"  # the 4-bit MatMulNBits decoder with KV cache that is served
+MODEL_FILE = "model.onnx"  # the decoder with KV cache that is served: its graph
+# model.onnx's initializers, as ONNX external data: ONNX Runtime maps this file into memory instead of
+# copying the weights onto the heap, so the weights our kernels repack are not held twice
+WEIGHTS_FILE = "model.onnx.data"
 TOKENIZER_FILE = "tokenizer.json"  # for the `tokenizers` library
 CONFIG_FILE = "config.json"  # the transformers config the model was exported from
 GENERATION_CONFIG_FILE = "generation_config.json"

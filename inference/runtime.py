@@ -11,7 +11,7 @@ from typing import Any
 
 import onnxruntime as ort
 
-from inference.allocator import keep_freed_memory
+from inference.allocator import keep_freed_memory, release_freed_memory
 from inference.chat_template import ChatTemplate
 from inference.engine import CPU, Decoder
 from inference.model_catalog import CATALOG
@@ -73,7 +73,8 @@ def load_runtime(
     """Loads a built model directory; raises FileNotFoundError when it has not been built.
     ``model_id``: the id it is served under (default: the manifest's ``model_name``'s catalogue id);
     ``spinning``: the ``Decoder``'s (off for a draft model, which takes turns with its target).
-    The process keeps its freed heap from then on (``allocator.keep_freed_memory``)."""
+    The process keeps its freed heap from then on (``allocator.keep_freed_memory``), but for what the
+    load itself freed, which goes back to the system (``allocator.release_freed_memory``)."""
     keep_freed_memory()
     manifest_path = model_dir / MANIFEST_FILE
     if not manifest_path.is_file():
@@ -115,4 +116,5 @@ def load_runtime(
         context_window=shape.context_window,
         kernels=serving_text(manifest),
     )
+    release_freed_memory()
     return Runtime(decoder, codec, info)

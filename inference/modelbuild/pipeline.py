@@ -252,9 +252,12 @@ def _build(
             manifest = make_manifest(source, source_info, variant, config, shapes, io, graph, stage, timer.seconds)
             _write_json(stage / md.MANIFEST_FILE, manifest)
             _install(stage, model_dir, tmp)
-        size_mb = (model_dir / md.MODEL_FILE).stat().st_size / 1e6
+        size_mb = (
+            sum((model_dir / name).stat().st_size for name in (md.MODEL_FILE, md.WEIGHTS_FILE) if (model_dir / name).is_file())
+            / 1e6
+        )
         progress.info(
-            f"built {source.entry.model_name} in {model_dir} ({md.MODEL_FILE}: {size_mb:.0f} MB) in {sum(timer.seconds.values()):.1f} s"
+            f"built {source.entry.model_name} in {model_dir} ({md.MODEL_FILE} and its weights: {size_mb:.0f} MB) in {sum(timer.seconds.values()):.1f} s"
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -353,7 +356,7 @@ def make_manifest(
         "shapes": shapes,
         "onnx": {
             "file": md.MODEL_FILE,
-            "external_data": None,
+            "external_data": md.WEIGHTS_FILE if md.WEIGHTS_FILE in files else None,
             "opsets": graph["opsets"],
             "nodes": graph["nodes"],
             "op_counts": graph["op_counts"],

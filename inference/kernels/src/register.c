@@ -116,6 +116,23 @@ static uint8_t *packed_alloc(size_t bytes) {
     return aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
 
+/* B's bytes are read once, by the repack, and never again: their pages are handed back. A model built
+ * with its weights beside it (model.onnx.data) has them mapped from the file, so the kernel drops
+ * them and the weights are not resident twice; MADV_PAGEOUT keeps any memory's contents (heap pages
+ * with no swap stay where they are), so it is safe whatever ONNX Runtime made of the initializer. */
+static void page_out(const void *data, size_t bytes) {
+#if defined(__linux__)
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21 /* Linux 5.4 */
+#endif
+    uintptr_t page = 4096, start = ((uintptr_t)data + page - 1) / page * page, end = ((uintptr_t)data + bytes) / page * page;
+    if (end > start) (void)madvise((void *)start, end - start, MADV_PAGEOUT); /* a hint: refused, nothing changes */
+#else
+    (void)data;
+    (void)bytes;
+#endif
+}
+
 static OrtStatus *create(const OrtCustomOp *op, const OrtApi *api, const OrtKernelInfo *info, void **out) {
     (void)op;
     char node[160] = "?", format[16], mode[16], why[200];
@@ -209,6 +226,7 @@ static OrtStatus *create(const OrtCustomOp *op, const OrtApi *api, const OrtKern
         return refuse(api, node, "out of memory for %zu bytes of repacked weights", bytes);
     }
     repack(f, k->layout, bdata, row_bytes, k->N, k->nb, k->fast, k->packed);
+    page_out(bdata, (size_t)N * row_bytes);
     *out = k;
     return NULL;
 }

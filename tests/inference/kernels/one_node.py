@@ -77,7 +77,7 @@ class Node:
         return helper.make_model(graph, opset_imports=opsets, ir_version=10).SerializeToString()
 
 
-def session(library: str, model: bytes, threads: int = 1) -> ort.InferenceSession:
+def session(library: str, model: bytes | str, threads: int = 1) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.register_custom_ops_library(library)

@@ -72,8 +72,11 @@ def test_manifest_schema(tiny_dir):
     assert m["onnx"]["op_counts"]["GroupQueryAttention"] == 2
     assert list(m["onnx"]["transformations"]) == ["export", "norms", "attention", "mlp", "lossless", "head"]
     assert m["onnx_sha256"] == sha256_file(tiny_dir / md.MODEL_FILE)
+    assert m["onnx"]["external_data"] == md.WEIGHTS_FILE
+    assert m["files"][md.WEIGHTS_FILE]["sha256"] == sha256_file(tiny_dir / md.WEIGHTS_FILE)
     assert set(m["files"]) == {
         md.MODEL_FILE,
+        md.WEIGHTS_FILE,  # the initializers, mapped from disk
         md.TOKENIZER_FILE,
         md.CONFIG_FILE,
         md.GENERATION_CONFIG_FILE,
@@ -154,6 +157,24 @@ def test_damaged_model_is_rebuilt(tiny_dir, tmp_path):
     m = read_manifest(target)
     assert m["onnx_sha256"] == sha256_file(target / md.MODEL_FILE)
     assert m["onnx_sha256"] == read_manifest(tiny_dir)["onnx_sha256"]  # the build is reproducible
+
+
+def test_weights_beside_the_graph_are_checked_too(tiny_dir, tmp_path):
+    """model.onnx.data is part of the model: changed or gone, the model is damaged (and rebuilt)."""
+    from inference.modelbuild.pipeline import check_model
+    from inference.modelbuild.tiny import RandomSource
+
+    info = RandomSource(0).describe()
+    target = tmp_path / "tiny"
+    shutil.copytree(tiny_dir, target)
+    with open(target / md.WEIGHTS_FILE, "r+b") as f:
+        f.seek(100)
+        f.write(b"\xff")
+    status = check_model(target, info, "exact")
+    assert not status.intact and status.reasons == (f"{md.WEIGHTS_FILE} does not match its recorded sha256",)
+    (target / md.WEIGHTS_FILE).unlink()
+    status = check_model(target, info, "exact")
+    assert not status.intact and status.reasons == (f"{md.WEIGHTS_FILE} missing",)
 
 
 def test_another_seed_is_another_source(tiny_dir):

@@ -282,7 +282,7 @@ def save_with_weights_beside(onnx_model: Any, dest: Path) -> None:
     ``WEIGHTS_INLINE_BELOW`` bytes or more, each at an offset that is a multiple of a page (ONNX
     external data). ONNX Runtime then maps the weights from the file instead of copying them onto the
     heap, and our kernels hand back the pages they have repacked: measured on SmolLM2's exact build,
-    the resident memory a session adds 250 -> 121 MB. ``onnx_model``'s initializers are left
+    a process's anonymous memory after making the session 256 -> 121 MB. ``onnx_model``'s initializers are left
     pointing at the file."""
     import onnx
     from onnx.external_data_helper import set_external_data

@@ -5,12 +5,13 @@
  * attributes, the ISA switch) and refuses with a message naming the node; it then repacks B into
  * column tiles once (kernels.h). Each call prepares the activations once, then runs the tiles on
  * ONNX Runtime's intra-op threads (KernelContext_ParallelFor). */
-#define _DEFAULT_SOURCE /* madvise */
+#define _DEFAULT_SOURCE /* madvise, sysconf's page size */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "kernels.h"
 #include "onnxruntime_c_api.h"
@@ -125,7 +126,7 @@ static void page_out(const void *data, size_t bytes) {
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21 /* Linux 5.4 */
 #endif
-    uintptr_t page = 4096, start = ((uintptr_t)data + page - 1) / page * page, end = ((uintptr_t)data + bytes) / page * page;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = ((uintptr_t)data + page - 1) / page * page, end = ((uintptr_t)data + bytes) / page * page;
     if (end > start) (void)madvise((void *)start, end - start, MADV_PAGEOUT); /* a hint: refused, nothing changes */
 #else
     (void)data;

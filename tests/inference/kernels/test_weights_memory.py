@@ -1,5 +1,5 @@
-"""The weights are not resident twice: a model whose initializers lie beside it (model.onnx.data, as
-the build writes them) has them mapped by ONNX Runtime, and MatMulGguf hands B's pages back once it
+"""The weights are not resident twice: a model whose initializers lie beside it (model.onnx.data,
+written by the build's own ``save_with_weights_beside``) has them mapped by ONNX Runtime, and MatMulGguf hands B's pages back once it
 has repacked them; its products stay right."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import onnx
 import pytest
 
 from inference.model_dir import WEIGHTS_FILE
+from inference.modelbuild.steps import save_with_weights_beside
 
 from .one_node import Node, random_blocks, relative_error, session, weights
 
@@ -36,7 +37,7 @@ def test_repacked_weights_leave_the_mapped_file(kernels_library, tmp_path) -> No
     raw = random_blocks("Q4_1", n, k, rng)
     model = onnx.load_from_string(Node("Q4_1", "exact", k, n, raw).model())
     path = tmp_path / "model.onnx"
-    onnx.save_model(model, str(path), save_as_external_data=True, location=WEIGHTS_FILE, size_threshold=1024)
+    save_with_weights_beside(model, path)
     data = tmp_path / WEIGHTS_FILE
     assert data.stat().st_size >= raw.nbytes
 

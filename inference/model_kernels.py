@@ -4,7 +4,8 @@ A model built while our kernel library (``inference.kernels``) could be loaded h
 nodes (domain ``playground.kernels``) over the GGUF's own blocks; one built without it holds ONNX
 Runtime's ``MatMulNBits``. The build records which in the manifest, the one place this fact lives:
 
-    "kernels": {"library": "<version>", "isa": "avx512vnni", "ops": 121}   # ops: MatMulGguf nodes
+    "kernels": {"library": "<version>", "isa": "avx512vnni", "ops": 121, "attention_ops": 30}
+                                            # ops: MatMulGguf nodes; attention_ops: GroupAttention ones
     "kernels": {"library": null, "why": "<why the library was not used>"}
 
 (``library`` is the version the build found, also when no MatMul of the model is in a format it
@@ -26,6 +27,7 @@ from inference.model_dir import MANIFEST_FILE, read_manifest
 DOMAIN = "playground.kernels"
 OPSET_VERSION = 1
 OP_TYPE = "MatMulGguf"
+ATTENTION_OP_TYPE = kernels.ATTENTION_OP  # our attention, in place of ONNX Runtime's GroupQueryAttention
 MANIFEST_KEY = "kernels"
 # The formats a library that does not list its own computes (its first version's: SmolLM2's).
 DEFAULT_FORMATS = ("Q4_1", "Q8_0")
@@ -36,15 +38,19 @@ class KernelLibraryMissingError(RuntimeError):
 
 
 def library_now() -> dict[str, Any]:
-    """What a build made now would record (``ops`` left out): the library's version, ISA and the GGUF
-    formats it computes, or ``{"library": None, "why": …}``."""
+    """What a build made now would record (``ops`` left out): the library's version, ISA, the GGUF
+    formats it computes and the ops it registers (``op_types``), or ``{"library": None, "why": …}``."""
     facts = kernels.describe()
     if kernels.library_path() is None or "version" not in facts:
         return {"library": None, "why": str(facts.get("why") or "the kernel library cannot be loaded")}
     formats = facts.get("formats", DEFAULT_FORMATS)
     if isinstance(formats, str):
         formats = [f.strip() for f in formats.split(",") if f.strip()]
-    return {"library": str(facts["version"]), "isa": str(facts.get("isa") or "plain C"), "formats": sorted(formats)}
+    op_types = [str(op) for op in facts.get("op_types", [OP_TYPE])]
+    return {
+        "library": str(facts["version"]), "isa": str(facts.get("isa") or "plain C"), "formats": sorted(formats),
+        "op_types": op_types,
+    }  # fmt: skip
 
 
 def library_for(formats: Iterable[str]) -> dict[str, Any]:
@@ -67,9 +73,20 @@ def recorded(manifest: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def uses_kernels(manifest: Mapping[str, Any]) -> bool:
-    """Whether the model's graph holds ``MatMulGguf`` nodes (its sessions need the library)."""
+    """Whether the model's graph holds ``MatMulGguf`` or ``GroupAttention`` nodes (its sessions need the library)."""
     section = recorded(manifest)
-    return section.get("library") is not None and int(section.get("ops") or 0) > 0
+    return section.get("library") is not None and int(section.get("ops") or 0) + int(section.get("attention_ops") or 0) > 0
+
+
+def attention_op_type(manifest: Mapping[str, Any]) -> str:
+    """The op the model's attention layers are: our ``GroupAttention`` where the build used it, else
+    ONNX Runtime's ``GroupQueryAttention``."""
+    return ATTENTION_OP_TYPE if int(recorded(manifest).get("attention_ops") or 0) else "GroupQueryAttention"
+
+
+def has_attention_kernel(library: Mapping[str, Any]) -> bool:
+    """Whether the library :func:`library_for` described computes attention (``GroupAttention``)."""
+    return library.get("library") is not None and ATTENTION_OP_TYPE in library.get("op_types", ())
 
 
 def serving_text(manifest: Mapping[str, Any]) -> str:

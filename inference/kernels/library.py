@@ -16,6 +16,7 @@ KERNELS_DIR = Path(__file__).resolve().parents[2] / ".kernels"  # the repository
 ENV_LIBRARY = "PLAYGROUND_KERNELS_LIBRARY"  # another build of the library to use instead
 DOMAIN = "playground.kernels"
 OP = "MatMulGguf"
+ATTENTION_OP = "GroupAttention"  # GroupQueryAttention's inputs and attributes, our kernel (library 1.1.0 on)
 
 
 def _candidate() -> Path:
@@ -28,10 +29,15 @@ def _load(path: Path) -> dict[str, Any]:
     lib = ctypes.CDLL(str(path))
     for name in ("playground_kernels_version", "playground_kernels_isa", "playground_kernels_formats"):
         getattr(lib, name).restype = ctypes.c_char_p
+    ops = [OP]
+    if hasattr(lib, "playground_kernels_ops"):  # 1.1.0 on; the first version had MatMulGguf alone
+        lib.playground_kernels_ops.restype = ctypes.c_char_p
+        ops = lib.playground_kernels_ops().decode().split(",")
     return {
         "version": lib.playground_kernels_version().decode(),
         "isa": lib.playground_kernels_isa().decode(),
         "formats": lib.playground_kernels_formats().decode().split(","),
+        "op_types": ops,
     }
 
 
@@ -48,7 +54,7 @@ def library_path() -> Path | None:
 
 
 def describe() -> dict[str, Any]:
-    """``{"version", "isa", "formats", "path"}``, or ``{"available": False, "why": ...}``."""
+    """``{"version", "isa", "formats", "op_types", "path"}``, or ``{"available": False, "why": ...}``."""
     path = _candidate()
     if not path.is_file():
         why = f"{ENV_LIBRARY} names a missing file" if os.environ.get(ENV_LIBRARY) else "not built"

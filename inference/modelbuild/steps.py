@@ -23,7 +23,7 @@ from tokenizers import Tokenizer
 from .. import model_dir as md
 from .. import model_kernels
 from ..models import VERIFY_PROMPT, ModelEntry
-from . import cuda_variant, head, lossless, recipe
+from . import attention, cuda_variant, head, lossless, recipe
 
 ONNX_DTYPES = {"tensor(float)": "float32", "tensor(int64)": "int64", "tensor(float16)": "float16"}
 
@@ -216,6 +216,7 @@ def transform(
             onnx_model, rest, requantize = _requantize_rest(onnx_model, conversion, plan.requantize_rest, done)
         else:
             done[step.name] = step.load()(onnx_model, config)
+    attention_ops = attention.to_our_kernel(onnx_model) if model_kernels.has_attention_kernel(kernels) else 0
     if cuda_variant.is_cuda(settings):  # float16 but the logits; every node checked against CUDA's kernels
         onnx_model, done["cuda"] = cuda_variant.to_cuda(onnx_model)
     save_with_weights_beside(onnx_model, dest)
@@ -269,7 +270,7 @@ def transform(
         "nodes": len(onnx_model.graph.node),
         "op_counts": dict(sorted(ops.items())),
         "transformations": done,
-        "kernels": _kernels_record(kernels, conversion.kernel_ops if conversion else 0),
+        "kernels": _kernels_record(kernels, conversion.kernel_ops if conversion else 0, attention_ops),
     }
 
 
@@ -327,11 +328,14 @@ def _requantize_rest(
     return onnx_model, rest, requantize
 
 
-def _kernels_record(kernels: dict[str, Any], ops: int) -> dict[str, Any]:
+def _kernels_record(kernels: dict[str, Any], ops: int, attention_ops: int) -> dict[str, Any]:
     """The manifest's ``kernels`` section (``model_kernels``' docstring)."""
     if kernels.get("library") is None:
         return {"library": None, "why": kernels.get("why")}
-    return {"library": kernels["library"], "isa": kernels.get("isa"), "formats": kernels.get("formats"), "ops": ops}
+    return {
+        "library": kernels["library"], "isa": kernels.get("isa"), "formats": kernels.get("formats"), "ops": ops,
+        "attention_ops": attention_ops,
+    }  # fmt: skip
 
 
 def _io_spec(args) -> list[dict[str, Any]]:

@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 #include "kernels.h"
-#include "onnxruntime_c_api.h"
+#include "attention.h"
+#include "op_info.h"
 
-#define API_VERSION 21
 #define EXPORT __attribute__((visibility("default")))
-#define VERSION "1.0.0" /* the op's contract (its attributes, layouts' numbers): models record it */
+#define VERSION "1.1.0" /* the ops' contract (their attributes, layouts' numbers): models record it */
 
 /* A work item: up to PANEL rows (a tile's weights are read once per panel) of a run of tiles, at
  * most about ITEMS runs per panel (a few per thread: the pool's hand-out costs per item). */
@@ -34,71 +34,14 @@ struct kernel {
     char node[160];
 };
 
+static OrtStatus *refuse(const OrtApi *api, const char *node, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static OrtStatus *refuse(const OrtApi *api, const char *node, const char *fmt, ...) {
-    char msg[512];
-    int n = snprintf(msg, sizeof msg, "MatMulGguf node '%s': ", node);
+    char msg[400];
     va_list args;
     va_start(args, fmt);
-    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, args);
+    vsnprintf(msg, sizeof msg, fmt, args);
     va_end(args);
-    return api->CreateStatus(ORT_INVALID_ARGUMENT, msg);
-}
-
-/* A string attribute into buf; 0 when present and short enough. */
-static int string_attr(const OrtApi *api, const OrtKernelInfo *info, const char *name, char *buf, size_t size) {
-    size_t needed = 0;
-    OrtStatus *st = api->KernelInfoGetAttribute_string(info, name, NULL, &needed);
-    if (st) {
-        api->ReleaseStatus(st);
-        return -1;
-    }
-    if (needed > size) return -1;
-    st = api->KernelInfoGetAttribute_string(info, name, buf, &needed);
-    if (st) {
-        api->ReleaseStatus(st);
-        return -1;
-    }
-    return 0;
-}
-
-static int int_attr(const OrtApi *api, const OrtKernelInfo *info, const char *name, int64_t *out) {
-    OrtStatus *st = api->KernelInfoGetAttribute_int64(info, name, out);
-    if (st) api->ReleaseStatus(st);
-    return st ? -1 : 0;
-}
-
-static const char *type_name(ONNXTensorElementDataType t) {
-    switch (t) {
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: return "float32";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE: return "float64";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: return "float16";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16: return "bfloat16";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8: return "uint8";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8: return "int8";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32: return "int32";
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64: return "int64";
-    default: return "another type";
-    }
-}
-
-/* Input `index`'s element type and (when known) its last dimension (-1: dynamic or unknown). */
-static OrtStatus *input_type(const OrtApi *api, const OrtKernelInfo *info, size_t index,
-                             ONNXTensorElementDataType *type, int64_t *last, size_t *rank) {
-    OrtTypeInfo *ti = NULL;
-    const OrtTensorTypeAndShapeInfo *tensor = NULL;
-    OrtStatus *st = api->KernelInfo_GetInputTypeInfo(info, index, &ti);
-    if (!st) st = api->CastTypeInfoToTensorInfo(ti, &tensor);
-    if (!st && !tensor) st = api->CreateStatus(ORT_INVALID_ARGUMENT, "not a tensor");
-    if (!st) st = api->GetTensorElementType(tensor, type);
-    if (!st) st = api->GetDimensionsCount(tensor, rank);
-    *last = -1;
-    if (!st && *rank > 0 && *rank <= 8) {
-        int64_t dims[8];
-        st = api->GetDimensions(tensor, dims, *rank);
-        if (!st) *last = dims[*rank - 1];
-    }
-    if (ti) api->ReleaseTypeInfo(ti);
-    return st;
+    return op_refuse(api, "MatMulGguf", node, "%s", msg);
 }
 
 /* The repacked weights' memory: in 2 MiB pages where the system gives them (a step streams ~100 MB
@@ -137,22 +80,17 @@ static void page_out(const void *data, size_t bytes) {
 static OrtStatus *create(const OrtCustomOp *op, const OrtApi *api, const OrtKernelInfo *info, void **out) {
     (void)op;
     char node[160] = "?", format[16], mode[16], why[200];
-    size_t size = sizeof node;
-    OrtStatus *st = api->KernelInfo_GetNodeName(info, node, &size);
-    if (st) {
-        api->ReleaseStatus(st);
-        snprintf(node, sizeof node, "(unnamed)");
-    }
-    if (!node[0]) snprintf(node, sizeof node, "(unnamed)");
+    OrtStatus *st = NULL;
+    op_node_name(api, info, node, sizeof node);
 
-    if (string_attr(api, info, "format", format, sizeof format))
+    if (op_string_attr(api, info, "format", format, sizeof format))
         return refuse(api, node, "needs a string attribute 'format' (one of %s)", format_list());
     const struct format *f = format_named(format);
     if (!f) return refuse(api, node, "format '%s' is not supported (one of %s)", format, format_list());
-    if (string_attr(api, info, "mode", mode, sizeof mode) || (strcmp(mode, "exact") && strcmp(mode, "fast")))
+    if (op_string_attr(api, info, "mode", mode, sizeof mode) || (strcmp(mode, "exact") && strcmp(mode, "fast")))
         return refuse(api, node, "needs a string attribute 'mode': \"exact\" or \"fast\"");
     int64_t K, N;
-    if (int_attr(api, info, "K", &K) || int_attr(api, info, "N", &N))
+    if (op_int_attr(api, info, "K", &K) || op_int_attr(api, info, "N", &N))
         return refuse(api, node, "needs int attributes 'K' and 'N'");
     if (K <= 0 || N <= 0 || K > (1 << 24) || N > (1 << 24))
         return refuse(api, node, "K=%lld and N=%lld must be in 1..16777216", (long long)K, (long long)N);
@@ -162,21 +100,21 @@ static OrtStatus *create(const OrtCustomOp *op, const OrtApi *api, const OrtKern
     ONNXTensorElementDataType type;
     int64_t last;
     size_t rank;
-    if ((st = input_type(api, info, 0, &type, &last, &rank))) {
+    if ((st = op_input_type(api, info, 0, &type, &last, &rank))) {
         api->ReleaseStatus(st);
         return refuse(api, node, "input A is not a tensor");
     }
     if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)
-        return refuse(api, node, "input A is %s; it must be float32", type_name(type));
+        return refuse(api, node, "input A is %s; it must be float32", op_type_name(type));
     if (rank == 0) return refuse(api, node, "input A is a scalar; it must be [..., K=%lld]", (long long)K);
     if (last >= 0 && last != K)
         return refuse(api, node, "input A's last dimension is %lld, attribute K is %lld", (long long)last, (long long)K);
-    if ((st = input_type(api, info, 1, &type, &last, &rank))) {
+    if ((st = op_input_type(api, info, 1, &type, &last, &rank))) {
         api->ReleaseStatus(st);
         return refuse(api, node, "input B is not a tensor");
     }
     if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8)
-        return refuse(api, node, "input B is %s; it must be uint8 (the GGUF's block bytes)", type_name(type));
+        return refuse(api, node, "input B is %s; it must be uint8 (the GGUF's block bytes)", op_type_name(type));
 
     int is_constant = 0;
     const OrtValue *bval = NULL;
@@ -318,56 +256,21 @@ static void destroy(void *kernel) {
 }
 
 static const char *op_name(const OrtCustomOp *op) { (void)op; return "MatMulGguf"; }
-static const char *op_provider(const OrtCustomOp *op) { (void)op; return "CPUExecutionProvider"; }
-/* A and B take any type so that kernel creation can refuse a wrong one with its own message. */
-static ONNXTensorElementDataType input_type_of(const OrtCustomOp *op, size_t i) {
-    (void)op;
-    (void)i;
-    return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
-}
 static size_t input_count(const OrtCustomOp *op) { (void)op; return 2; }
-static ONNXTensorElementDataType output_type_of(const OrtCustomOp *op, size_t i) {
-    (void)op;
-    (void)i;
-    return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-}
 static size_t output_count(const OrtCustomOp *op) { (void)op; return 1; }
-static OrtCustomOpInputOutputCharacteristic required(const OrtCustomOp *op, size_t i) {
-    (void)op;
-    (void)i;
-    return INPUT_OUTPUT_REQUIRED;
-}
-static OrtMemType memory_type(const OrtCustomOp *op, size_t i) { (void)op; (void)i; return OrtMemTypeDefault; }
-static int one(const OrtCustomOp *op) { (void)op; return 1; }
-static int start_version(const OrtCustomOp *op) { (void)op; return 1; }
-static int end_version(const OrtCustomOp *op) { (void)op; return 2147483647; }
-static size_t no_pairs(int **in, int **out) { *in = NULL; *out = NULL; return 0; }
-static void release_pairs(int *in, int *out) { (void)in; (void)out; }
 
 static const OrtCustomOp MATMUL_GGUF = {
-    .version = API_VERSION,
+    OP_COMMON_CALLBACKS,
     .GetName = op_name,
-    .GetExecutionProviderType = op_provider,
-    .GetInputType = input_type_of,
+    .GetInputType = op_any_type,
     .GetInputTypeCount = input_count,
-    .GetOutputType = output_type_of,
+    .GetOutputType = op_float_type,
     .GetOutputTypeCount = output_count,
     .KernelDestroy = destroy,
-    .GetInputCharacteristic = required,
-    .GetOutputCharacteristic = required,
-    .GetInputMemoryType = memory_type,
-    .GetVariadicInputMinArity = one,
-    .GetVariadicInputHomogeneity = one,
-    .GetVariadicOutputMinArity = one,
-    .GetVariadicOutputHomogeneity = one,
+    .GetInputCharacteristic = op_required,
+    .GetOutputCharacteristic = op_required,
     .CreateKernelV2 = create,
     .KernelComputeV2 = compute,
-    .GetStartVersion = start_version,
-    .GetEndVersion = end_version,
-    .GetMayInplace = no_pairs,
-    .ReleaseMayInplace = release_pairs,
-    .GetAliasMap = no_pairs,
-    .ReleaseAliasMap = release_pairs,
 };
 
 EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase *base) {
@@ -378,8 +281,9 @@ EXPORT OrtStatus *RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase
                       : NULL;
     }
     OrtCustomOpDomain *domain = NULL;
-    OrtStatus *st = api->CreateCustomOpDomain("playground.kernels", &domain);
+    OrtStatus *st = api->CreateCustomOpDomain(OP_DOMAIN, &domain);
     if (!st) st = api->CustomOpDomain_Add(domain, (OrtCustomOp *)&MATMUL_GGUF);
+    if (!st) st = api->CustomOpDomain_Add(domain, (OrtCustomOp *)&GROUP_ATTENTION);
     if (!st) st = api->AddCustomOpDomain(options, domain);
     /* The domain must outlive every session made from these options: it is kept for the process. */
     return st;
@@ -389,6 +293,9 @@ EXPORT const char *playground_kernels_version(void) { return VERSION; }
 
 /* The GGUF formats MatMulGguf computes, comma-separated: "Q4_1,Q8_0,…". */
 EXPORT const char *playground_kernels_formats(void) { return format_list(); }
+
+/* The ops the library registers, comma-separated. */
+EXPORT const char *playground_kernels_ops(void) { return "MatMulGguf,GroupAttention"; }
 
 EXPORT const char *playground_kernels_isa(void) {
     char why[200];

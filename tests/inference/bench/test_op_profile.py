@@ -13,5 +13,5 @@ def test_it_reports_each_batchs_step_by_operator(tiny_runtime):
     assert set(report["batches"]) == {"1", "3"}
     for batch in report["batches"].values():
         assert batch["step_ms"] > 0
-        assert "GroupQueryAttention" in batch["ops"]  # the tiny model is built the same way as the real one
+        assert {"GroupQueryAttention", "GroupAttention"} & set(batch["ops"])  # built the same way as the real one
         assert 0 < sum(op["share"] for op in batch["ops"].values()) <= 1.0

@@ -59,8 +59,10 @@ def tokenizer(kernels_dir) -> Tokenizer:
 
 def test_the_manifest_records_the_kernels(kernels_dir):
     m = read_manifest(kernels_dir)
-    assert m["kernels"] == {**LIBRARY, "ops": 30 * 4 + 1}  # qkv, o, gate_up, down per layer; the tied head
+    recorded = {k: LIBRARY[k] for k in ("library", "isa", "formats")}
+    assert m["kernels"] == {**recorded, "ops": 30 * 4 + 1, "attention_ops": 30}  # qkv, o, gate_up, down a layer; the head
     ops = m["onnx"]["op_counts"]
+    assert ops[model_kernels.ATTENTION_OP_TYPE] == 30 and "GroupQueryAttention" not in ops
     assert ops[model_kernels.OP_TYPE] == 121 and "MatMulNBits" not in ops and "MatMul" not in ops  # no offset path
     assert m["quantization"]["matmul_gguf"] == {"Q4_1 exact": 120, "Q8_0 exact": 1}
     # the embedding reads the Q8_0 table's 8-bit codes (recipe 6): no fp32 table, no plain Gather

@@ -69,7 +69,8 @@ def test_manifest_schema(tiny_dir):
     assert m["variant"] == "exact"  # its own GGUF's blocks, SmolLM2's variants
     # qkv, o, gate_up, down per layer; with our kernels the tied Q8_0 head too
     assert m["onnx"]["op_counts"]["MatMulGguf" if kernels else "MatMulNBits"] == 2 * 4 + kernels
-    assert m["onnx"]["op_counts"]["GroupQueryAttention"] == 2
+    assert m["onnx"]["op_counts"][model_kernels.ATTENTION_OP_TYPE if kernels else "GroupQueryAttention"] == 2
+    assert model_kernels.attention_op_type(m) == (model_kernels.ATTENTION_OP_TYPE if kernels else "GroupQueryAttention")
     assert list(m["onnx"]["transformations"]) == ["export", "norms", "attention", "mlp", "lossless", "head"]
     assert m["onnx_sha256"] == sha256_file(tiny_dir / md.MODEL_FILE)
     assert m["onnx"]["external_data"] == md.WEIGHTS_FILE

@@ -48,7 +48,9 @@ def test_the_two_variants_run_every_kernel(builds):
     modes = {}
     for variant in ("exact", "fast"):
         m = read_manifest(builds[f"{variant} kernels"])
-        assert m["kernels"] == {**LIBRARY, "ops": 9}  # 4 per layer and the tied head
+        recorded = {k: LIBRARY[k] for k in ("library", "isa", "formats")}
+        assert m["kernels"] == {**recorded, "ops": 9, "attention_ops": 2}  # 4 per layer and the tied head; attention
+        assert m["onnx"]["op_counts"][model_kernels.ATTENTION_OP_TYPE] == 2 and "GroupQueryAttention" not in m["onnx"]["op_counts"]
         assert m["onnx"]["op_counts"][model_kernels.OP_TYPE] == 9 and "MatMulNBits" not in m["onnx"]["op_counts"]
         assert m["onnx"]["opsets"][model_kernels.DOMAIN] == model_kernels.OPSET_VERSION
         modes |= m["quantization"]["matmul_gguf"]
@@ -72,6 +74,7 @@ def test_without_the_library_the_build_is_matmulnbits_and_says_why(builds):
     m = read_manifest(builds["exact MatMulNBits"])
     assert m["kernels"] == {"library": None, "why": f"{ENV_LIBRARY} names a missing file"}
     assert model_kernels.OP_TYPE not in m["onnx"]["op_counts"] and m["onnx"]["op_counts"]["MatMulNBits"] == 8
+    assert m["onnx"]["op_counts"]["GroupQueryAttention"] == 2  # ONNX Runtime's attention too
     assert model_kernels.serving_text(m) == "ONNX Runtime MatMulNBits"
     assert load_runtime(builds["exact MatMulNBits"], (CPU,), 1).info.kernels == "ONNX Runtime MatMulNBits"
 

@@ -246,7 +246,7 @@ def _build(
                     position_ids=plan.position_ids,
                     sliding_mask=plan.sliding_mask,
                     prompt=plan.verify_prompt,
-                    kernels=graph["kernels"].get("ops", 0) > 0,
+                    kernels=model_kernels.uses_kernels({model_kernels.MANIFEST_KEY: graph["kernels"]}),
                 )
         with timer.step("install", "write the manifest and move the model into place"):
             manifest = make_manifest(source, source_info, variant, config, shapes, io, graph, stage, timer.seconds)

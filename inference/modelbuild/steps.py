@@ -359,7 +359,7 @@ def verify_onnx(
     (encoded with no special token), alone and with the BOS prepended, for the manifest.
     ``position_ids``: whether the graph takes them (Gemma's export derives them from the mask);
     ``sliding_mask``: whether it takes ``sliding_attention_mask`` (fed the attention mask here: every
-    layer's cache holds every position); ``kernels``: whether the graph holds our ``MatMulGguf`` nodes
+    layer's cache holds every position); ``kernels``: whether the graph holds our ``MatMulGguf`` or ``GroupAttention`` nodes
     (the session then registers the kernel library).
     Raises ``RuntimeError`` on a missing input or a wrong shape.
     """

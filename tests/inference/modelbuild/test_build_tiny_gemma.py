@@ -25,7 +25,9 @@ def tiny_gemma_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def session(tiny_gemma_dir):
-    return ort.InferenceSession(str(tiny_gemma_dir / md.MODEL_FILE), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    model_kernels.register_beside(options, tiny_gemma_dir / md.MODEL_FILE)  # our attention, where the build used it
+    return ort.InferenceSession(str(tiny_gemma_dir / md.MODEL_FILE), options, providers=["CPUExecutionProvider"])
 
 
 def test_manifest_records_gemma_recipe(tiny_gemma_dir):

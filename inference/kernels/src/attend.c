@@ -7,6 +7,11 @@
  *   p = softmax(scores)                            exp(s - max) / sum, in place
  *   out = sum_j p[j] * V[j]                        out [D], V [n, D]
  *
+ * Scores and mix take up to ROWS queries over the same keys at once (a prompt's queries share
+ * their keys; each key and value is then read once for all of them), each query's arithmetic the
+ * same whatever the queries beside it: its dot products and its mix are the same FMAs in the same
+ * order as for a query alone.
+ *
  * The mix may go on from what `out` holds (`resume`): the sum over a long run of values taken in
  * pieces is then the same, bit for bit, as over the whole run at once (the same FMAs in the same
  * order), so a query computes the same whatever the block of keys or queries it is computed in.
@@ -20,7 +25,7 @@
  * cache is one sequential run, split by the hardware prefetcher's 4 KiB page stops (kernels.h). */
 enum { AHEAD = 2048 };
 
-static void scores_plain(const float *q, const float *K, size_t n, size_t D, float scale, float *out) {
+static void scores_plain_one(const float *q, const float *K, size_t n, size_t D, float scale, float *out) {
     for (size_t j = 0; j < n; j++) {
         const float *k = K + j * D;
         float s = 0.0f;
@@ -37,12 +42,24 @@ static void softmax_plain(float *x, size_t n) {
     for (size_t j = 0; j < n; j++) x[j] *= inv;
 }
 
-static void mix_plain(const float *p, const float *V, size_t n, size_t D, float *out, int resume) {
+static void mix_plain_one(const float *p, const float *V, size_t n, size_t D, float *out, int resume) {
     if (!resume)
         for (size_t d = 0; d < D; d++) out[d] = 0.0f;
     for (size_t j = 0; j < n; j++)
         for (size_t d = 0; d < D; d++) out[d] += p[j] * V[j * D + d];
 }
+
+/* A path's one-query scores and mix, taken query by query for the rows' interface. */
+#define ROWS_OF(name, target)                                                                                          \
+    target static void scores_##name(const float *q, size_t R, size_t ldq, const float *K, size_t n, size_t D,          \
+                                     float scale, float *out, size_t ldo) {                                             \
+        for (size_t r = 0; r < R; r++) scores_##name##_one(q + r * ldq, K, n, D, scale, out + r * ldo);                 \
+    }                                                                                                                   \
+    target static void mix_##name(const float *p, size_t ldp, size_t R, const float *V, size_t n, size_t D,             \
+                                  float *const *out, int resume) {                                                      \
+        for (size_t r = 0; r < R; r++) mix_##name##_one(p + r * ldp, V, n, D, out[r], resume);                          \
+    }
+ROWS_OF(plain, )
 
 #ifdef HAVE_X86_SIMD
 /* exp(x) for x <= 0 (a softmax's x - max): x = n ln2 + r, |r| <= ln2 / 2 (ln2 in two parts, the
@@ -78,40 +95,64 @@ TARGET_AVX2 static inline __m256 exp256(__m256 x) {
 /* The first `left` (< 16) lanes. */
 #define MASK16(left) ((__mmask16)((1u << (left)) - 1))
 
-/* Heads of 64, 128 or 256 floats keep the query in registers: a key then costs one load per FMA. */
-#define SCORES_HELD(NV)                                                                                       \
-    TARGET_AVX512 static void scores_held##NV(const float *q, const float *K, size_t n, float scale, float *out) { \
-        __m512 qv[NV];                                                                                        \
-        UNROLL for (int v = 0; v < NV; v++) qv[v] = _mm512_loadu_ps(q + 16 * v);                             \
-        for (size_t j = 0; j < n; j++) {                                                                      \
-            const float *k = K + j * (16 * NV);                                                               \
-            __builtin_prefetch((const char *)k + AHEAD, 0, 3);                                                \
-            __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()}; \
-            UNROLL for (int v = 0; v < NV; v++) a[v % 4] = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + 16 * v), a[v % 4]); \
-            out[j] = scale * _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]))); \
+/* R queries against KEYS keys, one accumulator a pair with its FMAs in the order of d: the arithmetic
+ * every block shape shares, so a pair's score does not depend on the block it is computed in. */
+#define SCORES_BLOCK(R, KEYS)                                                                                 \
+    TARGET_AVX512 INLINE void block_##R##x##KEYS(const float *q, size_t ldq, const float *k, size_t D,        \
+                                                        float scale, float *out, size_t ldo) {                \
+        __m512 acc[R][KEYS];                                                                                  \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < KEYS; t++) acc[r][t] = _mm512_setzero_ps(); \
+        UNROLL for (int t = 0; t < KEYS; t++) __builtin_prefetch((const char *)(k + t * D) + AHEAD, 0, 3);   \
+        UNROLL for (size_t d = 0; d < D; d += 16) {                                                           \
+            __mmask16 m = D - d >= 16 ? (__mmask16)0xffff : MASK16(D - d);                                    \
+            __m512 kv[KEYS];                                                                                  \
+            UNROLL for (int t = 0; t < KEYS; t++) kv[t] = _mm512_maskz_loadu_ps(m, k + t * D + d);            \
+            UNROLL for (int r = 0; r < R; r++) {                                                              \
+                __m512 qv = _mm512_maskz_loadu_ps(m, q + r * ldq + d);                                        \
+                UNROLL for (int t = 0; t < KEYS; t++) acc[r][t] = _mm512_fmadd_ps(qv, kv[t], acc[r][t]);      \
+            }                                                                                                 \
+        }                                                                                                     \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < KEYS; t++)                              \
+            out[r * ldo + t] = scale * _mm512_reduce_add_ps(acc[r][t]);                                       \
+    }
+/* R queries against n keys: KEYS at a time, then the rest one by one; heads of 64, 128 and 256
+ * floats get code of their own (the loop over d unrolled), the same arithmetic as any other. */
+#define SCORES_WALK(R, KEYS)                                                                                  \
+    TARGET_AVX512 INLINE void walk_##R##x##KEYS(const float *q, size_t ldq, const float *K, size_t n,  \
+                                                      size_t D, float scale, float *out, size_t ldo) {        \
+        size_t j = 0;                                                                                         \
+        for (; j + KEYS <= n; j += KEYS) block_##R##x##KEYS(q, ldq, K + j * D, D, scale, out + j, ldo);       \
+        for (; j < n; j++) block_##R##x1(q, ldq, K + j * D, D, scale, out + j, ldo);                          \
+    }                                                                                                         \
+    TARGET_AVX512 static void scores_rows##R##x##KEYS(const float *q, size_t ldq, const float *K, size_t n,  \
+                                                      size_t D, float scale, float *out, size_t ldo) {        \
+        switch (D) {                                                                                          \
+        case 64: walk_##R##x##KEYS(q, ldq, K, n, 64, scale, out, ldo); return;                                \
+        case 128: walk_##R##x##KEYS(q, ldq, K, n, 128, scale, out, ldo); return;                              \
+        case 256: walk_##R##x##KEYS(q, ldq, K, n, 256, scale, out, ldo); return;                              \
+        default: walk_##R##x##KEYS(q, ldq, K, n, D, scale, out, ldo); return;                                 \
         }                                                                                                     \
     }
-SCORES_HELD(4)
-SCORES_HELD(8)
-SCORES_HELD(16)
+SCORES_BLOCK(1, 1)
+SCORES_BLOCK(2, 1)
+SCORES_BLOCK(3, 1)
+SCORES_BLOCK(4, 1)
+SCORES_BLOCK(1, 8) /* a lone query: eight keys' chains in flight */
+SCORES_BLOCK(2, 4)
+SCORES_BLOCK(3, 4)
+SCORES_BLOCK(4, 4)
+SCORES_WALK(1, 8)
+SCORES_WALK(2, 4)
+SCORES_WALK(3, 4)
+SCORES_WALK(4, 4)
 
-TARGET_AVX512 static void scores_avx512(const float *q, const float *K, size_t n, size_t D, float scale, float *out) {
-    switch (D) {
-    case 64: scores_held4(q, K, n, scale, out); return;
-    case 128: scores_held8(q, K, n, scale, out); return;
-    case 256: scores_held16(q, K, n, scale, out); return;
-    default: break;
-    }
-    for (size_t j = 0; j < n; j++) {
-        const float *k = K + j * D;
-        __builtin_prefetch((const char *)k + AHEAD, 0, 3);
-        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        size_t d = 0;
-        for (int c = 0; d < D; d += 16, c = (c + 1) % 4) {
-            __mmask16 m = D - d >= 16 ? (__mmask16)0xffff : MASK16(D - d);
-            a[c] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), _mm512_maskz_loadu_ps(m, k + d), a[c]);
-        }
-        out[j] = scale * _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
+TARGET_AVX512 static void scores_avx512(const float *q, size_t R, size_t ldq, const float *K, size_t n, size_t D,
+                                        float scale, float *out, size_t ldo) {
+    switch (R) {
+    case 1: scores_rows1x8(q, ldq, K, n, D, scale, out, ldo); return;
+    case 2: scores_rows2x4(q, ldq, K, n, D, scale, out, ldo); return;
+    case 3: scores_rows3x4(q, ldq, K, n, D, scale, out, ldo); return;
+    default: scores_rows4x4(q, ldq, K, n, D, scale, out, ldo); return;
     }
 }
 
@@ -137,26 +178,47 @@ TARGET_AVX512 static void softmax_avx512(float *x, size_t n) {
     if (j < n) _mm512_mask_storeu_ps(x + j, MASK16(n - j), _mm512_mul_ps(_mm512_maskz_loadu_ps(MASK16(n - j), x + j), inv));
 }
 
-/* out[D] in registers 64 floats at a time (a head of 64 or 128: one or two passes over V). */
-TARGET_AVX512 static void mix_avx512(const float *p, const float *V, size_t n, size_t D, float *out, int resume) {
-    for (size_t d0 = 0; d0 < D; d0 += 64) {
-        size_t width = D - d0 < 64 ? D - d0 : 64;
-        __mmask16 m[4];
-        for (int c = 0; c < 4; c++) {
-            size_t lo = (size_t)c * 16;
-            m[c] = width >= lo + 16 ? (__mmask16)0xffff : width > lo ? MASK16(width - lo) : 0;
-        }
-        __m512 acc[4];
-        for (int c = 0; c < 4; c++) acc[c] = resume ? _mm512_maskz_loadu_ps(m[c], out + d0 + c * 16) : _mm512_setzero_ps();
-        for (size_t j = 0; j < n; j++) {
-            const float *v = V + j * D + d0;
-            __builtin_prefetch((const char *)v + AHEAD, 0, 3);
-            __m512 pj = _mm512_set1_ps(p[j]);
-            for (int c = 0; c < 4; c++)
-                if (m[c]) acc[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], v + c * 16), acc[c]);
-        }
-        for (int c = 0; c < 4; c++)
-            if (m[c]) _mm512_mask_storeu_ps(out + d0 + c * 16, m[c], acc[c]);
+/* R queries' out[D] in registers 64 floats at a time (a head of 256: four passes over V), each value
+ * row read once for all R; a query's lanes take the same FMAs in the same order whatever R is. */
+#define MIX_ROWS(R)                                                                                           \
+    TARGET_AVX512 static void mix_rows##R(const float *p, size_t ldp, const float *V, size_t n, size_t D,     \
+                                          float *const *out, int resume) {                                    \
+        for (size_t d0 = 0; d0 < D; d0 += 64) {                                                               \
+            size_t width = D - d0 < 64 ? D - d0 : 64;                                                         \
+            __mmask16 m[4];                                                                                   \
+            UNROLL for (int c = 0; c < 4; c++) {                                                              \
+                size_t lo = (size_t)c * 16;                                                                   \
+                m[c] = width >= lo + 16 ? (__mmask16)0xffff : width > lo ? MASK16(width - lo) : 0;            \
+            }                                                                                                 \
+            __m512 acc[R][4];                                                                                 \
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < 4; c++)                             \
+                acc[r][c] = resume ? _mm512_maskz_loadu_ps(m[c], out[r] + d0 + c * 16) : _mm512_setzero_ps(); \
+            for (size_t j = 0; j < n; j++) {                                                                  \
+                const float *v = V + j * D + d0;                                                              \
+                __builtin_prefetch((const char *)v + AHEAD, 0, 3);                                            \
+                __m512 vv[4];                                                                                 \
+                UNROLL for (int c = 0; c < 4; c++) vv[c] = _mm512_maskz_loadu_ps(m[c], v + c * 16);           \
+                UNROLL for (int r = 0; r < R; r++) {                                                          \
+                    __m512 pj = _mm512_set1_ps(p[r * ldp + j]);                                               \
+                    UNROLL for (int c = 0; c < 4; c++) acc[r][c] = _mm512_fmadd_ps(pj, vv[c], acc[r][c]);     \
+                }                                                                                             \
+            }                                                                                                 \
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < 4; c++)                             \
+                _mm512_mask_storeu_ps(out[r] + d0 + c * 16, m[c], acc[r][c]);                                 \
+        }                                                                                                     \
+    }
+MIX_ROWS(1)
+MIX_ROWS(2)
+MIX_ROWS(3)
+MIX_ROWS(4)
+
+TARGET_AVX512 static void mix_avx512(const float *p, size_t ldp, size_t R, const float *V, size_t n, size_t D,
+                                     float *const *out, int resume) {
+    switch (R) {
+    case 1: mix_rows1(p, ldp, V, n, D, out, resume); return;
+    case 2: mix_rows2(p, ldp, V, n, D, out, resume); return;
+    case 3: mix_rows3(p, ldp, V, n, D, out, resume); return;
+    default: mix_rows4(p, ldp, V, n, D, out, resume); return;
     }
 }
 
@@ -173,7 +235,7 @@ TARGET_AVX2 static float hmax8(__m256 v) {
 }
 
 /* AVX2 handles heads of a multiple of 8 floats (the ops' checks send others to the plain path). */
-TARGET_AVX2 static void scores_avx2(const float *q, const float *K, size_t n, size_t D, float scale, float *out) {
+TARGET_AVX2 static void scores_avx2_one(const float *q, const float *K, size_t n, size_t D, float scale, float *out) {
     for (size_t j = 0; j < n; j++) {
         const float *k = K + j * D;
         __builtin_prefetch((const char *)k + AHEAD, 0, 3);
@@ -212,7 +274,7 @@ TARGET_AVX2 static void softmax_avx2(float *x, size_t n) {
     for (; j < n; j++) x[j] *= 1.0f / sum;
 }
 
-TARGET_AVX2 static void mix_avx2(const float *p, const float *V, size_t n, size_t D, float *out, int resume) {
+TARGET_AVX2 static void mix_avx2_one(const float *p, const float *V, size_t n, size_t D, float *out, int resume) {
     for (size_t d0 = 0; d0 < D; d0 += 64) {
         size_t parts = (D - d0 < 64 ? D - d0 : 64) / 8;
         __m256 acc[8];
@@ -226,6 +288,8 @@ TARGET_AVX2 static void mix_avx2(const float *p, const float *V, size_t n, size_
         for (size_t c = 0; c < parts; c++) _mm256_storeu_ps(out + d0 + c * 8, acc[c]);
     }
 }
+
+ROWS_OF(avx2, TARGET_AVX2)
 
 static const struct attend_ops AVX2 = {scores_avx2, softmax_avx2, mix_avx2};
 static const struct attend_ops AVX512 = {scores_avx512, softmax_avx512, mix_avx512};

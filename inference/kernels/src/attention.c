@@ -169,6 +169,21 @@ struct query {
     size_t first, end;
 };
 
+/* Query r's keys within the tile [t0, t0 + tile) into [*j0, *j1); returns how many queries from r on
+ * (up to ROWS) have the same ones and the same start of their sums (the attend_ops take them at once). */
+static size_t alike(const struct query *queries, size_t r, size_t R, size_t t0, size_t tile, size_t *j0, size_t *j1) {
+    const struct query *q = &queries[r];
+    *j0 = t0 > q->first ? t0 : q->first;
+    *j1 = t0 + tile < q->end ? t0 + tile : q->end;
+    size_t g = 1;
+    for (; g < ROWS && r + g < R; g++) {
+        const struct query *o = &queries[r + g];
+        size_t o0 = t0 > o->first ? t0 : o->first, o1 = t0 + tile < o->end ? t0 + tile : o->end;
+        if (o0 != *j0 || o1 != *j1 || (o0 > o->first) != (*j0 > q->first)) break;
+    }
+    return g;
+}
+
 /* A work item: row b's queries [s0, s1) of heads [h0, h0 + heads) (one head at decode, a kv head's
  * group when a call brings several tokens: then each tile of keys and values, read once into the
  * cache, serves all of the item's queries). Every query's keys are taken tile by tile in the same
@@ -209,17 +224,19 @@ static void run_item(void *data, size_t item) {
             if (!(c->first && s >= length)) rotate(c, query_at(c, b, s, h), position_of(c, b, s), rotated + D * r++);
     size_t tile = D * sizeof(float) >= TILE_BYTES ? 1 : TILE_BYTES / (D * sizeof(float));
     for (size_t t0 = u0; t0 < u1; t0 += tile)
-        for (size_t r = 0; r < R; r++) {
-            const struct query *q = &queries[r];
-            size_t j0 = t0 > q->first ? t0 : q->first, j1 = t0 + tile < q->end ? t0 + tile : q->end;
-            if (j0 < j1) c->ops->scores(rotated + r * D, keys + j0 * D, j1 - j0, D, c->scale, scores + r * span + j0 - u0);
+        for (size_t r = 0, g; r < R; r += g) {
+            size_t j0, j1;
+            g = alike(queries, r, R, t0, tile, &j0, &j1);
+            if (j0 < j1) c->ops->scores(rotated + r * D, g, D, keys + j0 * D, j1 - j0, D, c->scale, scores + r * span + j0 - u0, span);
         }
     for (size_t r = 0; r < R; r++) c->ops->softmax(scores + r * span + queries[r].first - u0, queries[r].end - queries[r].first);
     for (size_t t0 = u0; t0 < u1; t0 += tile)
-        for (size_t r = 0; r < R; r++) {
-            const struct query *q = &queries[r];
-            size_t j0 = t0 > q->first ? t0 : q->first, j1 = t0 + tile < q->end ? t0 + tile : q->end;
-            if (j0 < j1) c->ops->mix(scores + r * span + j0 - u0, values + j0 * D, j1 - j0, D, q->out, j0 > q->first);
+        for (size_t r = 0, g; r < R; r += g) {
+            size_t j0, j1;
+            g = alike(queries, r, R, t0, tile, &j0, &j1);
+            float *outs[ROWS];
+            for (size_t i = 0; i < g; i++) outs[i] = queries[r + i].out;
+            if (j0 < j1) c->ops->mix(scores + r * span + j0 - u0, span, g, values + j0 * D, j1 - j0, D, outs, j0 > queries[r].first);
         }
     free(heap);
 }

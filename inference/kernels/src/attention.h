@@ -6,13 +6,17 @@
 
 #include "kernels.h"
 
+enum { ROWS = 4 }; /* queries over the same keys that scores and mix take at once */
+
 struct attend_ops {
-    /* out[j] = scale * (q . K[j]) for j < n; q [D], K [n, D]. */
-    void (*scores)(const float *q, const float *K, size_t n, size_t D, float scale, float *out);
+    /* out[r * ldo + j] = scale * (q_r . K[j]) for r < R <= ROWS, j < n; q_r = q + r * ldq [D], K [n, D]. */
+    void (*scores)(const float *q, size_t R, size_t ldq, const float *K, size_t n, size_t D, float scale, float *out,
+                   size_t ldo);
     /* x[0..n) = exp(x - max) / sum, in place (n >= 1). */
     void (*softmax)(float *x, size_t n);
-    /* out[D] = sum_j p[j] * V[j]; V [n, D]; `resume`: the sum goes on from out's values (attend.c). */
-    void (*mix)(const float *p, const float *V, size_t n, size_t D, float *out, int resume);
+    /* out[r][D] = sum_j p[r * ldp + j] * V[j] for r < R <= ROWS; V [n, D]; `resume`: each sum goes on
+     * from out's values (attend.c). */
+    void (*mix)(const float *p, size_t ldp, size_t R, const float *V, size_t n, size_t D, float *const *out, int resume);
 };
 
 /* The arithmetic for the path `isa` and heads of `head_dim` floats. */

@@ -4,7 +4,8 @@
  * Kernel creation checks everything it can (types, B a constant of the right byte count, the
  * attributes, the ISA switch) and refuses with a message naming the node; it then repacks B into
  * column tiles once (kernels.h). Each call prepares the activations once, then runs the tiles on
- * ONNX Runtime's intra-op threads (KernelContext_ParallelFor). */
+ * ONNX Runtime's intra-op threads (KernelContext_ParallelFor). RegisterCustomOps, at the end, puts it and
+ * GroupAttention (attention.c) into the domain. */
 #define _DEFAULT_SOURCE /* madvise, sysconf's page size */
 #include <stdarg.h>
 #include <stdio.h>

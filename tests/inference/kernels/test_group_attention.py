@@ -92,17 +92,24 @@ def test_a_row_is_the_same_alone_as_in_its_batch(kernels_library, cpu_isas, monk
         assert np.array_equal(alone[0][0], batch[0][b]) and np.array_equal(alone[1][0], batch[1][b])
 
 
-def test_a_prompt_in_one_call_is_the_same_as_token_by_token(kernels_library) -> None:
-    """Bit for bit: a query's keys are taken in the same order whatever the call brings with it, so a
+@pytest.mark.parametrize(
+    ("shape", "n"),
+    [(SMOLLM2, 37), (SMOLLM2, 100), (GEMMA, 100), (TINY, 70)],
+    ids=["smollm2-37", "smollm2-100", "gemma-100", "tiny-70"],
+)
+def test_a_prompt_in_one_call_is_the_same_as_token_by_token(kernels_library, shape, n) -> None:
+    """Bit for bit: a query's keys are taken in the same order, with the same arithmetic, whatever the
+    call brings with it (a prompt's queries are taken up to four at a time over shared keys), so a
     prompt's last token attends the same in one call as in a decode step after the rest."""
-    n = 37
-    call = Call(SMOLLM2, [n], n, 64, first=True, seed=5)
+    call = Call(shape, [n], n, 128, first=True, seed=5)
     feeds = call.feeds()
-    sess = session(SMOLLM2.model(ours=True), kernels_library, threads=2)
+    sess = session(shape.model(ours=True), kernels_library, threads=2)
     whole = run_shared(sess, feeds)
     step = dict(feeds)
     step["past_key"], step["past_value"] = whole[1].copy(), whole[2].copy()
-    step["query"] = feeds["query"][:, n - 1 :]
+    for name in ("query", "key", "value"):
+        if name in feeds:
+            step[name] = feeds[name][:, n - 1 :]
     step["position_ids"] = feeds["position_ids"][:, n - 1 :]
     step["total_sequence_length"] = np.array([n], np.int32)
     last = run_shared(sess, step)

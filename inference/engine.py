@@ -1,7 +1,8 @@
 """The ONNX Runtime decoder: ids in, logits out, with the KV cache kept in place across steps.
 
 The engine knows nothing about text or sampling. It supports the layout ``inference.modelbuild``
-produces (optimum's ``text-generation-with-past`` names, GroupQueryAttention inside):
+produces (optimum's ``text-generation-with-past`` names, GroupQueryAttention inside: ONNX Runtime's, or
+our kernel library's ``GroupAttention`` with the same contract):
 
     inputs:  input_ids [B, S] int64, attention_mask [B, T] int64 (T = tokens so far incl. these),
              position_ids [B, S] int64, logits_to_keep [] int64 (0: every position),

@@ -234,19 +234,62 @@ TARGET_AVX2 static float hmax8(__m256 v) {
     return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
 }
 
-/* AVX2 handles heads of a multiple of 8 floats (the ops' checks send others to the plain path). */
-TARGET_AVX2 static void scores_avx2_one(const float *q, const float *K, size_t n, size_t D, float scale, float *out) {
-    for (size_t j = 0; j < n; j++) {
-        const float *k = K + j * D;
-        __builtin_prefetch((const char *)k + AHEAD, 0, 3);
-        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-        size_t d = 0;
-        for (; d + 16 <= D; d += 16) {
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), a0);
-            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), _mm256_loadu_ps(k + d + 8), a1);
-        }
-        if (d < D) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), a0);
-        out[j] = scale * hsum8(_mm256_add_ps(a0, a1));
+/* AVX2 handles heads of a multiple of 8 floats (the ops' checks send others to the plain path), in
+ * blocks of queries x keys as AVX-512 does (one accumulator a pair, its FMAs in d order), fewer at a
+ * time for its 16 registers. */
+#define SCORES_BLOCK_AVX2(R, KEYS)                                                                            \
+    TARGET_AVX2 INLINE void block2_##R##x##KEYS(const float *q, size_t ldq, const float *k, size_t D,          \
+                                                float scale, float *out, size_t ldo) {                        \
+        __m256 acc[R][KEYS];                                                                                  \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < KEYS; t++) acc[r][t] = _mm256_setzero_ps(); \
+        UNROLL for (int t = 0; t < KEYS; t++) __builtin_prefetch((const char *)(k + t * D) + AHEAD, 0, 3);   \
+        UNROLL for (size_t d = 0; d < D; d += 8) {                                                            \
+            __m256 qv[R];                                                                                     \
+            UNROLL for (int r = 0; r < R; r++) qv[r] = _mm256_loadu_ps(q + r * ldq + d);                      \
+            UNROLL for (int t = 0; t < KEYS; t++) {                                                           \
+                __m256 kv = _mm256_loadu_ps(k + t * D + d);                                                   \
+                UNROLL for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_ps(qv[r], kv, acc[r][t]);         \
+            }                                                                                                 \
+        }                                                                                                     \
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < KEYS; t++)                              \
+            out[r * ldo + t] = scale * hsum8(acc[r][t]);                                                      \
+    }
+#define SCORES_WALK_AVX2(R, KEYS)                                                                             \
+    TARGET_AVX2 INLINE void walk2_##R##x##KEYS(const float *q, size_t ldq, const float *K, size_t n, size_t D, \
+                                               float scale, float *out, size_t ldo) {                         \
+        size_t j = 0;                                                                                         \
+        for (; j + KEYS <= n; j += KEYS) block2_##R##x##KEYS(q, ldq, K + j * D, D, scale, out + j, ldo);      \
+        for (; j < n; j++) block2_##R##x1(q, ldq, K + j * D, D, scale, out + j, ldo);                         \
+    }                                                                                                         \
+    TARGET_AVX2 static void scores2_rows##R(const float *q, size_t ldq, const float *K, size_t n, size_t D,   \
+                                            float scale, float *out, size_t ldo) {                            \
+        switch (D) {                                                                                          \
+        case 64: walk2_##R##x##KEYS(q, ldq, K, n, 64, scale, out, ldo); return;                               \
+        case 128: walk2_##R##x##KEYS(q, ldq, K, n, 128, scale, out, ldo); return;                             \
+        case 256: walk2_##R##x##KEYS(q, ldq, K, n, 256, scale, out, ldo); return;                             \
+        default: walk2_##R##x##KEYS(q, ldq, K, n, D, scale, out, ldo); return;                                \
+        }                                                                                                     \
+    }
+SCORES_BLOCK_AVX2(1, 1)
+SCORES_BLOCK_AVX2(2, 1)
+SCORES_BLOCK_AVX2(3, 1)
+SCORES_BLOCK_AVX2(4, 1)
+SCORES_BLOCK_AVX2(1, 8) /* a lone query: eight keys' chains in flight */
+SCORES_BLOCK_AVX2(2, 4)
+SCORES_BLOCK_AVX2(3, 3)
+SCORES_BLOCK_AVX2(4, 2)
+SCORES_WALK_AVX2(1, 8)
+SCORES_WALK_AVX2(2, 4)
+SCORES_WALK_AVX2(3, 3)
+SCORES_WALK_AVX2(4, 2)
+
+TARGET_AVX2 static void scores_avx2(const float *q, size_t R, size_t ldq, const float *K, size_t n, size_t D,
+                                    float scale, float *out, size_t ldo) {
+    switch (R) {
+    case 1: scores2_rows1(q, ldq, K, n, D, scale, out, ldo); return;
+    case 2: scores2_rows2(q, ldq, K, n, D, scale, out, ldo); return;
+    case 3: scores2_rows3(q, ldq, K, n, D, scale, out, ldo); return;
+    default: scores2_rows4(q, ldq, K, n, D, scale, out, ldo); return;
     }
 }
 
@@ -274,22 +317,44 @@ TARGET_AVX2 static void softmax_avx2(float *x, size_t n) {
     for (; j < n; j++) x[j] *= 1.0f / sum;
 }
 
-TARGET_AVX2 static void mix_avx2_one(const float *p, const float *V, size_t n, size_t D, float *out, int resume) {
-    for (size_t d0 = 0; d0 < D; d0 += 64) {
-        size_t parts = (D - d0 < 64 ? D - d0 : 64) / 8;
-        __m256 acc[8];
-        for (size_t c = 0; c < 8; c++) acc[c] = resume && c < parts ? _mm256_loadu_ps(out + d0 + c * 8) : _mm256_setzero_ps();
-        for (size_t j = 0; j < n; j++) {
-            const float *v = V + j * D + d0;
-            __builtin_prefetch((const char *)v + AHEAD, 0, 3);
-            __m256 pj = _mm256_set1_ps(p[j]);
-            for (size_t c = 0; c < parts; c++) acc[c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + c * 8), acc[c]);
-        }
-        for (size_t c = 0; c < parts; c++) _mm256_storeu_ps(out + d0 + c * 8, acc[c]);
+/* R queries' out[D] 16 floats at a time, each value row's 16 read once for all R; a query's lanes
+ * take the same FMAs in the same order whatever R is. */
+#define MIX_ROWS_AVX2(R)                                                                                      \
+    TARGET_AVX2 static void mix2_rows##R(const float *p, size_t ldp, const float *V, size_t n, size_t D,      \
+                                         float *const *out, int resume) {                                     \
+        for (size_t d0 = 0; d0 < D; d0 += 16) {                                                               \
+            int parts = D - d0 >= 16 ? 2 : 1;                                                                 \
+            __m256 acc[R][2];                                                                                 \
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < 2; c++)                             \
+                acc[r][c] = resume && c < parts ? _mm256_loadu_ps(out[r] + d0 + c * 8) : _mm256_setzero_ps(); \
+            for (size_t j = 0; j < n; j++) {                                                                  \
+                const float *v = V + j * D + d0;                                                              \
+                __builtin_prefetch((const char *)v + AHEAD, 0, 3);                                            \
+                __m256 v0 = _mm256_loadu_ps(v), v1 = parts == 2 ? _mm256_loadu_ps(v + 8) : _mm256_setzero_ps(); \
+                UNROLL for (int r = 0; r < R; r++) {                                                          \
+                    __m256 pj = _mm256_set1_ps(p[r * ldp + j]);                                               \
+                    acc[r][0] = _mm256_fmadd_ps(pj, v0, acc[r][0]);                                           \
+                    acc[r][1] = _mm256_fmadd_ps(pj, v1, acc[r][1]);                                           \
+                }                                                                                             \
+            }                                                                                                 \
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < parts; c++)                         \
+                _mm256_storeu_ps(out[r] + d0 + c * 8, acc[r][c]);                                             \
+        }                                                                                                     \
+    }
+MIX_ROWS_AVX2(1)
+MIX_ROWS_AVX2(2)
+MIX_ROWS_AVX2(3)
+MIX_ROWS_AVX2(4)
+
+TARGET_AVX2 static void mix_avx2(const float *p, size_t ldp, size_t R, const float *V, size_t n, size_t D,
+                                 float *const *out, int resume) {
+    switch (R) {
+    case 1: mix2_rows1(p, ldp, V, n, D, out, resume); return;
+    case 2: mix2_rows2(p, ldp, V, n, D, out, resume); return;
+    case 3: mix2_rows3(p, ldp, V, n, D, out, resume); return;
+    default: mix2_rows4(p, ldp, V, n, D, out, resume); return;
     }
 }
-
-ROWS_OF(avx2, TARGET_AVX2)
 
 static const struct attend_ops AVX2 = {scores_avx2, softmax_avx2, mix_avx2};
 static const struct attend_ops AVX512 = {scores_avx512, softmax_avx512, mix_avx512};

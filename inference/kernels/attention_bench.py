@@ -16,7 +16,7 @@ import time
 
 import onnxruntime as ort
 
-from .attention_probe import Call, Shape, session
+from .attention_probe import Call, Shape, bind_in_place, session
 from .library import library_path
 
 SHAPES = {
@@ -24,21 +24,6 @@ SHAPES = {
     "gemma": Shape(heads=4, kv_heads=1, head_dim=256, packed=False, scale=1 / 16, positions=2048),
 }
 CASES = ((1, 60, 1), (8, 60, 1), (1, 100, 1), (8, 100, 1), (1, 800, 1), (8, 800, 1), (1, 512, 512))  # (B, context, S)
-
-
-def bound(sess: ort.InferenceSession, call: Call) -> ort.IOBinding:
-    """The call's inputs bound once, the cache as one buffer for past and present (written in place)."""
-    feeds, names = call.feeds(), {i.name for i in sess.get_inputs()}
-    binding = sess.io_binding()
-    binding.bind_output("output")
-    for name, value in feeds.items():
-        if name in names and not name.startswith("past_"):
-            binding.bind_cpu_input(name, value)
-    for kind in ("key", "value"):
-        cache = ort.OrtValue.ortvalue_from_numpy(feeds[f"past_{kind}"])
-        binding.bind_ortvalue_input(f"past_{kind}", cache)
-        binding.bind_ortvalue_output(f"present_{kind}", cache)
-    return binding
 
 
 def per_call_us(sess: ort.InferenceSession, binding: ort.IOBinding, calls: int, rounds: int) -> float:
@@ -68,7 +53,8 @@ def main(argv: list[str] | None = None) -> dict:
             figures = {}
             for ours in (False, True):
                 sess = session(shape.model(ours=ours), str(library) if ours else None, args.threads)
-                figures[ours] = per_call_us(sess, bound(sess, call), 200 if new == 1 else 3, args.rounds)
+                binding = bind_in_place(sess, call.feeds())[0]
+                figures[ours] = per_call_us(sess, binding, 200 if new == 1 else 3, args.rounds)
             rows.append({"shape": label, "batch": batch, "context": context, "new_tokens": new,
                          "group_query_attention_us": round(figures[False], 1), "ours_us": round(figures[True], 1),
                          "speedup": round(figures[False] / figures[True], 2)})  # fmt: skip

@@ -122,19 +122,25 @@ def run_separate(sess: ort.InferenceSession, feeds: dict[str, np.ndarray]) -> li
     return sess.run(None, {k: v for k, v in feeds.items() if k in names})
 
 
-def run_shared(sess: ort.InferenceSession, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """The same with past and present bound to one buffer each (written in place, as the engine runs)."""
+def bind_in_place(sess: ort.InferenceSession, feeds: dict[str, np.ndarray]) -> tuple[ort.IOBinding, np.ndarray, np.ndarray]:
+    """The call bound as the engine binds it: past and present one buffer each (copies of the feeds'
+    past, written in place by every run); returns the binding and the two buffers."""
     names = {i.name for i in sess.get_inputs()}
     binding = sess.io_binding()
     keys, values = feeds["past_key"].copy(), feeds["past_value"].copy()
-    cache = {x: ort.OrtValue.ortvalue_from_numpy(a) for x, a in (("key", keys), ("value", values))}
-    for k, v in feeds.items():
-        if k in names and k not in ("past_key", "past_value"):
-            binding.bind_cpu_input(k, v)
     binding.bind_output("output")  # first: get_outputs() lists them in the order bound
-    binding.bind_ortvalue_input("past_key", cache["key"])
-    binding.bind_ortvalue_input("past_value", cache["value"])
-    binding.bind_ortvalue_output("present_key", cache["key"])
-    binding.bind_ortvalue_output("present_value", cache["value"])
+    for name, value in feeds.items():
+        if name in names and not name.startswith("past_"):
+            binding.bind_cpu_input(name, value)
+    for kind, buffer in (("key", keys), ("value", values)):
+        cache = ort.OrtValue.ortvalue_from_numpy(buffer)
+        binding.bind_ortvalue_input(f"past_{kind}", cache)
+        binding.bind_ortvalue_output(f"present_{kind}", cache)
+    return binding, keys, values
+
+
+def run_shared(sess: ort.InferenceSession, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The same with past and present bound to one buffer each (written in place, as the engine runs)."""
+    binding, keys, values = bind_in_place(sess, feeds)
     sess.run_with_iobinding(binding)
     return [binding.get_outputs()[0].numpy(), keys, values]

@@ -95,10 +95,52 @@ TARGET_AVX2 static inline __m256 exp256(__m256 x) {
 /* The first `left` (< 16) lanes. */
 #define MASK16(left) ((__mmask16)((1u << (left)) - 1))
 
+/* R queries against n keys on the path `isa` (its avx512_ or avx2_ blocks): KEYS at a time, then the
+ * rest one by one; heads of 64, 128 and 256 floats get code of their own (the loop over d
+ * unrolled), the same arithmetic as any other. */
+#define SCORES_WALK(isa, target, R, KEYS)                                                                     \
+    target INLINE void isa##_walk_##R(const float *q, size_t ldq, const float *K, size_t n, size_t D,         \
+                                      float scale, float *out, size_t ldo) {                                  \
+        size_t j = 0;                                                                                         \
+        for (; j + KEYS <= n; j += KEYS) isa##_block_##R##x##KEYS(q, ldq, K + j * D, D, scale, out + j, ldo); \
+        for (; j < n; j++) isa##_block_##R##x1(q, ldq, K + j * D, D, scale, out + j, ldo);                    \
+    }                                                                                                         \
+    target static void isa##_scores_rows##R(const float *q, size_t ldq, const float *K, size_t n, size_t D,   \
+                                            float scale, float *out, size_t ldo) {                            \
+        switch (D) {                                                                                          \
+        case 64: isa##_walk_##R(q, ldq, K, n, 64, scale, out, ldo); return;                                   \
+        case 128: isa##_walk_##R(q, ldq, K, n, 128, scale, out, ldo); return;                                 \
+        case 256: isa##_walk_##R(q, ldq, K, n, 256, scale, out, ldo); return;                                 \
+        default: isa##_walk_##R(q, ldq, K, n, D, scale, out, ldo); return;                                    \
+        }                                                                                                     \
+    }
+
+/* The path's scores and mix for R <= ROWS queries: its code for that R (isa##_scores_rows##R,
+ * isa##_mix_rows##R). */
+#define BY_ROWS(isa, target)                                                                                  \
+    target static void scores_##isa(const float *q, size_t R, size_t ldq, const float *K, size_t n, size_t D, \
+                                    float scale, float *out, size_t ldo) {                                    \
+        switch (R) {                                                                                          \
+        case 1: isa##_scores_rows1(q, ldq, K, n, D, scale, out, ldo); return;                                 \
+        case 2: isa##_scores_rows2(q, ldq, K, n, D, scale, out, ldo); return;                                 \
+        case 3: isa##_scores_rows3(q, ldq, K, n, D, scale, out, ldo); return;                                 \
+        default: isa##_scores_rows4(q, ldq, K, n, D, scale, out, ldo); return;                                \
+        }                                                                                                     \
+    }                                                                                                         \
+    target static void mix_##isa(const float *p, size_t ldp, size_t R, const float *V, size_t n, size_t D,    \
+                                 float *const *out, int resume) {                                             \
+        switch (R) {                                                                                          \
+        case 1: isa##_mix_rows1(p, ldp, V, n, D, out, resume); return;                                        \
+        case 2: isa##_mix_rows2(p, ldp, V, n, D, out, resume); return;                                        \
+        case 3: isa##_mix_rows3(p, ldp, V, n, D, out, resume); return;                                        \
+        default: isa##_mix_rows4(p, ldp, V, n, D, out, resume); return;                                       \
+        }                                                                                                     \
+    }
+
 /* R queries against KEYS keys, one accumulator a pair with its FMAs in the order of d: the arithmetic
  * every block shape shares, so a pair's score does not depend on the block it is computed in. */
 #define SCORES_BLOCK(R, KEYS)                                                                                 \
-    TARGET_AVX512 INLINE void block_##R##x##KEYS(const float *q, size_t ldq, const float *k, size_t D,        \
+    TARGET_AVX512 INLINE void avx512_block_##R##x##KEYS(const float *q, size_t ldq, const float *k, size_t D,        \
                                                         float scale, float *out, size_t ldo) {                \
         __m512 acc[R][KEYS];                                                                                  \
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < KEYS; t++) acc[r][t] = _mm512_setzero_ps(); \
@@ -115,24 +157,6 @@ TARGET_AVX2 static inline __m256 exp256(__m256 x) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < KEYS; t++)                              \
             out[r * ldo + t] = scale * _mm512_reduce_add_ps(acc[r][t]);                                       \
     }
-/* R queries against n keys: KEYS at a time, then the rest one by one; heads of 64, 128 and 256
- * floats get code of their own (the loop over d unrolled), the same arithmetic as any other. */
-#define SCORES_WALK(R, KEYS)                                                                                  \
-    TARGET_AVX512 INLINE void walk_##R##x##KEYS(const float *q, size_t ldq, const float *K, size_t n,  \
-                                                      size_t D, float scale, float *out, size_t ldo) {        \
-        size_t j = 0;                                                                                         \
-        for (; j + KEYS <= n; j += KEYS) block_##R##x##KEYS(q, ldq, K + j * D, D, scale, out + j, ldo);       \
-        for (; j < n; j++) block_##R##x1(q, ldq, K + j * D, D, scale, out + j, ldo);                          \
-    }                                                                                                         \
-    TARGET_AVX512 static void scores_rows##R##x##KEYS(const float *q, size_t ldq, const float *K, size_t n,  \
-                                                      size_t D, float scale, float *out, size_t ldo) {        \
-        switch (D) {                                                                                          \
-        case 64: walk_##R##x##KEYS(q, ldq, K, n, 64, scale, out, ldo); return;                                \
-        case 128: walk_##R##x##KEYS(q, ldq, K, n, 128, scale, out, ldo); return;                              \
-        case 256: walk_##R##x##KEYS(q, ldq, K, n, 256, scale, out, ldo); return;                              \
-        default: walk_##R##x##KEYS(q, ldq, K, n, D, scale, out, ldo); return;                                 \
-        }                                                                                                     \
-    }
 SCORES_BLOCK(1, 1)
 SCORES_BLOCK(2, 1)
 SCORES_BLOCK(3, 1)
@@ -141,20 +165,10 @@ SCORES_BLOCK(1, 8) /* a lone query: eight keys' chains in flight */
 SCORES_BLOCK(2, 4)
 SCORES_BLOCK(3, 4)
 SCORES_BLOCK(4, 4)
-SCORES_WALK(1, 8)
-SCORES_WALK(2, 4)
-SCORES_WALK(3, 4)
-SCORES_WALK(4, 4)
-
-TARGET_AVX512 static void scores_avx512(const float *q, size_t R, size_t ldq, const float *K, size_t n, size_t D,
-                                        float scale, float *out, size_t ldo) {
-    switch (R) {
-    case 1: scores_rows1x8(q, ldq, K, n, D, scale, out, ldo); return;
-    case 2: scores_rows2x4(q, ldq, K, n, D, scale, out, ldo); return;
-    case 3: scores_rows3x4(q, ldq, K, n, D, scale, out, ldo); return;
-    default: scores_rows4x4(q, ldq, K, n, D, scale, out, ldo); return;
-    }
-}
+SCORES_WALK(avx512, TARGET_AVX512, 1, 8)
+SCORES_WALK(avx512, TARGET_AVX512, 2, 4)
+SCORES_WALK(avx512, TARGET_AVX512, 3, 4)
+SCORES_WALK(avx512, TARGET_AVX512, 4, 4)
 
 TARGET_AVX512 static void softmax_avx512(float *x, size_t n) {
     __m512 top = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
@@ -181,7 +195,7 @@ TARGET_AVX512 static void softmax_avx512(float *x, size_t n) {
 /* R queries' out[D] in registers 64 floats at a time (a head of 256: four passes over V), each value
  * row read once for all R; a query's lanes take the same FMAs in the same order whatever R is. */
 #define MIX_ROWS(R)                                                                                           \
-    TARGET_AVX512 static void mix_rows##R(const float *p, size_t ldp, const float *V, size_t n, size_t D,     \
+    TARGET_AVX512 static void avx512_mix_rows##R(const float *p, size_t ldp, const float *V, size_t n, size_t D,     \
                                           float *const *out, int resume) {                                    \
         for (size_t d0 = 0; d0 < D; d0 += 64) {                                                               \
             size_t width = D - d0 < 64 ? D - d0 : 64;                                                         \
@@ -211,16 +225,7 @@ MIX_ROWS(1)
 MIX_ROWS(2)
 MIX_ROWS(3)
 MIX_ROWS(4)
-
-TARGET_AVX512 static void mix_avx512(const float *p, size_t ldp, size_t R, const float *V, size_t n, size_t D,
-                                     float *const *out, int resume) {
-    switch (R) {
-    case 1: mix_rows1(p, ldp, V, n, D, out, resume); return;
-    case 2: mix_rows2(p, ldp, V, n, D, out, resume); return;
-    case 3: mix_rows3(p, ldp, V, n, D, out, resume); return;
-    default: mix_rows4(p, ldp, V, n, D, out, resume); return;
-    }
-}
+BY_ROWS(avx512, TARGET_AVX512)
 
 TARGET_AVX2 static float hsum8(__m256 v) {
     __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -238,7 +243,7 @@ TARGET_AVX2 static float hmax8(__m256 v) {
  * blocks of queries x keys as AVX-512 does (one accumulator a pair, its FMAs in d order), fewer at a
  * time for its 16 registers. */
 #define SCORES_BLOCK_AVX2(R, KEYS)                                                                            \
-    TARGET_AVX2 INLINE void block2_##R##x##KEYS(const float *q, size_t ldq, const float *k, size_t D,          \
+    TARGET_AVX2 INLINE void avx2_block_##R##x##KEYS(const float *q, size_t ldq, const float *k, size_t D,          \
                                                 float scale, float *out, size_t ldo) {                        \
         __m256 acc[R][KEYS];                                                                                  \
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < KEYS; t++) acc[r][t] = _mm256_setzero_ps(); \
@@ -254,22 +259,6 @@ TARGET_AVX2 static float hmax8(__m256 v) {
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < KEYS; t++)                              \
             out[r * ldo + t] = scale * hsum8(acc[r][t]);                                                      \
     }
-#define SCORES_WALK_AVX2(R, KEYS)                                                                             \
-    TARGET_AVX2 INLINE void walk2_##R##x##KEYS(const float *q, size_t ldq, const float *K, size_t n, size_t D, \
-                                               float scale, float *out, size_t ldo) {                         \
-        size_t j = 0;                                                                                         \
-        for (; j + KEYS <= n; j += KEYS) block2_##R##x##KEYS(q, ldq, K + j * D, D, scale, out + j, ldo);      \
-        for (; j < n; j++) block2_##R##x1(q, ldq, K + j * D, D, scale, out + j, ldo);                         \
-    }                                                                                                         \
-    TARGET_AVX2 static void scores2_rows##R(const float *q, size_t ldq, const float *K, size_t n, size_t D,   \
-                                            float scale, float *out, size_t ldo) {                            \
-        switch (D) {                                                                                          \
-        case 64: walk2_##R##x##KEYS(q, ldq, K, n, 64, scale, out, ldo); return;                               \
-        case 128: walk2_##R##x##KEYS(q, ldq, K, n, 128, scale, out, ldo); return;                             \
-        case 256: walk2_##R##x##KEYS(q, ldq, K, n, 256, scale, out, ldo); return;                             \
-        default: walk2_##R##x##KEYS(q, ldq, K, n, D, scale, out, ldo); return;                                \
-        }                                                                                                     \
-    }
 SCORES_BLOCK_AVX2(1, 1)
 SCORES_BLOCK_AVX2(2, 1)
 SCORES_BLOCK_AVX2(3, 1)
@@ -278,20 +267,10 @@ SCORES_BLOCK_AVX2(1, 8) /* a lone query: eight keys' chains in flight */
 SCORES_BLOCK_AVX2(2, 4)
 SCORES_BLOCK_AVX2(3, 3)
 SCORES_BLOCK_AVX2(4, 2)
-SCORES_WALK_AVX2(1, 8)
-SCORES_WALK_AVX2(2, 4)
-SCORES_WALK_AVX2(3, 3)
-SCORES_WALK_AVX2(4, 2)
-
-TARGET_AVX2 static void scores_avx2(const float *q, size_t R, size_t ldq, const float *K, size_t n, size_t D,
-                                    float scale, float *out, size_t ldo) {
-    switch (R) {
-    case 1: scores2_rows1(q, ldq, K, n, D, scale, out, ldo); return;
-    case 2: scores2_rows2(q, ldq, K, n, D, scale, out, ldo); return;
-    case 3: scores2_rows3(q, ldq, K, n, D, scale, out, ldo); return;
-    default: scores2_rows4(q, ldq, K, n, D, scale, out, ldo); return;
-    }
-}
+SCORES_WALK(avx2, TARGET_AVX2, 1, 8)
+SCORES_WALK(avx2, TARGET_AVX2, 2, 4)
+SCORES_WALK(avx2, TARGET_AVX2, 3, 3)
+SCORES_WALK(avx2, TARGET_AVX2, 4, 2)
 
 TARGET_AVX2 static void softmax_avx2(float *x, size_t n) {
     __m256 top8 = _mm256_set1_ps(-INFINITY), sum8 = _mm256_setzero_ps();
@@ -320,7 +299,7 @@ TARGET_AVX2 static void softmax_avx2(float *x, size_t n) {
 /* R queries' out[D] 16 floats at a time, each value row's 16 read once for all R; a query's lanes
  * take the same FMAs in the same order whatever R is. */
 #define MIX_ROWS_AVX2(R)                                                                                      \
-    TARGET_AVX2 static void mix2_rows##R(const float *p, size_t ldp, const float *V, size_t n, size_t D,      \
+    TARGET_AVX2 static void avx2_mix_rows##R(const float *p, size_t ldp, const float *V, size_t n, size_t D,      \
                                          float *const *out, int resume) {                                     \
         for (size_t d0 = 0; d0 < D; d0 += 16) {                                                               \
             int parts = D - d0 >= 16 ? 2 : 1;                                                                 \
@@ -345,16 +324,7 @@ MIX_ROWS_AVX2(1)
 MIX_ROWS_AVX2(2)
 MIX_ROWS_AVX2(3)
 MIX_ROWS_AVX2(4)
-
-TARGET_AVX2 static void mix_avx2(const float *p, size_t ldp, size_t R, const float *V, size_t n, size_t D,
-                                 float *const *out, int resume) {
-    switch (R) {
-    case 1: mix2_rows1(p, ldp, V, n, D, out, resume); return;
-    case 2: mix2_rows2(p, ldp, V, n, D, out, resume); return;
-    case 3: mix2_rows3(p, ldp, V, n, D, out, resume); return;
-    default: mix2_rows4(p, ldp, V, n, D, out, resume); return;
-    }
-}
+BY_ROWS(avx2, TARGET_AVX2)
 
 static const struct attend_ops AVX2 = {scores_avx2, softmax_avx2, mix_avx2};
 static const struct attend_ops AVX512 = {scores_avx512, softmax_avx512, mix_avx512};

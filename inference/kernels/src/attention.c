@@ -163,22 +163,30 @@ static void new_kv(const struct call *c, const float *key_in, const float *value
     }
 }
 
-/* One query of a work item: where its output goes and the keys it attends to, [first, end). */
+/* One query of a work item: its token and head, where its output goes and the keys it attends to,
+ * [first, end). */
 struct query {
+    size_t s, head;
     float *out;
     size_t first, end;
 };
+
+/* The query's keys within the tile [t0, t0 + tile): [*j0, *j1) (empty when j0 >= j1). */
+static void keys_in_tile(const struct query *q, size_t t0, size_t tile, size_t *j0, size_t *j1) {
+    *j0 = t0 > q->first ? t0 : q->first;
+    *j1 = t0 + tile < q->end ? t0 + tile : q->end;
+}
 
 /* Query r's keys within the tile [t0, t0 + tile) into [*j0, *j1); returns how many queries from r on
  * (up to ROWS) have the same ones and the same start of their sums (the attend_ops take them at once). */
 static size_t alike(const struct query *queries, size_t r, size_t R, size_t t0, size_t tile, size_t *j0, size_t *j1) {
     const struct query *q = &queries[r];
-    *j0 = t0 > q->first ? t0 : q->first;
-    *j1 = t0 + tile < q->end ? t0 + tile : q->end;
+    keys_in_tile(q, t0, tile, j0, j1);
     size_t g = 1;
     for (; g < ROWS && r + g < R; g++) {
         const struct query *o = &queries[r + g];
-        size_t o0 = t0 > o->first ? t0 : o->first, o1 = t0 + tile < o->end ? t0 + tile : o->end;
+        size_t o0, o1;
+        keys_in_tile(o, t0, tile, &o0, &o1);
         if (o0 != *j0 || o1 != *j1 || (o0 > o->first) != (*j0 > q->first)) break;
     }
     return g;
@@ -206,7 +214,7 @@ static void run_item(void *data, size_t item) {
             }
             size_t end = past + s + 1, window = (size_t)c->k->window;
             size_t first = c->k->window > 0 && end > window ? end - window : 0;
-            queries[R++] = (struct query){out, first, end};
+            queries[R++] = (struct query){s, h, out, first, end};
             u0 = first < u0 ? first : u0;
             u1 = end > u1 ? end : u1;
         }
@@ -219,9 +227,8 @@ static void run_item(void *data, size_t item) {
             for (size_t d = 0; d < D; d++) queries[r].out[d] = NAN;
         return;
     }
-    for (size_t r = 0, s = s0; s < s1; s++)
-        for (size_t h = h0; h < h0 + c->item_heads && r < R; h++)
-            if (!(c->first && s >= length)) rotate(c, query_at(c, b, s, h), position_of(c, b, s), rotated + D * r++);
+    for (size_t r = 0; r < R; r++)
+        rotate(c, query_at(c, b, queries[r].s, queries[r].head), position_of(c, b, queries[r].s), rotated + D * r);
     size_t tile = D * sizeof(float) >= TILE_BYTES ? 1 : TILE_BYTES / (D * sizeof(float));
     for (size_t t0 = u0; t0 < u1; t0 += tile)
         for (size_t r = 0, g; r < R; r += g) {

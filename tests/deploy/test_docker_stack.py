@@ -220,7 +220,7 @@ def test_the_client_of_a_worker_killed_mid_stream_hears_an_error(stack):
     worker = stack.containers("worker")[0]
     started = threading.Event()
     result: list[list[dict[str, Any]]] = []
-    thread = threading.Thread(target=lambda: result.append(generate(stack, "doomed", 400, on_started=started.set)))
+    thread = threading.Thread(target=lambda: result.append(generate(stack, "doomed", 8000, on_started=started.set)))
     thread.start()
     assert started.wait(STREAM_TIMEOUT_S)
     docker_stack.run(["docker", "kill", worker])

@@ -67,16 +67,17 @@ async def test_a_generation_is_counted_from_submission_to_done():
 async def test_gauges_follow_a_stream_and_a_duplicate_id_does_not_end_it():
     communicator = await connect()
     before = snapshot()
-    await communicator.send_json_to(counting("m2", 40))
+    await communicator.send_json_to(counting("m2", 2000))  # still running at the duplicate on any machine
     await until(communicator, "m2", "started")
     running = grew(before, snapshot())
     assert running["playground_requests_in_flight"] == 1 and running["playground_streams_running"] == 1
     assert "playground_requests_waiting" not in running  # it left the queue when it started
-    await communicator.send_json_to(counting("m2", 40))  # the same id while it runs
+    await communicator.send_json_to(counting("m2", 2000))  # the same id while it runs
     error = await until(communicator, "m2", "error")
     assert error[-1]["error"]["code"] == "duplicate_request"
     still = grew(before, snapshot())
     assert still["duplicate"] == 1 and still["playground_requests_in_flight"] == 1
+    await communicator.send_json_to({"type": "cancel", "request_id": "m2"})
     await until(communicator, "m2", "done")
     finished = grew(before, snapshot())
     assert not any(gauge in finished for gauge in GAUGES), finished
@@ -86,8 +87,8 @@ async def test_gauges_follow_a_stream_and_a_duplicate_id_does_not_end_it():
 async def test_a_closed_socket_ends_its_requests_in_the_gauges():
     communicator = await connect()
     before = snapshot()
-    await communicator.send_json_to(counting("m3", 200))
-    await communicator.send_json_to(counting("m4", 200))  # beside m3 in the batch, or still waiting for it
+    await communicator.send_json_to(counting("m3", 2000))
+    await communicator.send_json_to(counting("m4", 2000))  # beside m3 in the batch, or still waiting for it
     await until(communicator, "m3", "started")
     during = grew(before, snapshot())
     running, waiting = during.get("playground_streams_running", 0), during.get("playground_requests_waiting", 0)

@@ -162,7 +162,7 @@ def test_a_run_is_in_the_history_from_its_start(playground, daphne_server):
     """`started` announces the run id and delete token: the page keeps them at once, so a run that
     is stopped (or cut off) mid-stream is in the history too."""
     page = playground.page
-    playground.generate("Once upon a time", temperature=1, seed=3, max_tokens=400)
+    playground.generate("Once upon a time", temperature=1, seed=3, max_tokens=4000, min_tokens=4000)  # stopped long before
     expect(playground.tokens.first).to_be_attached(timeout=30_000)
     started = playground.event("started")
     assert started["run_id"] and started["delete_token"]

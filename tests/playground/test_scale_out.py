@@ -21,7 +21,9 @@ IDLE_SECONDS = BLOCKING_READ_SECONDS + READ_MARGIN_SECONDS + 2
 ACK_TIMEOUT = 4  # seconds the web process waits for a worker to take a request (PLAYGROUND_WORKER_ACK_TIMEOUT)
 NOTICE_DEADLINE = 5  # seconds: issue 12's bound for a dead worker's clients to hear of it
 
-LONG_RUN = {"prompt": "Once upon a time", "params": {"temperature": 0, "max_tokens": 4000, "ignore_eos": True}}
+# Far longer than any wait below on any machine (about the most SmolLM2's 8192-token window allows)
+LONG_RUN = {"prompt": "Once upon a time", "params": {"temperature": 0, "max_tokens": 8000, "ignore_eos": True}}
+FULL_ACK_TIMEOUT = 1.5  # the two full workers' web process: c waits past it, the long runs still going
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +214,7 @@ def two_workers(tmp_path_factory):
         tmp_path_factory.mktemp("two-workers"),
         PLAYGROUND_MAX_BATCH="1",
         PLAYGROUND_WORKER_BACKLOG="0",
-        PLAYGROUND_WORKER_ACK_TIMEOUT=str(ACK_TIMEOUT),
+        PLAYGROUND_WORKER_ACK_TIMEOUT=str(FULL_ACK_TIMEOUT),
     )
     try:
         workers = [stack.start_worker() for _ in range(2)]
@@ -237,7 +239,7 @@ def test_two_workers_share_the_load_and_a_full_worker_leaves_requests_to_the_oth
             event = json.loads(ws.recv(timeout=120))
             tokens[event["request_id"]] += event["type"] == "token"
         waited_from = time.monotonic()
-        while time.monotonic() - waited_from < ACK_TIMEOUT + 2:  # past the ack timeout: c still waits
+        while time.monotonic() - waited_from < FULL_ACK_TIMEOUT + 2:  # past the ack timeout: c still waits
             event = json.loads(ws.recv(timeout=120))
             # c only waits in line: no `no_worker` (the workers are alive, only full), no start
             assert event["request_id"] != "c" or event["type"] == "queued", event

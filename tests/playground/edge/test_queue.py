@@ -30,7 +30,7 @@ async def test_a_tokenize_is_answered_while_every_slot_is_full_and_generations_w
     inference = settings.INFERENCE | {"MAX_BATCH": 1, "INTAKE_BACKLOG": 0}
     with override_settings(INFERENCE=inference):
         communicator = await connect()
-        await communicator.send_json_to(generation("a", 200))
+        await communicator.send_json_to(generation("a", 8000))  # cancelled long before its end
         while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
             pass
         await communicator.send_json_to(generation("b", 5))
@@ -63,7 +63,7 @@ async def test_waiting_generations_hear_their_place_in_line_and_a_full_line_refu
     line = settings.WAITING_LINE | {"MAX_WAITING": 2}
     with override_settings(INFERENCE=inference, WAITING_LINE=line):
         communicator = await connect()
-        await communicator.send_json_to(generation("a", 2000))
+        await communicator.send_json_to(generation("a", 8000))
         while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
             pass
         await communicator.send_json_to(generation("b", 3))

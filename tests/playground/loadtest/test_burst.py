@@ -96,13 +96,14 @@ def test_a_server_killed_mid_stream_breaks_every_stream(tmp_path: Path, monkeypa
     config = burst.make_config(daphne.url, 2, 480, timeout_s=60)  # the tiny model: 512 positions
     result: list[burst.Summary] = []
     progress: list[str] = []
-    monkeypatch.setattr(burst, "PROGRESS_S", 0.2)
+    # a line every 20 ms: the kill comes within ~25 ms of the first token, far inside 480 tokens' time
+    monkeypatch.setattr(burst, "PROGRESS_S", 0.02)
     runner = threading.Thread(target=lambda: result.append(burst.run(config, progress.append)))
     runner.start()
     try:
         deadline = time.monotonic() + 60
         while not any(STREAMING.search(line) for line in progress) and time.monotonic() < deadline:
-            time.sleep(0.1)  # until the progress lines say tokens are flowing
+            time.sleep(0.005)  # until the progress lines say tokens are flowing
     finally:
         daphne.process.kill()  # no goodbye to the clients
         daphne.process.wait(timeout=10)

@@ -33,7 +33,7 @@ def one_row_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daphne]
 
 def long_stream(server: Daphne, model_id: str) -> httpx.Response:
     """A streamed generation that holds the one row (its first token has come) until it is closed."""
-    body = {"model": model_id, "prompt": "A long story", "max_tokens": 3000, "ignore_eos": True, "stream": True}
+    body = {"model": model_id, "prompt": "A long story", "max_tokens": 8000, "ignore_eos": True, "stream": True}
     client = httpx.Client(timeout=60)
     response = client.send(client.build_request("POST", server.url + "/v1/completions", json=body), stream=True)
     assert response.status_code == 200

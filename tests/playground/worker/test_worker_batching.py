@@ -165,7 +165,7 @@ async def test_a_full_inference_channel_answers_busy_with_a_retry_hint(monkeypat
     inference = settings.INFERENCE | {"MAX_BATCH": 1, "INTAKE_BACKLOG": 0}
     with override_settings(INFERENCE=inference):
         communicator = await connect()
-        await communicator.send_json_to(A | {"params": {"temperature": 0, "max_tokens": 500, "ignore_eos": True}})
+        await communicator.send_json_to(A | {"params": {"temperature": 0, "max_tokens": 4000, "ignore_eos": True}})
         while (await communicator.receive_json_from(timeout=TIMEOUT))["type"] != "token":
             pass
         await communicator.send_json_to(B)  # waits in the channel: the worker has no room
